@@ -1,0 +1,76 @@
+//! The exit codes of `cargo xtask`, documented in one place, and the error kinds that map to them.
+//!
+//! | code | meaning                                                          |
+//! |------|------------------------------------------------------------------|
+//! | 0    | everything asked for was done and every test passed              |
+//! | 1    | a test failed                                                     |
+//! | 2    | bad input or usage (a flag, a file, a fragment, a patch)         |
+//! | 3    | infrastructure failure (a missing tool, provisioning, QEMU)      |
+//! | 125  | the kernel cannot be built (so `git bisect run` skips the commit)|
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    TestFailed,
+    BadInput,
+    Infra,
+    CannotBuild,
+}
+
+impl Kind {
+    pub fn code(self) -> u8 {
+        match self {
+            Kind::TestFailed => 1,
+            Kind::BadInput => 2,
+            Kind::Infra => 3,
+            Kind::CannotBuild => 125,
+        }
+    }
+}
+
+/// An error that carries the exit code it should end the process with.
+#[derive(Debug)]
+pub struct Classified {
+    pub kind: Kind,
+    pub message: String,
+}
+
+impl fmt::Display for Classified {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Classified {}
+
+/// Builds an error of the given kind; use with `return Err(...)` or `.map_err`.
+pub fn error(kind: Kind, message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Classified {
+        kind,
+        message: message.into(),
+    })
+}
+
+/// The exit code for an error: the innermost classified cause wins, anything else is infrastructure.
+pub fn code_for(err: &anyhow::Error) -> u8 {
+    err.chain()
+        .filter_map(|e| e.downcast_ref::<Classified>())
+        .last()
+        .map_or(Kind::Infra.code(), |c| c.kind.code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn context_keeps_the_classified_code() {
+        let err: anyhow::Result<()> = Err(error(Kind::CannotBuild, "make failed"));
+        let err = err.context("building x86_64").unwrap_err();
+        assert_eq!(code_for(&err), 125);
+        assert_eq!(code_for(&anyhow::anyhow!("io")), 3);
+        assert_eq!(code_for(&error(Kind::BadInput, "x")), 2);
+    }
+}

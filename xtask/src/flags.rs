@@ -1,0 +1,125 @@
+//! Every command-line flag of `cargo xtask`, declared in one place.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "cargo xtask",
+    about = "Build CONFIG_USER_EVENTS kernels and run the user_events conformance suites under QEMU",
+    after_help = "Exit codes: 0 passed, 1 a test failed, 2 bad input or usage, 3 infrastructure failure, \
+                  125 the kernel cannot be built (git bisect run skips the commit)."
+)]
+pub struct Xtask {
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Install what is missing (QEMU, cross compiler, kernel source, rust targets, virtiofsd).
+    Setup {
+        /// Only report what is missing; change nothing.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Configure and build (or fetch from the cache) the kernel for each arch; print the image paths.
+    Kernel(KernelArgs),
+    /// The main job: build the kernels, boot them and run the suites.
+    Run(KernelArgs),
+    /// The project's tests: unit tests, then real kernel builds and checks on both arches.
+    Test(TestArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct KernelArgs {
+    /// x86_64, arm64 or all.
+    #[arg(long, default_value = "all")]
+    pub arch: String,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Parallel make jobs (default: the number of cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Cache directory for sources, build trees and built kernels.
+    #[arg(long, env = "XTASK_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Stop after configuring and checking the options (nothing is built or cached).
+    #[arg(long)]
+    pub config_only: bool,
+    /// Print each build's metadata.json path and contents summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct SourceArgs {
+    /// A kernel tree (git checkout or unpacked tarball); never written to.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["kernel_tarball", "kernel_image"])]
+    pub kernel_src: Option<PathBuf>,
+    /// A kernel source tarball.
+    #[arg(long, value_name = "FILE", conflicts_with = "kernel_image")]
+    pub kernel_tarball: Option<PathBuf>,
+    /// A patch applied on a private copy of the source (repeatable, in order).
+    #[arg(long = "patch", value_name = "FILE", conflicts_with = "kernel_image")]
+    pub patches: Vec<PathBuf>,
+    /// Use an already built kernel image instead of building one (needs a single --arch).
+    #[arg(long, value_name = "FILE")]
+    pub kernel_image: Option<PathBuf>,
+    /// The .config of --kernel-image (default: the .config beside it).
+    #[arg(long, value_name = "FILE", requires = "kernel_image")]
+    pub kernel_config: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct ConfigArgs {
+    /// A named profile from kernel-configs/profiles/ (repeatable), e.g. `debug`.
+    #[arg(long = "profile", value_name = "NAME")]
+    pub profiles: Vec<String>,
+    /// An extra Kconfig fragment file, merged after the profiles (repeatable).
+    #[arg(long = "fragment", value_name = "FILE")]
+    pub fragments: Vec<PathBuf>,
+    /// One option, `CONFIG_X=value` or `CONFIG_X=n`, merged last (repeatable).
+    #[arg(long = "kconfig", value_name = "CONFIG_X=VALUE")]
+    pub kconfig: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TestArgs {
+    /// Run only the fast unit tests (what plain `cargo test` runs).
+    #[arg(long)]
+    pub unit_only: bool,
+    /// Cache directory for sources, build trees and built kernels.
+    #[arg(long, env = "XTASK_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn flags_are_consistent() {
+        Xtask::command().debug_assert();
+    }
+
+    #[test]
+    fn source_flags_conflict() {
+        let r =
+            Xtask::try_parse_from(["x", "kernel", "--kernel-src", "a", "--kernel-tarball", "b"]);
+        assert!(r.is_err());
+        let r = Xtask::try_parse_from(["x", "kernel", "--kernel-config", "c"]);
+        assert!(r.is_err(), "--kernel-config needs --kernel-image");
+        let r = Xtask::try_parse_from([
+            "x", "kernel", "--patch", "a.patch", "--patch", "b.patch", "--arch", "arm64",
+        ]);
+        let Cmd::Kernel(k) = r.unwrap().command else {
+            panic!()
+        };
+        assert_eq!(k.source.patches.len(), 2);
+    }
+}
