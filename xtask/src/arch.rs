@@ -24,6 +24,15 @@ pub struct Arch {
     pub qemu_package: &'static str,
     /// The Rust target the guest agent is built for.
     pub rust_target: &'static str,
+    /// QEMU machine (and its options), CPU under TCG, and the serial console's name.
+    pub qemu_machine: &'static str,
+    pub qemu_cpu_tcg: &'static str,
+    pub console: &'static str,
+    /// Kernel command-line options this arch needs beyond the common ones.
+    pub cmdline: &'static str,
+    /// The guest architecture as `uname -m` and the C cross compiler prefix for static test
+    /// binaries (the floor /init).
+    pub uname_machine: &'static str,
 }
 
 impl Arch {
@@ -54,6 +63,14 @@ pub const ARCHES: &[Arch] = &[
         qemu_binary: "qemu-system-x86_64",
         qemu_package: "qemu-system-x86",
         rust_target: "x86_64-unknown-linux-musl",
+        // microvm boots fastest under TCG (no PCI, no ACPI, firmware is qboot); virtio-mmio
+        // devices reach the kernel on its command line (auto-kernel-cmdline).
+        qemu_machine: "microvm",
+        qemu_cpu_tcg: "max",
+        console: "ttyS0",
+        // Triple-fault reboot: microvm has no keyboard controller or ACPI to reset through.
+        cmdline: "reboot=t",
+        uname_machine: "x86_64",
     },
     Arch {
         name: "arm64",
@@ -66,6 +83,13 @@ pub const ARCHES: &[Arch] = &[
         qemu_binary: "qemu-system-aarch64",
         qemu_package: "qemu-system-arm",
         rust_target: "aarch64-unknown-linux-musl",
+        qemu_machine: "virt",
+        // Pointer authentication with QEMU's own cheap algorithm: the architected one is
+        // slow under TCG (the KUnit qemu_config does the same).
+        qemu_cpu_tcg: "max,pauth-impdef=on",
+        console: "ttyAMA0",
+        cmdline: "",
+        uname_machine: "aarch64",
     },
 ];
 
@@ -93,20 +117,14 @@ mod tests {
         assert_eq!(select("amd64").unwrap()[0].name, "x86_64");
         assert_eq!(select("all").unwrap().len(), ARCHES.len());
         let err = select("riscv64").unwrap_err().to_string();
-        assert!(
-            err.contains("riscv64") && err.contains("x86_64, arm64"),
-            "{err}"
-        );
+        assert!(err.contains("riscv64") && err.contains("x86_64, arm64"), "{err}");
     }
 
     #[test]
     fn cross_builds_name_their_prefix() {
         let arm = select("arm64").unwrap()[0];
         assert_eq!(arm.compiler(), "aarch64-linux-gnu-gcc");
-        assert_eq!(
-            arm.make_vars(),
-            ["ARCH=arm64", "CROSS_COMPILE=aarch64-linux-gnu-"]
-        );
+        assert_eq!(arm.make_vars(), ["ARCH=arm64", "CROSS_COMPILE=aarch64-linux-gnu-"]);
         assert_eq!(select("x86_64").unwrap()[0].make_vars(), ["ARCH=x86"]);
     }
 }

@@ -64,8 +64,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.persist(path)
-        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.persist(path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
@@ -77,21 +76,14 @@ pub struct Lock {
 impl Lock {
     pub fn acquire(path: &Path) -> Result<Lock> {
         std::fs::create_dir_all(path.parent().context("lock path has no parent")?)?;
-        let file =
-            File::create(path).with_context(|| format!("creating lock {}", path.display()))?;
+        let file = File::create(path).with_context(|| format!("creating lock {}", path.display()))?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                crate::progress::line(format!(
-                    "waiting for another xtask that holds {}",
-                    path.display()
-                ));
-                file.lock()
-                    .with_context(|| format!("locking {}", path.display()))?;
+                crate::progress::line(format!("waiting for another xtask that holds {}", path.display()));
+                file.lock().with_context(|| format!("locking {}", path.display()))?;
             }
-            Err(TryLockError::Error(e)) => {
-                return Err(e).with_context(|| format!("locking {}", path.display()))
-            }
+            Err(TryLockError::Error(e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
         }
         Ok(Lock { _file: file })
     }
@@ -114,88 +106,30 @@ mod tests {
     }
 
     fn frag(text: &str) -> Fragment {
-        Fragment {
-            name: "common.config".into(),
-            text: text.into(),
-        }
+        Fragment { name: "common.config".into(), text: text.into() }
     }
 
     #[test]
     fn key_is_stable_and_sensitive_to_every_input() {
         let src = ident("aaaa");
         let frags = [frag("CONFIG_USER_EVENTS=y\nCONFIG_FTRACE=y\n")];
-        let base = KeyInputs {
-            arch: "arm64",
-            source: &src,
-            patches: &[],
-            fragments: &frags,
-            compiler_version: "gcc 12",
-        };
+        let base =
+            KeyInputs { arch: "arm64", source: &src, patches: &[], fragments: &frags, compiler_version: "gcc 12" };
         let k = key(&base);
         assert_eq!(k, key(&base), "same inputs, same key");
         assert_eq!(k.len(), 64);
 
         let changed_line = [frag("CONFIG_USER_EVENTS=y\n# CONFIG_FTRACE is not set\n")];
-        assert_ne!(
-            k,
-            key(&KeyInputs {
-                fragments: &changed_line,
-                ..base
-            }),
-            "one config line"
-        );
-        let patch = [Patch {
-            path: "/p".into(),
-            sha256: "bb".into(),
-        }];
-        assert_ne!(
-            k,
-            key(&KeyInputs {
-                patches: &patch,
-                ..base
-            }),
-            "one patch"
-        );
+        assert_ne!(k, key(&KeyInputs { fragments: &changed_line, ..base }), "one config line");
+        let patch = [Patch { path: "/p".into(), sha256: "bb".into() }];
+        assert_ne!(k, key(&KeyInputs { patches: &patch, ..base }), "one patch");
         let dirty = ident("aaab");
-        assert_ne!(
-            k,
-            key(&KeyInputs {
-                source: &dirty,
-                ..base
-            }),
-            "a dirty file changes the source id"
-        );
-        assert_ne!(
-            k,
-            key(&KeyInputs {
-                arch: "x86_64",
-                ..base
-            }),
-            "arch"
-        );
-        assert_ne!(
-            k,
-            key(&KeyInputs {
-                compiler_version: "gcc 13",
-                ..base
-            }),
-            "compiler"
-        );
+        assert_ne!(k, key(&KeyInputs { source: &dirty, ..base }), "a dirty file changes the source id");
+        assert_ne!(k, key(&KeyInputs { arch: "x86_64", ..base }), "arch");
+        assert_ne!(k, key(&KeyInputs { compiler_version: "gcc 13", ..base }), "compiler");
         // Where a patch lives does not matter, only what it says.
-        let moved = [Patch {
-            path: "/elsewhere".into(),
-            sha256: "bb".into(),
-        }];
-        assert_eq!(
-            key(&KeyInputs {
-                patches: &patch,
-                ..base
-            }),
-            key(&KeyInputs {
-                patches: &moved,
-                ..base
-            })
-        );
+        let moved = [Patch { path: "/elsewhere".into(), sha256: "bb".into() }];
+        assert_eq!(key(&KeyInputs { patches: &patch, ..base }), key(&KeyInputs { patches: &moved, ..base }));
     }
 
     #[test]

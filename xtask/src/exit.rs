@@ -46,18 +46,12 @@ impl std::error::Error for Classified {}
 
 /// Builds an error of the given kind; use with `return Err(...)` or `.map_err`.
 pub fn error(kind: Kind, message: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(Classified {
-        kind,
-        message: message.into(),
-    })
+    anyhow::Error::new(Classified { kind, message: message.into() })
 }
 
 /// The exit code for an error: the innermost classified cause wins, anything else is infrastructure.
 pub fn code_for(err: &anyhow::Error) -> u8 {
-    err.chain()
-        .filter_map(|e| e.downcast_ref::<Classified>())
-        .last()
-        .map_or(Kind::Infra.code(), |c| c.kind.code())
+    err.chain().filter_map(|e| e.downcast_ref::<Classified>()).last().map_or(Kind::Infra.code(), |c| c.kind.code())
 }
 
 #[cfg(test)]

@@ -28,6 +28,12 @@ pub enum Cmd {
     Kernel(KernelArgs),
     /// The main job: build the kernels, boot them and run the suites.
     Run(KernelArgs),
+    /// Boot each kernel once with the guest agent and run a compiled plan (default: empty).
+    Boot(BootArgs),
+    /// Run a static binary in the guest and return its exit code.
+    Exec(ExecArgs),
+    /// An interactive console in the guest (tracefs is mounted); Ctrl-A x quits.
+    Shell(ShellArgs),
     /// The project's tests: unit tests, then real kernel builds and checks on both arches.
     Test(TestArgs),
 }
@@ -53,6 +59,59 @@ pub struct KernelArgs {
     /// Print each build's metadata.json path and contents summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// How the VMs run.
+#[derive(Debug, Clone, Args)]
+pub struct VmArgs {
+    /// auto probes KVM with a trial boot (cached) and falls back to TCG.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub accel: crate::boot::AccelChoice,
+    /// Share a host folder into the guest over virtio-fs: HOST_DIR[:GUEST_PATH] (default /share).
+    #[arg(long, value_name = "HOST_DIR[:GUEST_PATH]")]
+    pub share: Option<String>,
+    /// Virtual CPUs per VM.
+    #[arg(long, default_value_t = 1)]
+    pub cpus: u32,
+    /// Memory per VM, in MiB.
+    #[arg(long, default_value_t = 512)]
+    pub memory: u32,
+    /// Where run folders go (default: results/ in the checkout).
+    #[arg(long, value_name = "DIR")]
+    pub results: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BootArgs {
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+    #[command(flatten)]
+    pub vm: VmArgs,
+    /// A compiled plan (JSON, the guest agent's input) instead of the empty plan.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+    #[command(flatten)]
+    pub vm: VmArgs,
+    /// Seconds the binary may run before it is killed.
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+    /// The static binary to run in the guest, then its arguments.
+    #[arg(required = true, last = true, value_name = "BINARY [ARGS]")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ShellArgs {
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+    #[command(flatten)]
+    pub vm: VmArgs,
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -109,17 +168,15 @@ mod tests {
 
     #[test]
     fn source_flags_conflict() {
-        let r =
-            Xtask::try_parse_from(["x", "kernel", "--kernel-src", "a", "--kernel-tarball", "b"]);
+        let r = Xtask::try_parse_from(["x", "kernel", "--kernel-src", "a", "--kernel-tarball", "b"]);
         assert!(r.is_err());
         let r = Xtask::try_parse_from(["x", "kernel", "--kernel-config", "c"]);
         assert!(r.is_err(), "--kernel-config needs --kernel-image");
-        let r = Xtask::try_parse_from([
-            "x", "kernel", "--patch", "a.patch", "--patch", "b.patch", "--arch", "arm64",
-        ]);
-        let Cmd::Kernel(k) = r.unwrap().command else {
-            panic!()
-        };
+        let r = Xtask::try_parse_from(["x", "kernel", "--patch", "a.patch", "--patch", "b.patch", "--arch", "arm64"]);
+        let Cmd::Kernel(k) = r.unwrap().command else { panic!() };
         assert_eq!(k.source.patches.len(), 2);
+        let r = Xtask::try_parse_from(["x", "exec", "--arch", "arm64", "--", "./t", "-v", "--x"]).unwrap();
+        let Cmd::Exec(e) = r.command else { panic!() };
+        assert_eq!(e.command, ["./t", "-v", "--x"]);
     }
 }

@@ -9,6 +9,9 @@ use anyhow::{Context, Result};
 
 use crate::exit::{error, Kind};
 
+/// The name of the fragment made from `--kconfig` options.
+pub const CLI_FRAGMENT: &str = "command-line.config";
+
 /// One `CONFIG_X=value` request, remembering where it came from for error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
@@ -27,13 +30,9 @@ pub struct Fragment {
 
 impl Fragment {
     pub fn read(path: &Path) -> Result<Fragment> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading config fragment {}", path.display()))?;
-        let name = path
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading config fragment {}", path.display()))?;
+        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
         let fragment = Fragment { name, text };
         fragment.requests_at(&path.display().to_string())?;
         Ok(fragment)
@@ -45,10 +44,7 @@ impl Fragment {
             return Ok(None);
         }
         let text: String = args.iter().map(|a| format!("{a}\n")).collect();
-        let fragment = Fragment {
-            name: "command-line.config".into(),
-            text,
-        };
+        let fragment = Fragment { name: CLI_FRAGMENT.into(), text };
         fragment.requests_at("--kconfig")?;
         Ok(Some(fragment))
     }
@@ -59,37 +55,21 @@ impl Fragment {
         for (i, raw) in self.text.lines().enumerate() {
             let line = raw.trim();
             let here = format!("{origin}:{}", i + 1);
-            if let Some(rest) = line
-                .strip_prefix("# ")
-                .and_then(|r| r.strip_suffix(" is not set"))
-            {
+            if let Some(rest) = line.strip_prefix("# ").and_then(|r| r.strip_suffix(" is not set")) {
                 check_name(rest, &here, raw)?;
-                out.push(Request {
-                    option: rest.into(),
-                    value: "n".into(),
-                    origin: here,
-                });
+                out.push(Request { option: rest.into(), value: "n".into(), origin: here });
             } else if line.is_empty() || line.starts_with('#') {
                 continue;
             } else if let Some((name, value)) = line.split_once('=') {
                 check_name(name, &here, raw)?;
                 if value.is_empty() {
-                    return Err(error(
-                        Kind::BadInput,
-                        format!("{here}: `{raw}` has no value after `=`"),
-                    ));
+                    return Err(error(Kind::BadInput, format!("{here}: `{raw}` has no value after `=`")));
                 }
-                out.push(Request {
-                    option: name.into(),
-                    value: value.into(),
-                    origin: here,
-                });
+                out.push(Request { option: name.into(), value: value.into(), origin: here });
             } else {
                 return Err(error(
                     Kind::BadInput,
-                    format!(
-                        "{here}: `{raw}` is neither `CONFIG_X=value` nor `# CONFIG_X is not set`"
-                    ),
+                    format!("{here}: `{raw}` is neither `CONFIG_X=value` nor `# CONFIG_X is not set`"),
                 ));
             }
         }
@@ -98,18 +78,13 @@ impl Fragment {
 }
 
 fn check_name(name: &str, here: &str, raw: &str) -> Result<()> {
-    let ok = name.strip_prefix("CONFIG_").is_some_and(|s| {
-        !s.is_empty()
-            && s.chars()
-                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-    });
+    let ok = name
+        .strip_prefix("CONFIG_")
+        .is_some_and(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'));
     if ok {
         Ok(())
     } else {
-        Err(error(
-            Kind::BadInput,
-            format!("{here}: `{raw}`: `{name}` is not a CONFIG_ symbol name"),
-        ))
+        Err(error(Kind::BadInput, format!("{here}: `{raw}`: `{name}` is not a CONFIG_ symbol name")))
     }
 }
 
@@ -122,39 +97,28 @@ pub fn fragments_for(
     files: &[PathBuf],
     cli: &[String],
 ) -> Result<Vec<Fragment>> {
-    let mut out = vec![
-        Fragment::read(&configs_dir.join("common.config"))?,
-        Fragment::read(&configs_dir.join(arch_fragment))?,
-    ];
+    let mut out =
+        vec![Fragment::read(&configs_dir.join("common.config"))?, Fragment::read(&configs_dir.join(arch_fragment))?];
     for p in profiles {
         let path = configs_dir.join("profiles").join(format!("{p}.config"));
         if !path.is_file() {
             let known: Vec<String> = std::fs::read_dir(configs_dir.join("profiles"))
                 .map(|d| {
                     d.flatten()
-                        .filter_map(|e| {
-                            e.file_name()
-                                .to_str()?
-                                .strip_suffix(".config")
-                                .map(String::from)
-                        })
+                        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".config").map(String::from))
                         .collect()
                 })
                 .unwrap_or_default();
             return Err(error(
                 Kind::BadInput,
-                format!(
-                    "--profile {p}: no {}; known profiles: {}",
-                    path.display(),
-                    known.join(", ")
-                ),
+                format!("--profile {p}: no {}; known profiles: {}", path.display(), known.join(", ")),
             ));
         }
         out.push(Fragment::read(&path)?);
     }
     for f in files {
-        let frag = Fragment::read(f)
-            .map_err(|e| error(Kind::BadInput, format!("--fragment {}: {e:#}", f.display())))?;
+        let frag =
+            Fragment::read(f).map_err(|e| error(Kind::BadInput, format!("--fragment {}: {e:#}", f.display())))?;
         out.push(frag);
     }
     out.extend(Fragment::from_cli(cli)?);
@@ -177,14 +141,9 @@ pub fn merged_requests(fragments: &[Fragment]) -> Result<BTreeMap<String, Reques
 pub fn parse_config(text: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
-        if let Some(name) = line
-            .strip_prefix("# ")
-            .and_then(|r| r.strip_suffix(" is not set"))
-        {
+        if let Some(name) = line.strip_prefix("# ").and_then(|r| r.strip_suffix(" is not set")) {
             out.insert(name.to_string(), "n".to_string());
-        } else if let Some((name, value)) =
-            line.split_once('=').filter(|_| line.starts_with("CONFIG_"))
-        {
+        } else if let Some((name, value)) = line.split_once('=').filter(|_| line.starts_with("CONFIG_")) {
             out.insert(name.to_string(), value.to_string());
         }
     }
@@ -205,15 +164,8 @@ pub struct Missing {
 
 impl fmt::Display for Missing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let got = self
-            .got
-            .as_deref()
-            .map_or("absent".to_string(), |g| format!("`{g}`"));
-        write!(
-            f,
-            "{}: asked for `{}` ({}), got {got}",
-            self.option, self.wanted, self.origin
-        )?;
+        let got = self.got.as_deref().map_or("absent".to_string(), |g| format!("`{g}`"));
+        write!(f, "{}: asked for `{}` ({}), got {got}", self.option, self.wanted, self.origin)?;
         if let Some(why) = &self.why {
             write!(f, "; {why}")?;
         }
@@ -223,10 +175,7 @@ impl fmt::Display for Missing {
 
 /// Compares requests with a final `.config`. A request for `n` is met when the option is
 /// absent or `n` (an unset symbol is not written at all when its dependencies are unmet).
-pub fn check(
-    requested: &BTreeMap<String, Request>,
-    effective: &BTreeMap<String, String>,
-) -> Vec<Missing> {
+pub fn check(requested: &BTreeMap<String, Request>, effective: &BTreeMap<String, String>) -> Vec<Missing> {
     requested
         .values()
         .filter_map(|r| {
@@ -254,6 +203,8 @@ pub struct Definition {
     pub line: usize,
     /// Each `depends on` expression, including those of enclosing `if` blocks and menus.
     pub depends_on: Vec<String>,
+    /// Whether the entry has a prompt; without one only a `select` or a default sets it.
+    pub has_prompt: bool,
 }
 
 /// Scans every Kconfig file of `srctree` that applies to `linux_arch` for `config SYMBOL`.
@@ -311,11 +262,7 @@ pub fn definitions_in(text: &str, symbol: &str) -> Vec<Definition> {
             if line.is_empty() {
                 continue;
             }
-            let this = raw
-                .chars()
-                .take_while(|c| c.is_whitespace())
-                .map(|c| if c == '\t' { 8 } else { 1 })
-                .sum();
+            let this = raw.chars().take_while(|c| c.is_whitespace()).map(|c| if c == '\t' { 8 } else { 1 }).sum();
             match indent {
                 None => {
                     help_indent = Some(Some(this));
@@ -363,18 +310,15 @@ pub fn definitions_in(text: &str, symbol: &str) -> Vec<Definition> {
             }
             "config" | "menuconfig" if rest == symbol => {
                 let depends_on = blocks.iter().filter_map(|(_, c)| c.clone()).collect();
-                current = Some(Definition {
-                    file: PathBuf::new(),
-                    line: i + 1,
-                    depends_on,
-                });
+                current = Some(Definition { file: PathBuf::new(), line: i + 1, depends_on, has_prompt: false });
+            }
+            "bool" | "tristate" | "string" | "int" | "hex" | "prompt" if rest.starts_with('"') => {
+                if let Some(d) = current.as_mut() {
+                    d.has_prompt = true;
+                }
             }
             "depends" => {
-                let expr = rest
-                    .strip_prefix("on")
-                    .map(str::trim)
-                    .unwrap_or(rest)
-                    .to_string();
+                let expr = rest.strip_prefix("on").map(str::trim).unwrap_or(rest).to_string();
                 if let Some(d) = current.as_mut() {
                     d.depends_on.push(expr);
                 } else if pending_menu {
@@ -393,11 +337,7 @@ pub fn definitions_in(text: &str, symbol: &str) -> Vec<Definition> {
 /// Evaluates a Kconfig expression against a `.config` (tristate logic, `n` < `m` < `y`).
 pub fn eval(expr: &str, config: &BTreeMap<String, String>) -> u8 {
     let tokens = tokenize(expr);
-    let mut p = Parser {
-        tokens,
-        pos: 0,
-        config,
-    };
+    let mut p = Parser { tokens, pos: 0, config };
     p.or()
 }
 
@@ -417,10 +357,7 @@ fn tokenize(expr: &str) -> Vec<String> {
             out.push(c.to_string());
             i += 1;
         } else if c == '"' {
-            let end = chars[i + 1..]
-                .iter()
-                .position(|&x| x == '"')
-                .map_or(chars.len(), |p| i + 1 + p);
+            let end = chars[i + 1..].iter().position(|&x| x == '"').map_or(chars.len(), |p| i + 1 + p);
             out.push(chars[i + 1..end].iter().collect());
             i = end + 1;
         } else {
@@ -507,9 +444,7 @@ impl Parser<'_> {
             "y" | "m" | "n" => token.to_string(),
             _ => match self.config.get(&format!("CONFIG_{token}")) {
                 Some(v) => v.trim_matches('"').to_string(),
-                None if token
-                    .chars()
-                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                None if token.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
                     && token.chars().any(|c| c.is_ascii_uppercase()) =>
                 {
                     "n".to_string()
@@ -530,18 +465,11 @@ fn tristate(v: &str) -> u8 {
 
 /// Explains why `option` did not get its value: the definition site and each unmet
 /// `depends on`, with the current value of every symbol it names.
-pub fn explain(
-    srctree: &Path,
-    linux_arch: &str,
-    option: &str,
-    config: &BTreeMap<String, String>,
-) -> String {
+pub fn explain(srctree: &Path, linux_arch: &str, option: &str, config: &BTreeMap<String, String>) -> String {
     let symbol = option.trim_start_matches("CONFIG_");
     let defs = find_definitions(srctree, linux_arch, symbol);
     if defs.is_empty() {
-        return format!(
-            "no `config {symbol}` entry exists for ARCH={linux_arch} in this source tree"
-        );
+        return format!("no `config {symbol}` entry exists for ARCH={linux_arch} in this source tree");
     }
     let mut parts = Vec::new();
     for d in &defs {
@@ -553,9 +481,7 @@ pub fn explain(
             .collect();
         let site = format!("{}:{}", d.file.display(), d.line);
         if unmet.is_empty() {
-            parts.push(format!(
-                "defined at {site}; its dependencies are met, so a `select` or a `choice` decided"
-            ));
+            parts.push(format!("defined at {site}; its dependencies are met, so a `select` or a `choice` decided"));
         } else {
             parts.push(format!("defined at {site}; unmet: {}", unmet.join(", ")));
         }
@@ -566,18 +492,10 @@ pub fn explain(
 fn annotate(expr: &str, config: &BTreeMap<String, String>) -> String {
     let mut seen = Vec::new();
     for t in tokenize(expr) {
-        let is_symbol = t
-            .chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        let is_symbol = t.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
             && t.chars().any(|c| c.is_ascii_uppercase());
-        if is_symbol
-            && !seen
-                .iter()
-                .any(|s: &String| s.starts_with(&format!("{t}=")))
-        {
-            let v = config
-                .get(&format!("CONFIG_{t}"))
-                .map_or("n", String::as_str);
+        if is_symbol && !seen.iter().any(|s: &String| s.starts_with(&format!("{t}="))) {
+            let v = config.get(&format!("CONFIG_{t}")).map_or("n", String::as_str);
             seen.push(format!("{t}={v}"));
         }
     }
@@ -589,27 +507,15 @@ mod tests {
     use super::*;
 
     fn cfg(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (format!("CONFIG_{k}"), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (format!("CONFIG_{k}"), v.to_string())).collect()
     }
 
     #[test]
     fn fragments_parse_and_later_ones_override() {
-        let a = Fragment {
-            name: "common.config".into(),
-            text: "CONFIG_A=y\n# CONFIG_B is not set\n".into(),
-        };
-        let b = Fragment {
-            name: "debug.config".into(),
-            text: "# comment\n\nCONFIG_B=y\nCONFIG_C=\"x y\"\n".into(),
-        };
+        let a = Fragment { name: "common.config".into(), text: "CONFIG_A=y\n# CONFIG_B is not set\n".into() };
+        let b = Fragment { name: "debug.config".into(), text: "# comment\n\nCONFIG_B=y\nCONFIG_C=\"x y\"\n".into() };
         let merged = merged_requests(&[a, b]).unwrap();
-        let flat: Vec<_> = merged
-            .values()
-            .map(|r| (r.option.as_str(), r.value.as_str(), r.origin.as_str()))
-            .collect();
+        let flat: Vec<_> = merged.values().map(|r| (r.option.as_str(), r.value.as_str(), r.origin.as_str())).collect();
         assert_eq!(
             flat,
             [
@@ -622,22 +528,10 @@ mod tests {
 
     #[test]
     fn malformed_fragment_lines_name_file_and_line() {
-        let f = Fragment {
-            name: "x.config".into(),
-            text: "CONFIG_A=y\nUSER_EVENTS=y\n".into(),
-        };
-        let err = f
-            .requests_at("kernel-configs/x.config")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("kernel-configs/x.config:2") && err.contains("USER_EVENTS=y"),
-            "{err}"
-        );
-        let f = Fragment {
-            name: "x.config".into(),
-            text: "CONFIG_A\n".into(),
-        };
+        let f = Fragment { name: "x.config".into(), text: "CONFIG_A=y\nUSER_EVENTS=y\n".into() };
+        let err = f.requests_at("kernel-configs/x.config").unwrap_err().to_string();
+        assert!(err.contains("kernel-configs/x.config:2") && err.contains("USER_EVENTS=y"), "{err}");
+        let f = Fragment { name: "x.config".into(), text: "CONFIG_A\n".into() };
         assert!(f.requests_at("x").unwrap_err().to_string().contains("x:1"));
         assert_eq!(crate::exit::code_for(&f.requests_at("x").unwrap_err()), 2);
         assert!(Fragment::from_cli(&["CONFIG_KASAN".into()]).is_err());
@@ -657,10 +551,7 @@ mod tests {
         assert_eq!(missing[0].got.as_deref(), Some("8"));
         assert_eq!(missing[1].option, "CONFIG_USER_EVENTS");
         assert_eq!(missing[1].got, None);
-        assert_eq!(
-            missing[1].to_string(),
-            "CONFIG_USER_EVENTS: asked for `y` (f:1), got absent"
-        );
+        assert_eq!(missing[1].to_string(), "CONFIG_USER_EVENTS: asked for `y` (f:1), got absent");
     }
 
     const TRACE_KCONFIG: &str = "\
@@ -693,14 +584,11 @@ endif # FTRACE
         let d = definitions_in(TRACE_KCONFIG, "USER_EVENTS");
         assert_eq!(
             d,
-            [Definition {
-                file: PathBuf::new(),
-                line: 8,
-                depends_on: vec!["FTRACE".into()]
-            }]
+            [Definition { file: PathBuf::new(), line: 8, depends_on: vec!["FTRACE".into()], has_prompt: true }]
         );
         let d = definitions_in(TRACE_KCONFIG, "EPROBE_EVENTS");
         assert_eq!(d[0].depends_on, ["FTRACE", "KPROBES", "TRACING && !FOO"]);
+        assert!(!d[0].has_prompt);
         let d = definitions_in(TRACE_KCONFIG, "FTRACE");
         assert_eq!(d[0].depends_on, ["TRACING_SUPPORT"]);
     }
@@ -723,17 +611,13 @@ endif # FTRACE
         std::fs::create_dir_all(dir.path().join("arch/x86")).unwrap();
         std::fs::write(dir.path().join("kernel/trace/Kconfig"), TRACE_KCONFIG).unwrap();
         // A definition under another arch must not be reported for arm64.
-        std::fs::write(
-            dir.path().join("arch/x86/Kconfig"),
-            "config USER_EVENTS\n\tdepends on X86\n",
-        )
-        .unwrap();
+        std::fs::write(dir.path().join("arch/x86/Kconfig"), "config USER_EVENTS\n\tdepends on X86\n").unwrap();
         let c = cfg(&[("TRACING_SUPPORT", "y")]);
         let why = explain(dir.path(), "arm64", "CONFIG_USER_EVENTS", &c);
-        assert_eq!(
-            why,
-            "defined at kernel/trace/Kconfig:8; unmet: depends on FTRACE [FTRACE=n]"
-        );
+        assert_eq!(why, "defined at kernel/trace/Kconfig:8; unmet: depends on FTRACE [FTRACE=n]");
+        let c_on = cfg(&[("TRACING_SUPPORT", "y"), ("FTRACE", "y"), ("KPROBES", "y")]);
+        let why = explain(dir.path(), "arm64", "CONFIG_EPROBE_EVENTS", &c_on);
+        assert_eq!(why, "defined at kernel/trace/Kconfig:17; unmet: depends on TRACING && !FOO [TRACING=n FOO=n]");
         let why = explain(dir.path(), "arm64", "CONFIG_NOPE", &c);
         assert!(why.contains("no `config NOPE` entry"), "{why}");
     }

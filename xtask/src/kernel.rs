@@ -88,12 +88,7 @@ pub fn compiler(arch: &Arch) -> Result<Compiler> {
     let out = Command::new(&command).arg("--version").output();
     match out {
         Ok(o) if o.status.success() => {
-            let version = String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string();
+            let version = String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").trim().to_string();
             Ok(Compiler { command, version })
         }
         _ => Err(error(
@@ -117,11 +112,7 @@ pub fn build(req: &Request) -> Result<Built> {
         fragments: req.fragments,
         compiler_version: &compiler.version,
     });
-    let store = req
-        .cache_dir
-        .join("kernels")
-        .join(arch.name)
-        .join(&key[..24]);
+    let store = req.cache_dir.join("kernels").join(arch.name).join(&key[..24]);
     if !req.config_only {
         if let Some(built) = load(arch, &store)? {
             progress::line(format!(
@@ -135,12 +126,8 @@ pub fn build(req: &Request) -> Result<Built> {
     }
 
     // The mirror and its build directories belong to one source location; one lock covers them.
-    let location = hex(&Sha256::digest(format!(
-        "{}\0{}",
-        req.source.kind,
-        req.source.location.display()
-    )))[..16]
-        .to_string();
+    let location =
+        hex(&Sha256::digest(format!("{}\0{}", req.source.kind, req.source.location.display())))[..16].to_string();
     let tree_dir = req.cache_dir.join("trees").join(&location);
     let _lock = cache::Lock::acquire(&tree_dir.join("lock"))?;
     let mut durations = BTreeMap::new();
@@ -149,41 +136,27 @@ pub fn build(req: &Request) -> Result<Built> {
     let pristine = source::pristine_root(req.spec, req.source, req.cache_dir)?;
     let mirror = tree_dir.join("src");
     let task = Task::start(format!("{}: preparing source", arch.name));
-    source::sync_mirror(
-        &pristine,
-        &mirror,
-        &tree_dir.join("state.json"),
-        req.patches,
-    )?;
-    task.finish(format!(
-        "{} with {} patch(es)",
-        req.source.label,
-        req.patches.len()
-    ));
+    source::sync_mirror(&pristine, &mirror, &tree_dir.join("state.json"), req.patches)?;
+    task.finish(format!("{} with {} patch(es)", req.source.label, req.patches.len()));
     durations.insert("source".to_string(), t.elapsed().as_secs_f64());
 
+    // One persistent build directory per source location, arch, compiler and set of fragment
+    // files (the profiles): editing a fragment or adding `--kconfig` options rebuilds
+    // incrementally, while switching profiles does not thrash one directory.
     let config_id = {
         let mut h = Sha256::new();
-        for f in req.fragments {
+        for f in req.fragments.iter().filter(|f| f.name != kconfig::CLI_FRAGMENT) {
             h.update(f.name.as_bytes());
-            h.update(f.text.as_bytes());
+            h.update(b"\0");
         }
         h.update(compiler.version.as_bytes());
         hex(&h.finalize())
     };
-    let build_dir =
-        req.cache_dir
-            .join("build")
-            .join(format!("{}-{location}-{}", arch.name, &config_id[..12]));
+    let build_dir = req.cache_dir.join("build").join(format!("{}-{location}-{}", arch.name, &config_id[..12]));
     std::fs::create_dir_all(&build_dir)?;
     let log_path = build_dir.join("build.log");
-    let mut log = std::fs::File::create(&log_path)
-        .with_context(|| format!("creating {}", log_path.display()))?;
-    let make = Make {
-        arch,
-        srctree: &mirror,
-        out: &build_dir,
-    };
+    let mut log = std::fs::File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
+    let make = Make { arch, srctree: &mirror, out: &build_dir };
 
     let t = Instant::now();
     let requested = kconfig::merged_requests(req.fragments)?;
@@ -193,12 +166,7 @@ pub fn build(req: &Request) -> Result<Built> {
     make.run(&["tinyconfig"], &mut log, None)?;
     let merge = mirror.join("scripts/kconfig/merge_config.sh");
     let mut merge_cmd = Command::new("sh");
-    merge_cmd
-        .arg(&merge)
-        .arg("-m")
-        .arg("-O")
-        .arg(&build_dir)
-        .arg(build_dir.join(".config"));
+    merge_cmd.arg(&merge).arg("-m").arg("-O").arg(&build_dir).arg(build_dir.join(".config"));
     merge_cmd.args(&frag_paths).current_dir(&build_dir);
     commands.push(format!(
         "(cd {} && sh {} -m -O {} {}/.config {})",
@@ -206,42 +174,28 @@ pub fn build(req: &Request) -> Result<Built> {
         merge.display(),
         build_dir.display(),
         build_dir.display(),
-        frag_paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(" ")
+        frag_paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ")
     ));
-    run_logged(merge_cmd, &mut log, None)
-        .context("merging config fragments with merge_config.sh")?;
+    run_logged(merge_cmd, &mut log, None).context("merging config fragments with merge_config.sh")?;
     commands.push(make.command_line(&["olddefconfig"]));
     make.run(&["olddefconfig"], &mut log, None)?;
     let config_path = build_dir.join(".config");
     let (effective, missing) = check_config(&config_path, &requested, &mirror, arch)?;
-    task.finish("every requested option is set");
+    task.finish(format!("{} of {} requested options set", requested.len() - missing.len(), requested.len()));
     durations.insert("configure".to_string(), t.elapsed().as_secs_f64());
     if !missing.is_empty() {
-        return Err(missing_error(
-            arch,
-            "after olddefconfig",
-            &missing,
-            &config_path,
-        ));
+        return Err(missing_error(arch, "after olddefconfig", &missing, &config_path));
     }
 
-    let config_record =
-        |effective: BTreeMap<String, String>, missing: Vec<Missing>| -> Result<ConfigRecord> {
-            Ok(ConfigRecord {
-                sha256: source::sha256_file(&config_path)?,
-                fragments: req.fragments.iter().map(|f| f.name.clone()).collect(),
-                requested: requested
-                    .iter()
-                    .map(|(k, r)| (k.clone(), r.value.clone()))
-                    .collect(),
-                effective,
-                missing,
-            })
-        };
+    let config_record = |effective: BTreeMap<String, String>, missing: Vec<Missing>| -> Result<ConfigRecord> {
+        Ok(ConfigRecord {
+            sha256: source::sha256_file(&config_path)?,
+            fragments: req.fragments.iter().map(|f| f.name.clone()).collect(),
+            requested: requested.iter().map(|(k, r)| (k.clone(), r.value.clone())).collect(),
+            effective,
+            missing,
+        })
+    };
     let mut metadata = Metadata {
         schema: METADATA_SCHEMA,
         arch: arch.name.to_string(),
@@ -258,40 +212,25 @@ pub fn build(req: &Request) -> Result<Built> {
         image: file_name(arch.image_path),
     };
     if req.config_only {
-        return Ok(Built {
-            arch,
-            image: PathBuf::new(),
-            config: config_path,
-            metadata,
-            cache_hit: false,
-        });
+        return Ok(Built { arch, image: PathBuf::new(), config: config_path, metadata, cache_hit: false });
     }
 
     let t = Instant::now();
     let mut task = Task::start(format!("{}: building {}", arch.name, arch.image_target));
     let jobs = format!("-j{}", req.jobs);
-    metadata
-        .make_commands
-        .push(make.command_line(&[&jobs, arch.image_target]));
+    metadata.make_commands.push(make.command_line(&[&jobs, arch.image_target]));
     let result = make.run(&[&jobs, arch.image_target], &mut log, Some(&mut task));
     if let Err(e) = result {
         drop(task);
         return Err(build_failure(arch, &log_path, e));
     }
     task.finish("done");
-    metadata
-        .durations
-        .insert("build".to_string(), t.elapsed().as_secs_f64());
+    metadata.durations.insert("build".to_string(), t.elapsed().as_secs_f64());
 
     // The build may rewrite .config (syncconfig); check the options again.
     let (effective, missing) = check_config(&config_path, &requested, &mirror, arch)?;
     if !missing.is_empty() {
-        return Err(missing_error(
-            arch,
-            "after the build",
-            &missing,
-            &config_path,
-        ));
+        return Err(missing_error(arch, "after the build", &missing, &config_path));
     }
     metadata.config = config_record(effective, missing)?;
     let release = make.capture(&["-s", "kernelrelease"])?;
@@ -311,9 +250,7 @@ struct Make<'a> {
 impl Make<'_> {
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new("make");
-        cmd.arg("-C")
-            .arg(self.srctree)
-            .arg(format!("O={}", self.out.display()));
+        cmd.arg("-C").arg(self.srctree).arg(format!("O={}", self.out.display()));
         cmd.args(self.arch.make_vars()).args(args);
         cmd
     }
@@ -342,17 +279,11 @@ impl Make<'_> {
 
 /// Runs a command with stdout and stderr merged into the log, feeding a progress task with
 /// the count of make steps (`  CC      kernel/...` lines) and the latest one.
-fn run_logged(
-    mut cmd: Command,
-    log: &mut std::fs::File,
-    mut task: Option<&mut Task>,
-) -> Result<()> {
+fn run_logged(mut cmd: Command, log: &mut std::fs::File, mut task: Option<&mut Task>) -> Result<()> {
     let shown = format!("{cmd:?}");
     writeln!(log, "$ {shown}")?;
     let (reader, writer) = std::io::pipe()?;
-    cmd.stdout(writer.try_clone()?)
-        .stderr(writer)
-        .stdin(std::process::Stdio::null());
+    cmd.stdout(writer.try_clone()?).stderr(writer).stdin(std::process::Stdio::null());
     let mut child = cmd.spawn().with_context(|| format!("starting {shown}"))?;
     // The command holds the pipe's write ends; only the child may keep them open.
     drop(cmd);
@@ -363,8 +294,7 @@ fn run_logged(
         log.write_all(b"\n")?;
         if let Some(task) = task.as_deref_mut() {
             let text = String::from_utf8_lossy(&line);
-            let is_step =
-                text.starts_with("  ") && text.trim_start().split_whitespace().count() >= 2;
+            let is_step = text.starts_with("  ") && text.trim_start().split_whitespace().count() >= 2;
             if is_step {
                 steps += 1;
                 task.update(format!("{steps} steps, {}", text.trim()));
@@ -400,27 +330,14 @@ fn check_config(
     srctree: &Path,
     arch: &Arch,
 ) -> Result<Checked> {
-    let text = std::fs::read_to_string(config_path)
-        .with_context(|| format!("reading {}", config_path.display()))?;
+    let text = std::fs::read_to_string(config_path).with_context(|| format!("reading {}", config_path.display()))?;
     let config = kconfig::parse_config(&text);
     let mut missing = kconfig::check(requested, &config);
     for m in &mut missing {
-        m.why = Some(kconfig::explain(
-            srctree,
-            arch.linux_arch,
-            &m.option,
-            &config,
-        ));
+        m.why = Some(kconfig::explain(srctree, arch.linux_arch, &m.option, &config));
     }
-    let effective = requested
-        .keys()
-        .map(|k| {
-            (
-                k.clone(),
-                config.get(k).cloned().unwrap_or_else(|| "absent".into()),
-            )
-        })
-        .collect();
+    let effective =
+        requested.keys().map(|k| (k.clone(), config.get(k).cloned().unwrap_or_else(|| "absent".into()))).collect();
     Ok((effective, missing))
 }
 
@@ -443,20 +360,11 @@ fn build_failure(arch: &Arch, log_path: &Path, cause: anyhow::Error) -> anyhow::
     let text = std::fs::read_to_string(log_path).unwrap_or_default();
     let errors: Vec<&str> = text
         .lines()
-        .filter(|l| {
-            l.contains("error:") || l.contains("Error ") || l.contains("undefined reference")
-        })
+        .filter(|l| l.contains("error:") || l.contains("Error ") || l.contains("undefined reference"))
         .take(12)
         .collect();
     let shown = if errors.is_empty() {
-        text.lines()
-            .rev()
-            .take(12)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect::<Vec<_>>()
-            .join("\n")
+        text.lines().rev().take(12).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
     } else {
         errors.join("\n")
     };
@@ -471,22 +379,13 @@ fn build_failure(arch: &Arch, log_path: &Path, cause: anyhow::Error) -> anyhow::
 }
 
 /// Copies the build's outputs and provenance into the store directory, atomically.
-fn install(
-    store: &Path,
-    build_dir: &Path,
-    metadata: &mut Metadata,
-    req: &Request,
-    started: Instant,
-) -> Result<()> {
+fn install(store: &Path, build_dir: &Path, metadata: &mut Metadata, req: &Request, started: Instant) -> Result<()> {
     let parent = store.parent().context("store has no parent")?;
     std::fs::create_dir_all(parent)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".install-")
-        .tempdir_in(parent)?;
+    let tmp = tempfile::Builder::new().prefix(".install-").tempdir_in(parent)?;
     let arch = req.arch;
     let copy = |from: &Path, to: &str| -> Result<()> {
-        std::fs::copy(from, tmp.path().join(to))
-            .with_context(|| format!("copying {}", from.display()))?;
+        std::fs::copy(from, tmp.path().join(to)).with_context(|| format!("copying {}", from.display()))?;
         Ok(())
     };
     copy(&build_dir.join(arch.image_path), &metadata.image)?;
@@ -503,19 +402,13 @@ fn install(
     }
     std::fs::write(tmp.path().join("reproducer.sh"), reproducer(metadata, arch))?;
     set_executable(&tmp.path().join("reproducer.sh"))?;
-    metadata
-        .durations
-        .insert("install".to_string(), started.elapsed().as_secs_f64());
-    std::fs::write(
-        tmp.path().join("metadata.json"),
-        serde_json::to_vec_pretty(metadata)?,
-    )?;
+    metadata.durations.insert("install".to_string(), started.elapsed().as_secs_f64());
+    std::fs::write(tmp.path().join("metadata.json"), serde_json::to_vec_pretty(metadata)?)?;
     if store.exists() {
         std::fs::remove_dir_all(store)?;
     }
     let kept = tmp.keep();
-    std::fs::rename(&kept, store)
-        .with_context(|| format!("installing into {}", store.display()))?;
+    std::fs::rename(&kept, store).with_context(|| format!("installing into {}", store.display()))?;
     Ok(())
 }
 
@@ -530,27 +423,17 @@ fn load(arch: &'static Arch, store: &Path) -> Result<Option<Built>> {
     let Ok(bytes) = std::fs::read(store.join("metadata.json")) else {
         return Ok(None);
     };
-    let metadata: Metadata = serde_json::from_slice(&bytes)
-        .with_context(|| format!("reading {}", store.join("metadata.json").display()))?;
+    let metadata: Metadata =
+        serde_json::from_slice(&bytes).with_context(|| format!("reading {}", store.join("metadata.json").display()))?;
     let image = store.join(&metadata.image);
     if !image.is_file() {
         return Ok(None);
     }
-    Ok(Some(Built {
-        arch,
-        image,
-        config: store.join("config"),
-        metadata,
-        cache_hit: true,
-    }))
+    Ok(Some(Built { arch, image, config: store.join("config"), metadata, cache_hit: true }))
 }
 
 fn file_name(path: &str) -> String {
-    Path::new(path)
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned()
+    Path::new(path).file_name().unwrap_or_default().to_string_lossy().into_owned()
 }
 
 fn host() -> String {
@@ -570,10 +453,7 @@ pub fn reproducer(m: &Metadata, arch: &Arch) -> String {
     ));
     s.push_str("# Usage: sh reproducer.sh [WORKDIR]   (default: ./rebuild)\nset -eu\n");
     s.push_str("here=$(cd \"$(dirname \"$0\")\" && pwd)\nwork=${1:-$PWD/rebuild}\n");
-    s.push_str(&format!(
-        "src=\"$work/src\"\nout=\"$work/build-{}\"\nmkdir -p \"$src\" \"$out\"\n",
-        m.arch
-    ));
+    s.push_str(&format!("src=\"$work/src\"\nout=\"$work/build-{}\"\nmkdir -p \"$src\" \"$out\"\n", m.arch));
     match m.source.kind.as_str() {
         "debian-package" | "tarball" => {
             s.push_str(&format!(
@@ -590,10 +470,7 @@ pub fn reproducer(m: &Metadata, arch: &Arch) -> String {
             if m.source.git_dirty == Some(true) {
                 s.push_str("# The tree had uncommitted changes when it was built: they are copied as they are now.\n");
             }
-            s.push_str(&format!(
-                "rsync -a --exclude=/.git {}/ \"$src\"/\n",
-                m.source.location.display()
-            ));
+            s.push_str(&format!("rsync -a --exclude=/.git {}/ \"$src\"/\n", m.source.location.display()));
         }
     }
     if !m.patches.is_empty() {
@@ -601,13 +478,8 @@ pub fn reproducer(m: &Metadata, arch: &Arch) -> String {
     }
     s.push_str(&format!("make -C \"$src\" O=\"$out\" {vars} tinyconfig\n"));
     s.push_str("(cd \"$out\" && sh \"$src\"/scripts/kconfig/merge_config.sh -m -O \"$out\" \"$out/.config\" \"$here\"/fragments/*)\n");
-    s.push_str(&format!(
-        "make -C \"$src\" O=\"$out\" {vars} olddefconfig\n"
-    ));
-    s.push_str(&format!(
-        "make -C \"$src\" O=\"$out\" {vars} -j\"$(nproc)\" {}\n",
-        arch.image_target
-    ));
+    s.push_str(&format!("make -C \"$src\" O=\"$out\" {vars} olddefconfig\n"));
+    s.push_str(&format!("make -C \"$src\" O=\"$out\" {vars} -j\"$(nproc)\" {}\n", arch.image_target));
     s.push_str("if cmp -s \"$out/.config\" \"$here/config\"; then echo \"same .config as the cached build\"; else echo \".config differs from the cached build\" >&2; exit 1; fi\n");
     s.push_str(&format!("echo \"image: $out/{}\"\n", arch.image_path));
     s
@@ -649,16 +521,11 @@ pub fn prebuilt(
     srctree: Option<&Path>,
 ) -> Result<Built> {
     let bad = |msg: String| error(Kind::BadInput, msg);
-    let bytes = std::fs::read(image)
-        .map_err(|e| bad(format!("--kernel-image {}: {e}", image.display())))?;
+    let bytes = std::fs::read(image).map_err(|e| bad(format!("--kernel-image {}: {e}", image.display())))?;
     match image_arch(&bytes) {
         Some(found) if found == arch.name => {}
         Some(found) => {
-            return Err(bad(format!(
-                "--kernel-image {} is an {found} kernel, not {}",
-                image.display(),
-                arch.name
-            )))
+            return Err(bad(format!("--kernel-image {} is an {found} kernel, not {}", image.display(), arch.name)))
         }
         None => {
             return Err(bad(format!(
@@ -675,16 +542,9 @@ pub fn prebuilt(
             let beside = image.parent().unwrap_or(Path::new(".")).join(".config");
             // An image inside a build tree (arch/*/boot/) has its .config at the tree's top.
             let top = image.ancestors().nth(4).map(|t| t.join(".config"));
-            [Some(beside), top]
-                .into_iter()
-                .flatten()
-                .find(|p| p.is_file())
-                .ok_or_else(|| {
-                    bad(format!(
-                        "--kernel-image {}: no .config beside it; pass --kernel-config FILE",
-                        image.display()
-                    ))
-                })?
+            [Some(beside), top].into_iter().flatten().find(|p| p.is_file()).ok_or_else(|| {
+                bad(format!("--kernel-image {}: no .config beside it; pass --kernel-config FILE", image.display()))
+            })?
         }
     };
     let text = std::fs::read_to_string(&config_path)
@@ -725,25 +585,14 @@ pub fn prebuilt(
         },
         patches: vec![],
         kernelrelease: image_release(&bytes).unwrap_or_else(|| "unknown".into()),
-        compiler: Compiler {
-            command: "unknown".into(),
-            version: "unknown".into(),
-        },
+        compiler: Compiler { command: "unknown".into(), version: "unknown".into() },
         config: ConfigRecord {
             sha256: source::sha256_file(&config_path)?,
             fragments: fragments.iter().map(|f| f.name.clone()).collect(),
-            requested: requested
-                .iter()
-                .map(|(k, r)| (k.clone(), r.value.clone()))
-                .collect(),
+            requested: requested.iter().map(|(k, r)| (k.clone(), r.value.clone())).collect(),
             effective: requested
                 .keys()
-                .map(|k| {
-                    (
-                        k.clone(),
-                        parsed.get(k).cloned().unwrap_or_else(|| "absent".into()),
-                    )
-                })
+                .map(|k| (k.clone(), parsed.get(k).cloned().unwrap_or_else(|| "absent".into())))
                 .collect(),
             missing: vec![],
         },
@@ -753,19 +602,8 @@ pub fn prebuilt(
         host: host(),
         image: file_name(&image.display().to_string()),
     };
-    progress::line(format!(
-        "{}: using prebuilt {} ({})",
-        arch.name,
-        image.display(),
-        metadata.kernelrelease
-    ));
-    Ok(Built {
-        arch,
-        image,
-        config: config_path,
-        metadata,
-        cache_hit: true,
-    })
+    progress::line(format!("{}: using prebuilt {} ({})", arch.name, image.display(), metadata.kernelrelease));
+    Ok(Built { arch, image, config: config_path, metadata, cache_hit: true })
 }
 
 #[cfg(test)]
@@ -799,29 +637,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let image = dir.path().join("bzImage");
         std::fs::write(&image, x86_header("6.12.0")).unwrap();
-        let frags = [Fragment {
-            name: "common.config".into(),
-            text: "CONFIG_USER_EVENTS=y\n".into(),
-        }];
+        let frags = [Fragment { name: "common.config".into(), text: "CONFIG_USER_EVENTS=y\n".into() }];
         let x86 = crate::arch::select("x86_64").unwrap()[0];
         let arm = crate::arch::select("arm64").unwrap()[0];
 
-        let err = prebuilt(x86, &image, None, &frags, None)
-            .unwrap_err()
-            .to_string();
+        let err = prebuilt(x86, &image, None, &frags, None).unwrap_err().to_string();
         assert!(err.contains("no .config beside it"), "{err}");
-        std::fs::write(
-            dir.path().join(".config"),
-            "# CONFIG_USER_EVENTS is not set\n",
-        )
-        .unwrap();
-        let err = prebuilt(x86, &image, None, &frags, None)
-            .unwrap_err()
-            .to_string();
+        std::fs::write(dir.path().join(".config"), "# CONFIG_USER_EVENTS is not set\n").unwrap();
+        let err = prebuilt(x86, &image, None, &frags, None).unwrap_err().to_string();
         assert!(err.contains("CONFIG_USER_EVENTS: asked for `y`"), "{err}");
-        let err = prebuilt(arm, &image, None, &frags, None)
-            .unwrap_err()
-            .to_string();
+        let err = prebuilt(arm, &image, None, &frags, None).unwrap_err().to_string();
         assert!(err.contains("is an x86_64 kernel, not arm64"), "{err}");
 
         std::fs::write(dir.path().join(".config"), "CONFIG_USER_EVENTS=y\n").unwrap();
@@ -846,15 +671,9 @@ mod tests {
                 git_dirty: None,
                 package_version: None,
             },
-            patches: vec![Patch {
-                path: "/p/fix.patch".into(),
-                sha256: "00".into(),
-            }],
+            patches: vec![Patch { path: "/p/fix.patch".into(), sha256: "00".into() }],
             kernelrelease: "6.12.117".into(),
-            compiler: Compiler {
-                command: "aarch64-linux-gnu-gcc".into(),
-                version: "12".into(),
-            },
+            compiler: Compiler { command: "aarch64-linux-gnu-gcc".into(), version: "12".into() },
             config: ConfigRecord {
                 sha256: String::new(),
                 fragments: vec![],
@@ -869,15 +688,9 @@ mod tests {
             image: "Image".into(),
         };
         let s = reproducer(&m, arm);
-        assert!(
-            s.contains("tar -xf /usr/src/linux-source-6.12.tar.xz"),
-            "{s}"
-        );
+        assert!(s.contains("tar -xf /usr/src/linux-source-6.12.tar.xz"), "{s}");
         assert!(s.contains("patch -d \"$src\" -p1"), "{s}");
-        assert!(
-            s.contains("ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- -j\"$(nproc)\" Image"),
-            "{s}"
-        );
+        assert!(s.contains("ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- -j\"$(nproc)\" Image"), "{s}");
         assert!(s.contains("merge_config.sh -m"), "{s}");
     }
 }

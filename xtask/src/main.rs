@@ -2,15 +2,21 @@
 //! phase; this file only parses the command line and dispatches.
 
 mod arch;
+mod boot;
 mod cache;
+mod console;
 mod exit;
 mod flags;
+mod initramfs;
 mod kconfig;
 mod kernel;
+mod ktap;
 mod progress;
+mod qemu;
 mod setup;
 mod source;
 mod test;
+mod verdict;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,14 +28,11 @@ use crate::exit::{error, Kind};
 use crate::flags::{Cmd, KernelArgs, Xtask};
 
 fn main() -> ExitCode {
+    qemu::install_signal_handler();
     let args = match Xtask::try_parse() {
         Ok(a) => a,
         Err(e) => {
-            let code = if e.use_stderr() {
-                Kind::BadInput.code()
-            } else {
-                0
-            };
+            let code = if e.use_stderr() { Kind::BadInput.code() } else { 0 };
             let _ = e.print();
             return ExitCode::from(code);
         }
@@ -83,21 +86,83 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             Ok(0)
         }
         Cmd::Test(args) => test::run(&args),
+        Cmd::Boot(args) => {
+            setup::run(false)?;
+            let plan = match &args.plan {
+                Some(path) => read_plan(path)?,
+                None => empty_plan("boot"),
+            };
+            let built = kernels(&args.kernel)?;
+            let results = boot::run_plan_on(&built, &plan, &[], &args.vm, args.kernel.cache_dir.as_deref())?;
+            Ok(boot::exit_code(&results))
+        }
+        Cmd::Exec(args) => {
+            setup::run(false)?;
+            single_arch(&args.kernel.arch, "exec")?;
+            let built = kernels(&args.kernel)?;
+            boot::exec(&built[0], &args.command, args.timeout, &args.vm, args.kernel.cache_dir.as_deref())
+        }
+        Cmd::Shell(args) => {
+            setup::run(false)?;
+            single_arch(&args.kernel.arch, "shell")?;
+            let built = kernels(&args.kernel)?;
+            boot::shell(&built[0], &args.vm, args.kernel.cache_dir.as_deref())
+        }
     }
+}
+
+fn single_arch(arch: &str, verb: &str) -> Result<()> {
+    if arch == "all" {
+        return Err(error(Kind::BadInput, format!("{verb} runs one VM: pass --arch x86_64 or --arch arm64")));
+    }
+    Ok(())
+}
+
+/// A plan with no scenarios: the agent boots, reports its sentinel and reboots.
+pub fn empty_plan(label: &str) -> protocol::Plan {
+    protocol::Plan {
+        version: protocol::PROTOCOL_VERSION,
+        label: label.into(),
+        scenarios: vec![],
+        share: None,
+        artifacts_virtiofs: false,
+        shell: false,
+    }
+}
+
+fn read_plan(path: &Path) -> Result<protocol::Plan> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| error(Kind::BadInput, format!("--plan {}: {e}", path.display())))?;
+    let plan: protocol::Plan = serde_json::from_str(&text)
+        .map_err(|e| error(Kind::BadInput, format!("--plan {}:{}:{}: {e}", path.display(), e.line(), e.column())))?;
+    if plan.version != protocol::PROTOCOL_VERSION {
+        return Err(error(
+            Kind::BadInput,
+            format!(
+                "--plan {}: version {} but this agent speaks {}",
+                path.display(),
+                plan.version,
+                protocol::PROTOCOL_VERSION
+            ),
+        ));
+    }
+    if let Some(bad) = plan.scenarios.iter().find(|s| s.name.is_empty() || s.name.contains(char::is_whitespace)) {
+        return Err(error(
+            Kind::BadInput,
+            format!("--plan {}: scenario name {:?} is empty or has spaces", path.display(), bad.name),
+        ));
+    }
+    Ok(plan)
 }
 
 /// The checkout this xtask was built from.
 pub fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives in the workspace")
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
 }
 
 /// Builds or fetches the kernel for each requested arch.
 pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
-    let arches =
-        arch::select(&args.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
+    let arches = arch::select(&args.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
     let cache_dir = cache::root(args.cache_dir.as_deref());
     let configs = project_root().join("kernel-configs");
     let src = &args.source;
@@ -105,10 +170,7 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
 
     if let Some(image) = &src.kernel_image {
         if arches.len() != 1 {
-            return Err(error(
-                Kind::BadInput,
-                "--kernel-image needs a single --arch (x86_64 or arm64)",
-            ));
+            return Err(error(Kind::BadInput, "--kernel-image needs a single --arch (x86_64 or arm64)"));
         }
         let arch = arches[0];
         let fragments = kconfig::fragments_for(
@@ -118,13 +180,7 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
             &args.config.fragments,
             &args.config.kconfig,
         )?;
-        out.push(kernel::prebuilt(
-            arch,
-            image,
-            src.kernel_config.as_deref(),
-            &fragments,
-            None,
-        )?);
+        out.push(kernel::prebuilt(arch, image, src.kernel_config.as_deref(), &fragments, None)?);
         return Ok(out);
     }
 
@@ -134,14 +190,8 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
         _ => source::Spec::Debian,
     };
     let identity = source::identify(&spec, &cache_dir)?;
-    let patches = src
-        .patches
-        .iter()
-        .map(|p| source::Patch::read(p))
-        .collect::<Result<Vec<_>>>()?;
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let patches = src.patches.iter().map(|p| source::Patch::read(p)).collect::<Result<Vec<_>>>()?;
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     for arch in arches {
         let fragments = kconfig::fragments_for(
             &configs,

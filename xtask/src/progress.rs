@@ -43,12 +43,7 @@ impl Task {
             line(format!("{label}: started"));
         }
         let now = Instant::now();
-        Task {
-            label,
-            bar,
-            started: now,
-            last_plain: now,
-        }
+        Task { label, bar, started: now, last_plain: now }
     }
 
     pub fn update(&mut self, msg: impl AsRef<str>) {
@@ -68,12 +63,7 @@ impl Task {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
-        line(format!(
-            "{}: {} ({:.1} s)",
-            self.label,
-            msg.as_ref(),
-            elapsed.as_secs_f64()
-        ));
+        line(format!("{}: {} ({:.1} s)", self.label, msg.as_ref(), elapsed.as_secs_f64()));
         elapsed
     }
 }

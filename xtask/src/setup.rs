@@ -15,6 +15,7 @@ use crate::progress::line;
 const PACKAGES: &[(&str, &str)] = &[
     ("gcc", "the x86_64 kernel build"),
     ("gcc-aarch64-linux-gnu", "the arm64 kernel cross build"),
+    ("libc6-dev-arm64-cross", "static arm64 test binaries (the floor /init, upstream selftests)"),
     ("make", "the kernel build"),
     ("flex", "the kernel build (kconfig, dtc)"),
     ("bison", "the kernel build (kconfig, dtc)"),
@@ -73,19 +74,11 @@ fn host() -> Host {
             .map(|v| v.trim_matches('"').to_string())
             .unwrap_or_default()
     };
-    let debian_like =
-        field("ID") == "debian" || field("ID") == "ubuntu" || field("ID_LIKE").contains("debian");
+    let debian_like = field("ID") == "debian" || field("ID") == "ubuntu" || field("ID_LIKE").contains("debian");
     // The effective uid is the second field of the `Uid:` line.
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let euid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1));
-    Host {
-        debian_like,
-        codename: field("VERSION_CODENAME"),
-        root: euid == Some("0"),
-    }
+    let euid = status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|l| l.split_whitespace().nth(1));
+    Host { debian_like, codename: field("VERSION_CODENAME"), root: euid == Some("0") }
 }
 
 fn qemu_packages() -> Vec<&'static str> {
@@ -100,11 +93,7 @@ pub fn check() -> Result<Missing> {
     if on_bookworm && !backports_configured() {
         missing.backports_source = true;
     }
-    let all: Vec<&str> = PACKAGES
-        .iter()
-        .map(|p| p.0)
-        .chain(qemu_packages())
-        .collect();
+    let all: Vec<&str> = PACKAGES.iter().map(|p| p.0).chain(qemu_packages()).collect();
     let installed = installed_packages(&all);
     for pkg in qemu_packages() {
         if !installed.contains(&pkg.to_string()) {
@@ -120,15 +109,15 @@ pub fn check() -> Result<Missing> {
             missing.packages.push(pkg.to_string());
         }
     }
-    let targets = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output();
+    let targets = Command::new("rustup").args(["target", "list", "--installed"]).output();
     let targets = match targets {
         Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
-        _ => return Err(error(
-            Kind::Infra,
-            "`rustup` not found: the guest agent needs rustup to add the musl targets (see README)",
-        )),
+        _ => {
+            return Err(error(
+                Kind::Infra,
+                "`rustup` not found: the guest agent needs rustup to add the musl targets (see README)",
+            ))
+        }
     };
     for arch in ARCHES {
         if !targets.lines().any(|l| l.trim() == arch.rust_target) {
@@ -141,10 +130,7 @@ pub fn check() -> Result<Missing> {
 
 /// `dpkg-query` in one call; a host without dpkg has nothing installed as far as we know.
 fn installed_packages(names: &[&str]) -> Vec<String> {
-    let out = Command::new("dpkg-query")
-        .args(["-W", "-f=${Package} ${db:Status-Status}\\n"])
-        .args(names)
-        .output();
+    let out = Command::new("dpkg-query").args(["-W", "-f=${Package} ${db:Status-Status}\\n"]).args(names).output();
     let Ok(out) = out else { return Vec::new() };
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -157,9 +143,7 @@ fn apt_source_files() -> Vec<PathBuf> {
     let mut files = vec![PathBuf::from("/etc/apt/sources.list")];
     if let Ok(dir) = std::fs::read_dir("/etc/apt/sources.list.d") {
         files.extend(
-            dir.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "list" || e == "sources")),
+            dir.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "list" || e == "sources")),
         );
     }
     files
@@ -167,13 +151,10 @@ fn apt_source_files() -> Vec<PathBuf> {
 
 fn backports_configured() -> bool {
     apt_source_files().iter().any(|f| {
-        std::fs::read_to_string(f)
-            .unwrap_or_default()
-            .lines()
-            .any(|l| {
-                let l = l.trim();
-                !l.starts_with('#') && l.contains("bookworm-backports")
-            })
+        std::fs::read_to_string(f).unwrap_or_default().lines().any(|l| {
+            let l = l.trim();
+            !l.starts_with('#') && l.contains("bookworm-backports")
+        })
     })
 }
 
@@ -184,24 +165,15 @@ fn debian_archive_uri() -> Option<String> {
         let text = std::fs::read_to_string(&f).unwrap_or_default();
         if f.extension().is_some_and(|e| e == "sources") {
             for stanza in text.split("\n\n") {
-                let get = |k: &str| {
-                    stanza
-                        .lines()
-                        .find_map(|l| l.strip_prefix(k))
-                        .map(|v| v.trim().to_string())
-                };
+                let get = |k: &str| stanza.lines().find_map(|l| l.strip_prefix(k)).map(|v| v.trim().to_string());
                 let suites = get("Suites:").unwrap_or_default();
                 if suites.split_whitespace().any(|s| s == "bookworm") {
-                    return get("URIs:")
-                        .and_then(|u| u.split_whitespace().next().map(String::from));
+                    return get("URIs:").and_then(|u| u.split_whitespace().next().map(String::from));
                 }
             }
         } else {
             for l in text.lines() {
-                let words: Vec<&str> = l
-                    .split_whitespace()
-                    .filter(|w| !w.starts_with('['))
-                    .collect();
+                let words: Vec<&str> = l.split_whitespace().filter(|w| !w.starts_with('[')).collect();
                 if words.len() >= 3 && words[0] == "deb" && words[2] == "bookworm" {
                     return Some(words[1].to_string());
                 }
@@ -217,20 +189,11 @@ pub fn virtiofsd() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
     let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("virtiofsd"))
-                .collect()
-        })
+        .map(|p| std::env::split_paths(&p).map(|d| d.join("virtiofsd")).collect())
         .unwrap_or_default();
     candidates.extend(cargo_home.map(|h| h.join("bin/virtiofsd")));
     candidates.push("/usr/libexec/virtiofsd".into());
-    candidates.into_iter().find(|c| {
-        Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
+    candidates.into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
 }
 
 const BACKPORTS_FILE: &str = "/etc/apt/sources.list.d/user-events-conformance-backports.sources";
@@ -253,16 +216,10 @@ fn commands(missing: &Missing) -> Vec<String> {
         ));
     }
     if !missing.packages.is_empty() {
-        cmds.push(format!(
-            "sudo apt-get install -y --no-install-recommends {}",
-            missing.packages.join(" ")
-        ));
+        cmds.push(format!("sudo apt-get install -y --no-install-recommends {}", missing.packages.join(" ")));
     }
     if !missing.rust_targets.is_empty() {
-        cmds.push(format!(
-            "rustup target add {}",
-            missing.rust_targets.join(" ")
-        ));
+        cmds.push(format!("rustup target add {}", missing.rust_targets.join(" ")));
     }
     if missing.virtiofsd {
         cmds.push("cargo install virtiofsd --locked".into());
@@ -287,11 +244,7 @@ pub fn run(verbose: bool) -> Result<()> {
     }
     let host = host();
     if missing.needs_root() && !(host.root && host.debian_like) {
-        let why = if host.debian_like {
-            "not running as root"
-        } else {
-            "this is not a Debian-like system"
-        };
+        let why = if host.debian_like { "not running as root" } else { "this is not a Debian-like system" };
         return Err(error(
             Kind::Infra,
             format!(
@@ -303,34 +256,24 @@ pub fn run(verbose: bool) -> Result<()> {
 
     if missing.backports_source {
         let uri = debian_archive_uri().ok_or_else(|| {
-            error(Kind::Infra, "setup: cannot find this host's Debian archive for bookworm in /etc/apt to add bookworm-backports")
+            error(
+                Kind::Infra,
+                "setup: cannot find this host's Debian archive for bookworm in /etc/apt to add bookworm-backports",
+            )
         })?;
-        line(format!(
-            "setup: adding the bookworm-backports apt source ({BACKPORTS_FILE})"
-        ));
+        line(format!("setup: adding the bookworm-backports apt source ({BACKPORTS_FILE})"));
         let text = format!(
             "Types: deb\nURIs: {uri}\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
         );
-        std::fs::write(BACKPORTS_FILE, text)
-            .with_context(|| format!("writing {BACKPORTS_FILE}"))?;
+        std::fs::write(BACKPORTS_FILE, text).with_context(|| format!("writing {BACKPORTS_FILE}"))?;
     }
     if missing.needs_root() {
         line("setup: apt-get update");
         apt(&["update", "-q"])?;
     }
     if !missing.backports_packages.is_empty() {
-        line(format!(
-            "setup: installing from bookworm-backports: {}",
-            missing.backports_packages.join(" ")
-        ));
-        let mut args = vec![
-            "install",
-            "-y",
-            "-q",
-            "--no-install-recommends",
-            "-t",
-            "bookworm-backports",
-        ];
+        line(format!("setup: installing from bookworm-backports: {}", missing.backports_packages.join(" ")));
+        let mut args = vec!["install", "-y", "-q", "--no-install-recommends", "-t", "bookworm-backports"];
         args.extend(missing.backports_packages.iter().map(String::as_str));
         apt(&args)?;
     }
@@ -341,16 +284,8 @@ pub fn run(verbose: bool) -> Result<()> {
         apt(&args)?;
     }
     if !missing.rust_targets.is_empty() {
-        line(format!(
-            "setup: rustup target add {}",
-            missing.rust_targets.join(" ")
-        ));
-        status(
-            Command::new("rustup")
-                .arg("target")
-                .arg("add")
-                .args(&missing.rust_targets),
-        )?;
+        line(format!("setup: rustup target add {}", missing.rust_targets.join(" ")));
+        status(Command::new("rustup").arg("target").arg("add").args(&missing.rust_targets))?;
     }
     if missing.virtiofsd {
         line("setup: cargo install virtiofsd --locked (a few minutes on 2 cores)");
@@ -361,25 +296,15 @@ pub fn run(verbose: bool) -> Result<()> {
     if !after.is_empty() {
         return Err(error(
             Kind::Infra,
-            format!(
-                "setup: still missing after installing; run by hand:\n  {}",
-                commands(&after).join("\n  ")
-            ),
+            format!("setup: still missing after installing; run by hand:\n  {}", commands(&after).join("\n  ")),
         ));
     }
-    line(format!(
-        "setup: verified, everything present ({:.0} s)",
-        started.elapsed().as_secs_f64()
-    ));
+    line(format!("setup: verified, everything present ({:.0} s)", started.elapsed().as_secs_f64()));
     Ok(())
 }
 
 fn apt(args: &[&str]) -> Result<()> {
-    status(
-        Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )
+    status(Command::new("apt-get").args(args).env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
 fn status(cmd: &mut Command) -> Result<()> {
@@ -406,10 +331,7 @@ mod tests {
         let cmds = commands(&missing);
         assert_eq!(cmds.len(), 6, "{cmds:#?}");
         assert!(cmds[2].ends_with("-t bookworm-backports qemu-system-x86"));
-        assert_eq!(
-            cmds[3],
-            "sudo apt-get install -y --no-install-recommends flex linux-source-6.12"
-        );
+        assert_eq!(cmds[3], "sudo apt-get install -y --no-install-recommends flex linux-source-6.12");
         assert_eq!(cmds[4], "rustup target add aarch64-unknown-linux-musl");
         assert_eq!(cmds[5], "cargo install virtiofsd --locked");
         assert!(Missing::default().is_empty());

@@ -54,17 +54,10 @@ pub struct Patch {
 
 impl Patch {
     pub fn read(path: &Path) -> Result<Patch> {
-        let bytes = std::fs::read(path).map_err(|e| {
-            error(
-                Kind::BadInput,
-                format!("--patch {}: cannot read the patch: {e}", path.display()),
-            )
-        })?;
+        let bytes = std::fs::read(path)
+            .map_err(|e| error(Kind::BadInput, format!("--patch {}: cannot read the patch: {e}", path.display())))?;
         let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-        Ok(Patch {
-            path,
-            sha256: hex(&Sha256::digest(&bytes)),
-        })
+        Ok(Patch { path, sha256: hex(&Sha256::digest(&bytes)) })
     }
 }
 
@@ -73,14 +66,11 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
-        let n = file
-            .read(&mut buf)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let n = file.read(&mut buf).with_context(|| format!("reading {}", path.display()))?;
         if n == 0 {
             break;
         }
@@ -93,11 +83,7 @@ pub fn sha256_file(path: &Path) -> Result<String> {
 pub fn output(cmd: &mut Command) -> Result<Vec<u8>> {
     let out = cmd.output().with_context(|| format!("running {cmd:?}"))?;
     if !out.status.success() {
-        bail!(
-            "{cmd:?} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("{cmd:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(out.stdout)
 }
@@ -117,15 +103,11 @@ pub fn identify(spec: &Spec, cache_dir: &Path) -> Result<Identity> {
                     ),
                 ));
             }
-            let version =
-                output(Command::new("dpkg-query").args(["-W", "-f=${Version}", DEBIAN_PACKAGE]))
-                    .map(|v| String::from_utf8_lossy(&v).trim().to_string())
-                    .ok();
+            let version = output(Command::new("dpkg-query").args(["-W", "-f=${Version}", DEBIAN_PACKAGE]))
+                .map(|v| String::from_utf8_lossy(&v).trim().to_string())
+                .ok();
             let id = memoised_sha256(tarball, cache_dir)?;
-            let label = format!(
-                "Debian {DEBIAN_PACKAGE} {}",
-                version.as_deref().unwrap_or("(version unknown)")
-            );
+            let label = format!("Debian {DEBIAN_PACKAGE} {}", version.as_deref().unwrap_or("(version unknown)"));
             Ok(Identity {
                 kind: "debian-package".into(),
                 label,
@@ -137,12 +119,9 @@ pub fn identify(spec: &Spec, cache_dir: &Path) -> Result<Identity> {
             })
         }
         Spec::Tarball(path) => {
-            let location = path.canonicalize().map_err(|e| {
-                error(
-                    Kind::BadInput,
-                    format!("--kernel-tarball {}: {e}", path.display()),
-                )
-            })?;
+            let location = path
+                .canonicalize()
+                .map_err(|e| error(Kind::BadInput, format!("--kernel-tarball {}: {e}", path.display())))?;
             let id = memoised_sha256(&location, cache_dir)?;
             let label = format!("tarball {}", location.display());
             Ok(Identity {
@@ -161,15 +140,8 @@ pub fn identify(spec: &Spec, cache_dir: &Path) -> Result<Identity> {
 
 fn memoised_sha256(path: &Path, cache_dir: &Path) -> Result<String> {
     let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
-    let mtime = meta
-        .modified()?
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_nanos();
-    let stamp = hex(&Sha256::digest(format!(
-        "{}\0{}\0{mtime}",
-        path.display(),
-        meta.len()
-    )));
+    let mtime = meta.modified()?.duration_since(std::time::UNIX_EPOCH)?.as_nanos();
+    let stamp = hex(&Sha256::digest(format!("{}\0{}\0{mtime}", path.display(), meta.len())));
     let memo = cache_dir.join("digests").join(stamp);
     if let Ok(id) = std::fs::read_to_string(&memo) {
         return Ok(id);
@@ -183,29 +155,19 @@ fn memoised_sha256(path: &Path, cache_dir: &Path) -> Result<String> {
 /// A kernel tree: a git checkout is HEAD plus its uncommitted and untracked changes; any
 /// other directory is every file's path, size and mtime.
 pub fn identify_tree(dir: &Path) -> Result<Identity> {
-    let location = dir.canonicalize().map_err(|e| {
-        error(
-            Kind::BadInput,
-            format!("--kernel-src {}: {e}", dir.display()),
-        )
-    })?;
+    let location =
+        dir.canonicalize().map_err(|e| error(Kind::BadInput, format!("--kernel-src {}: {e}", dir.display())))?;
     if !location.join("Makefile").is_file() || !location.join("Kconfig").is_file() {
         return Err(error(
             Kind::BadInput,
-            format!(
-                "--kernel-src {}: not a kernel tree (no top-level Makefile and Kconfig)",
-                location.display()
-            ),
+            format!("--kernel-src {}: not a kernel tree (no top-level Makefile and Kconfig)", location.display()),
         ));
     }
     let git = |args: &[&str]| output(Command::new("git").arg("-C").arg(&location).args(args));
-    let toplevel = git(&["rev-parse", "--show-toplevel"])
-        .ok()
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o).trim()));
+    let toplevel =
+        git(&["rev-parse", "--show-toplevel"]).ok().map(|o| PathBuf::from(String::from_utf8_lossy(&o).trim()));
     if toplevel.as_deref() == Some(location.as_path()) {
-        let head = String::from_utf8_lossy(&git(&["rev-parse", "HEAD"])?)
-            .trim()
-            .to_string();
+        let head = String::from_utf8_lossy(&git(&["rev-parse", "HEAD"])?).trim().to_string();
         let diff = git(&["diff", "HEAD", "--binary", "--no-ext-diff", "--no-color"])?;
         let untracked = git(&["ls-files", "-z", "--others", "--exclude-standard"])?;
         let mut h = Sha256::new();
@@ -220,21 +182,13 @@ pub fn identify_tree(dir: &Path) -> Result<Identity> {
             h.update(b"\0untracked\0");
             h.update(rel.as_bytes());
             h.update(b"\0");
-            h.update(
-                sha256_file(&location.join(&rel))
-                    .unwrap_or_default()
-                    .as_bytes(),
-            );
+            h.update(sha256_file(&location.join(&rel)).unwrap_or_default().as_bytes());
         }
         let label = format!(
             "git tree {} at {}{}",
             location.display(),
             &head[..head.len().min(12)],
-            if dirty {
-                " with uncommitted changes"
-            } else {
-                ""
-            }
+            if dirty { " with uncommitted changes" } else { "" }
         );
         return Ok(Identity {
             kind: "git-tree".into(),
@@ -278,15 +232,8 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<()> {
             }
         } else {
             let meta = entry.metadata()?;
-            let mtime = meta
-                .modified()?
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos());
-            let rel = path
-                .strip_prefix(root)
-                .unwrap_or(&path)
-                .display()
-                .to_string();
+            let mtime = meta.modified()?.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+            let rel = path.strip_prefix(root).unwrap_or(&path).display().to_string();
             out.push(format!("{rel}\0{}\0{mtime}", meta.len()));
         }
     }
@@ -305,42 +252,18 @@ pub fn pristine_root(spec: &Spec, ident: &Identity, cache_dir: &Path) -> Result<
         return Ok(dest);
     }
     std::fs::create_dir_all(cache_dir.join("sources"))?;
-    let scratch = tempfile::Builder::new()
-        .prefix(".unpack-")
-        .tempdir_in(cache_dir.join("sources"))?;
+    let scratch = tempfile::Builder::new().prefix(".unpack-").tempdir_in(cache_dir.join("sources"))?;
     let task = crate::progress::Task::start(format!("unpacking {}", tarball.display()));
-    output(
-        Command::new("tar")
-            .arg("-xf")
-            .arg(tarball)
-            .arg("-C")
-            .arg(scratch.path()),
-    )
-    .map_err(|e| {
-        error(
-            Kind::BadInput,
-            format!("unpacking kernel tarball {}: {e:#}", tarball.display()),
-        )
-    })?;
+    output(Command::new("tar").arg("-xf").arg(tarball).arg("-C").arg(scratch.path()))
+        .map_err(|e| error(Kind::BadInput, format!("unpacking kernel tarball {}: {e:#}", tarball.display())))?;
     task.finish("unpacked");
     // A kernel tarball holds one top-level directory; accept a flat one too.
-    let mut tops: Vec<PathBuf> = std::fs::read_dir(scratch.path())?
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    let top = if tops.len() == 1 && tops[0].is_dir() {
-        tops.remove(0)
-    } else {
-        scratch.path().to_path_buf()
-    };
+    let mut tops: Vec<PathBuf> = std::fs::read_dir(scratch.path())?.flatten().map(|e| e.path()).collect();
+    let top = if tops.len() == 1 && tops[0].is_dir() { tops.remove(0) } else { scratch.path().to_path_buf() };
     if !top.join("Makefile").is_file() || !top.join("Kconfig").is_file() {
-        return Err(error(
-            Kind::BadInput,
-            format!("{} does not hold a kernel tree", tarball.display()),
-        ));
+        return Err(error(Kind::BadInput, format!("{} does not hold a kernel tree", tarball.display())));
     }
-    std::fs::rename(&top, &dest)
-        .with_context(|| format!("moving the unpacked tree to {}", dest.display()))?;
+    std::fs::rename(&top, &dest).with_context(|| format!("moving the unpacked tree to {}", dest.display()))?;
     Ok(dest)
 }
 
@@ -356,12 +279,7 @@ struct MirrorState {
 /// costs no space and no time. Every file a patch touches, now or in the previous run, is
 /// rewritten as a fresh inode with a new mtime: that keeps the pristine tree unwritten and
 /// makes `make` rebuild exactly what changed, so a one-file patch is an incremental build.
-pub fn sync_mirror(
-    pristine: &Path,
-    mirror: &Path,
-    state_file: &Path,
-    patches: &[Patch],
-) -> Result<()> {
+pub fn sync_mirror(pristine: &Path, mirror: &Path, state_file: &Path, patches: &[Patch]) -> Result<()> {
     std::fs::create_dir_all(mirror)?;
     let mut src = pristine.as_os_str().to_owned();
     src.push("/");
@@ -376,10 +294,8 @@ pub fn sync_mirror(
     )
     .with_context(|| format!("mirroring {} into {}", pristine.display(), mirror.display()))?;
 
-    let previous: MirrorState = std::fs::read(state_file)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let previous: MirrorState =
+        std::fs::read(state_file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
     for rel in &previous.patched_files {
         refresh(&mirror.join(rel))?;
     }
@@ -393,23 +309,14 @@ pub fn sync_mirror(
             refresh(&mirror.join(rel))?;
         }
         let out = Command::new("patch")
-            .args([
-                "-p1",
-                "--batch",
-                "--forward",
-                "--no-backup-if-mismatch",
-                "-d",
-            ])
+            .args(["-p1", "--batch", "--forward", "--no-backup-if-mismatch", "-d"])
             .arg(mirror)
             .arg("-i")
             .arg(&patch.path)
             .output()
             .context("running patch (install the Debian package `patch`)")?;
         if !out.status.success() {
-            return Err(patch_error(
-                &patch.path,
-                &String::from_utf8_lossy(&out.stdout),
-            ));
+            return Err(patch_error(&patch.path, &String::from_utf8_lossy(&out.stdout)));
         }
     }
     crate::cache::write_atomic(state_file, &serde_json::to_vec(&state)?)?;
@@ -449,9 +356,7 @@ fn dry_run(tree: &Path, patch: &Path) -> Result<Vec<String>> {
 pub fn touched_files(patch_output: &str) -> Vec<String> {
     let mut files = Vec::new();
     for line in patch_output.lines() {
-        let name = line
-            .strip_prefix("checking file ")
-            .or_else(|| line.strip_prefix("patching file "));
+        let name = line.strip_prefix("checking file ").or_else(|| line.strip_prefix("patching file "));
         if let Some(name) = name {
             let (name, renamed_from) = match name.split_once(" (renamed from ") {
                 Some((n, from)) => (n, Some(from.trim_end_matches(')'))),
@@ -473,51 +378,23 @@ pub fn patch_error(patch: &Path, patch_output: &str) -> anyhow::Error {
     let mut file = None;
     let mut problems = Vec::new();
     for line in patch_output.lines() {
-        if let Some(f) = line
-            .strip_prefix("checking file ")
-            .or_else(|| line.strip_prefix("patching file "))
-        {
+        if let Some(f) = line.strip_prefix("checking file ").or_else(|| line.strip_prefix("patching file ")) {
             file = Some(f.trim().to_string());
         } else if line.starts_with("Hunk #") && line.contains("FAILED") {
-            problems.push(format!(
-                "{}: {}",
-                file.as_deref().unwrap_or("?"),
-                line.trim()
-            ));
+            problems.push(format!("{}: {}", file.as_deref().unwrap_or("?"), line.trim()));
         } else if line.contains("can't find file to patch") || line.contains("No file to patch") {
-            problems.push(format!(
-                "{}: {}",
-                file.as_deref().unwrap_or("?"),
-                line.trim()
-            ));
+            problems.push(format!("{}: {}", file.as_deref().unwrap_or("?"), line.trim()));
         } else if line.starts_with("Reversed (or previously applied) patch detected") {
-            problems.push(format!(
-                "{}: already applied (reversed patch detected)",
-                file.as_deref().unwrap_or("?")
-            ));
+            problems.push(format!("{}: already applied (reversed patch detected)", file.as_deref().unwrap_or("?")));
         } else if line.contains("Only garbage was found") || line.contains("malformed patch") {
             problems.push(line.trim().to_string());
         }
     }
     if problems.is_empty() {
-        problems.push(
-            patch_output
-                .trim()
-                .lines()
-                .last()
-                .unwrap_or("patch failed")
-                .to_string(),
-        );
+        problems.push(patch_output.trim().lines().last().unwrap_or("patch failed").to_string());
     }
     problems.dedup();
-    error(
-        Kind::BadInput,
-        format!(
-            "patch {} does not apply: {}",
-            patch.display(),
-            problems.join("; ")
-        ),
-    )
+    error(Kind::BadInput, format!("patch {} does not apply: {}", patch.display(), problems.join("; ")))
 }
 
 #[cfg(test)]
@@ -535,22 +412,11 @@ mod tests {
         let st = Command::new("git")
             .arg("-C")
             .arg(dir)
-            .args([
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "user.name=t",
-                "-c",
-                "commit.gpgsign=false",
-            ])
+            .args(["-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
             .args(args)
             .output()
             .unwrap();
-        assert!(
-            st.status.success(),
-            "{}",
-            String::from_utf8_lossy(&st.stderr)
-        );
+        assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     }
 
     #[test]
@@ -563,11 +429,7 @@ mod tests {
         let clean = identify_tree(dir.path()).unwrap();
         assert_eq!(clean.kind, "git-tree");
         assert_eq!(clean.git_dirty, Some(false));
-        assert_eq!(
-            identify_tree(dir.path()).unwrap().id,
-            clean.id,
-            "identity is stable"
-        );
+        assert_eq!(identify_tree(dir.path()).unwrap().id, clean.id, "identity is stable");
 
         let file = dir.path().join("kernel/trace/trace_events_user.c");
         std::fs::write(&file, "int x = 1;\n").unwrap();
@@ -578,19 +440,11 @@ mod tests {
         std::fs::write(&file, "int x;\n").unwrap();
         assert_eq!(identify_tree(dir.path()).unwrap().id, clean.id);
         std::fs::write(dir.path().join("new.c"), "").unwrap();
-        assert_ne!(
-            identify_tree(dir.path()).unwrap().id,
-            clean.id,
-            "an untracked file changes it"
-        );
+        assert_ne!(identify_tree(dir.path()).unwrap().id, clean.id, "an untracked file changes it");
         std::fs::remove_file(dir.path().join("new.c")).unwrap();
 
         git(dir.path(), &["commit", "-qm", "empty", "--allow-empty"]);
-        assert_ne!(
-            identify_tree(dir.path()).unwrap().id,
-            clean.id,
-            "a new HEAD changes it"
-        );
+        assert_ne!(identify_tree(dir.path()).unwrap().id, clean.id, "a new HEAD changes it");
     }
 
     #[test]
@@ -599,11 +453,7 @@ mod tests {
         kernel_like_tree(dir.path());
         let a = identify_tree(dir.path()).unwrap();
         assert_eq!(a.kind, "tree");
-        std::fs::write(
-            dir.path().join("kernel/trace/trace_events_user.c"),
-            "int x = 22;\n",
-        )
-        .unwrap();
+        std::fs::write(dir.path().join("kernel/trace/trace_events_user.c"), "int x = 22;\n").unwrap();
         assert_ne!(identify_tree(dir.path()).unwrap().id, a.id);
         let err = identify_tree(&dir.path().join("kernel")).unwrap_err();
         assert_eq!(crate::exit::code_for(&err), 2);
@@ -630,74 +480,37 @@ mod tests {
         let rel = "kernel/trace/trace_events_user.c";
 
         sync_mirror(src.path(), &mirror, &state, std::slice::from_ref(&patch)).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(mirror.join(rel)).unwrap(),
-            "int x = 5;\n"
-        );
-        assert_eq!(
-            std::fs::read_to_string(src.path().join(rel)).unwrap(),
-            "int x;\n",
-            "source untouched"
-        );
+        assert_eq!(std::fs::read_to_string(mirror.join(rel)).unwrap(), "int x = 5;\n");
+        assert_eq!(std::fs::read_to_string(src.path().join(rel)).unwrap(), "int x;\n", "source untouched");
 
-        let patched_mtime = std::fs::metadata(mirror.join(rel))
-            .unwrap()
-            .modified()
-            .unwrap();
+        let patched_mtime = std::fs::metadata(mirror.join(rel)).unwrap().modified().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
         sync_mirror(src.path(), &mirror, &state, &[]).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(mirror.join(rel)).unwrap(),
-            "int x;\n",
-            "patch undone"
-        );
-        let restored = std::fs::metadata(mirror.join(rel))
-            .unwrap()
-            .modified()
-            .unwrap();
-        assert!(
-            restored > patched_mtime,
-            "a restored file is newer than the build that used the patch"
-        );
-        assert_eq!(
-            std::fs::read_to_string(src.path().join(rel)).unwrap(),
-            "int x;\n"
-        );
+        assert_eq!(std::fs::read_to_string(mirror.join(rel)).unwrap(), "int x;\n", "patch undone");
+        let restored = std::fs::metadata(mirror.join(rel)).unwrap().modified().unwrap();
+        assert!(restored > patched_mtime, "a restored file is newer than the build that used the patch");
+        assert_eq!(std::fs::read_to_string(src.path().join(rel)).unwrap(), "int x;\n");
     }
 
     #[test]
     fn a_patch_that_does_not_apply_names_patch_file_and_hunk() {
         let src = tempfile::tempdir().unwrap();
         kernel_like_tree(src.path());
-        std::fs::write(
-            src.path().join("kernel/trace/trace_events_user.c"),
-            "int y;\n",
-        )
-        .unwrap();
+        std::fs::write(src.path().join("kernel/trace/trace_events_user.c"), "int y;\n").unwrap();
         let work = tempfile::tempdir().unwrap();
         let patch_path = work.path().join("bad.patch");
         std::fs::write(&patch_path, PATCH).unwrap();
         let patch = Patch::read(&patch_path).unwrap();
-        let err = sync_mirror(
-            src.path(),
-            &work.path().join("m"),
-            &work.path().join("s"),
-            &[patch],
-        )
-        .unwrap_err();
+        let err = sync_mirror(src.path(), &work.path().join("m"), &work.path().join("s"), &[patch]).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("bad.patch"), "{msg}");
-        assert!(
-            msg.contains("kernel/trace/trace_events_user.c: Hunk #1 FAILED at 1"),
-            "{msg}"
-        );
+        assert!(msg.contains("kernel/trace/trace_events_user.c: Hunk #1 FAILED at 1"), "{msg}");
         assert_eq!(crate::exit::code_for(&err), 2);
     }
 
     #[test]
     fn touched_files_include_renames() {
-        let out =
-            "checking file a.c\nchecking file b.c (renamed from old/b.c)\nHunk #1 succeeded\n";
+        let out = "checking file a.c\nchecking file b.c (renamed from old/b.c)\nHunk #1 succeeded\n";
         assert_eq!(touched_files(out), ["a.c", "b.c", "old/b.c"]);
     }
 }

@@ -29,11 +29,7 @@ pub fn run(args: &TestArgs) -> Result<u8> {
         &mut outcomes,
         "unit tests (cargo test --workspace)",
         started,
-        if unit.success() {
-            Ok(())
-        } else {
-            Err(anyhow::anyhow!("cargo test failed ({unit})"))
-        },
+        if unit.success() { Ok(()) } else { Err(anyhow::anyhow!("cargo test failed ({unit})")) },
     );
     if args.unit_only {
         return Ok(summary(&outcomes));
@@ -52,10 +48,7 @@ pub fn run(args: &TestArgs) -> Result<u8> {
 
     for arch in crate::arch::ARCHES {
         let started = Instant::now();
-        let args = KernelArgs {
-            arch: arch.name.into(),
-            ..base.clone()
-        };
+        let args = KernelArgs { arch: arch.name.into(), ..base.clone() };
         let result = crate::kernels(&args).and_then(|built| {
             let b = &built[0];
             anyhow::ensure!(b.image.is_file(), "no image at {}", b.image.display());
@@ -77,34 +70,17 @@ pub fn run(args: &TestArgs) -> Result<u8> {
                 b.metadata.kernelrelease
             );
             let repro = b.image.with_file_name("reproducer.sh");
-            anyhow::ensure!(
-                repro.is_file(),
-                "no reproducer.sh beside {}",
-                b.image.display()
-            );
+            anyhow::ensure!(repro.is_file(), "no reproducer.sh beside {}", b.image.display());
             Ok(())
         });
-        record(
-            &mut outcomes,
-            &format!("{}: kernel builds with every requested option", arch.name),
-            started,
-            result,
-        );
+        record(&mut outcomes, &format!("{}: kernel builds with every requested option", arch.name), started, result);
 
         let started = Instant::now();
         let result = crate::kernels(&args).and_then(|built| {
-            anyhow::ensure!(
-                built[0].cache_hit,
-                "the second identical request ran make (cache miss)"
-            );
+            anyhow::ensure!(built[0].cache_hit, "the second identical request ran make (cache miss)");
             Ok(())
         });
-        record(
-            &mut outcomes,
-            &format!("{}: an identical request is a cache hit", arch.name),
-            started,
-            result,
-        );
+        record(&mut outcomes, &format!("{}: an identical request is a cache hit", arch.name), started, result);
     }
 
     let started = Instant::now();
@@ -118,9 +94,7 @@ pub fn run(args: &TestArgs) -> Result<u8> {
         ..base.clone()
     };
     let result = match crate::kernels(&dropping) {
-        Ok(_) => Err(anyhow::anyhow!(
-            "the configuration was accepted although CONFIG_USER_EVENTS cannot be set"
-        )),
+        Ok(_) => Err(anyhow::anyhow!("the configuration was accepted although CONFIG_USER_EVENTS cannot be set")),
         Err(e) => {
             let msg = format!("{e:#}");
             let code = exit::code_for(&e);
@@ -134,12 +108,7 @@ pub fn run(args: &TestArgs) -> Result<u8> {
             }
         }
     };
-    record(
-        &mut outcomes,
-        "arm64: a fragment that drops CONFIG_USER_EVENTS fails naming FTRACE",
-        started,
-        result,
-    );
+    record(&mut outcomes, "arm64: a fragment that drops CONFIG_USER_EVENTS fails naming FTRACE", started, result);
 
     Ok(summary(&outcomes))
 }
@@ -150,26 +119,15 @@ fn record(outcomes: &mut Vec<Outcome>, name: &str, started: Instant, result: Res
         Ok(()) => line(format!("[PASSED] {name} ({secs:.1} s)")),
         Err(e) => line(format!("[FAILED] {name} ({secs:.1} s): {e:#}")),
     }
-    outcomes.push(Outcome {
-        name: name.to_string(),
-        error: result.err().map(|e| format!("{e:#}")),
-    });
+    outcomes.push(Outcome { name: name.to_string(), error: result.err().map(|e| format!("{e:#}")) });
 }
 
 fn summary(outcomes: &[Outcome]) -> u8 {
     let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.error.is_some()).collect();
     for f in &failed {
-        eprintln!(
-            "FAILED: {}\n  {}",
-            f.name,
-            f.error.as_deref().unwrap_or_default().replace('\n', "\n  ")
-        );
+        eprintln!("FAILED: {}\n  {}", f.name, f.error.as_deref().unwrap_or_default().replace('\n', "\n  "));
     }
-    println!(
-        "{} passed, {} failed",
-        outcomes.len() - failed.len(),
-        failed.len()
-    );
+    println!("{} passed, {} failed", outcomes.len() - failed.len(), failed.len());
     if failed.is_empty() {
         0
     } else {

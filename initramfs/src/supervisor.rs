@@ -1,0 +1,526 @@
+//! The supervisor: runs each scenario of the plan in a child process group under its deadline
+//! and reports it on the result channel as KTAP lines (`protocol::ResultLine`).
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use protocol::{Outcome, Plan, ResultLine, Scenario};
+
+use crate::sys;
+
+/// How often the supervisor checks whether a scenario has exited.
+const POLL: Duration = Duration::from_millis(10);
+/// How long to wait for a scenario's last output after its group was killed; longer only if a
+/// process escaped the group and still holds the pipe.
+const DRAIN: Duration = Duration::from_millis(500);
+
+/// Where the supervisor finds things; the guest uses [`Paths::guest`], tests point elsewhere.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub plan: PathBuf,
+    /// `/proc/sys/kernel/tainted`.
+    pub tainted: PathBuf,
+    /// `/dev/kmsg`, where begin/end markers go so console messages can be attributed.
+    pub kmsg: Option<PathBuf>,
+    /// The program (and leading arguments) of a scenario child; the supervisor appends
+    /// `--scenario INDEX --plan PLAN`.
+    pub scenario_cmd: Vec<OsString>,
+    /// Reap every exited process between scenarios: only as PID 1, where orphans land.
+    pub reap_orphans: bool,
+}
+
+impl Paths {
+    pub fn guest() -> Paths {
+        Paths {
+            plan: PathBuf::from(protocol::PLAN_PATH),
+            tainted: PathBuf::from("/proc/sys/kernel/tainted"),
+            kmsg: Some(PathBuf::from("/dev/kmsg")),
+            scenario_cmd: vec!["/proc/self/exe".into()],
+            reap_orphans: true,
+        }
+    }
+
+    /// Running on a host for testing: no kmsg markers, no reaping of other threads' children.
+    pub fn host(plan: PathBuf) -> Paths {
+        Paths { plan, kmsg: None, reap_orphans: false, ..Paths::guest() }
+    }
+}
+
+/// How many scenarios ended which way.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub timeout: usize,
+}
+
+/// Reads and checks the plan; the error is a one-line message naming the file.
+pub fn load_plan(path: &Path) -> Result<Plan, String> {
+    let text = fs::read(path).map_err(|e| format!("cannot read plan {}: {}", path.display(), sys::error_name(&e)))?;
+    let plan: Plan = serde_json::from_slice(&text).map_err(|e| format!("cannot parse plan {}: {e}", path.display()))?;
+    if plan.version != protocol::PROTOCOL_VERSION {
+        return Err(format!(
+            "plan {} has protocol version {}, this agent speaks {}",
+            path.display(),
+            plan.version,
+            protocol::PROTOCOL_VERSION
+        ));
+    }
+    Ok(plan)
+}
+
+/// The whole stream for a plan that could not be loaded: it ends cleanly with nothing run.
+pub fn report_bad_plan(message: &str, out: &mut dyn Write) {
+    emit(out, &ResultLine::Header);
+    emit(out, &diag(message));
+    emit(out, &ResultLine::Sentinel { total: 0, passed: 0, failed: 0, skipped: 0, timeout: 0 });
+}
+
+/// Runs every scenario and writes the whole stream, header to sentinel.
+pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write) -> Counts {
+    emit(out, &ResultLine::Header);
+    emit(out, &ResultLine::Plan { count: plan.scenarios.len() });
+    let mut counts = Counts::default();
+    for (i, scenario) in plan.scenarios.iter().enumerate() {
+        let index = i + 1;
+        let name = scenario.name.clone();
+        emit(out, &ResultLine::Begin { index, name: name.clone(), taint: read_taint(&paths.tainted) });
+        kmsg(paths, &format!("ue-agent: begin {index} {name}"));
+        let (outcome, time_ms, reason) = run_scenario(index, scenario, paths, out);
+        let taint = read_taint(&paths.tainted);
+        emit(out, &ResultLine::Result { index, name, outcome, time_ms, taint, reason });
+        kmsg(paths, &format!("ue-agent: end {index}"));
+        emit(out, &ResultLine::End { index, taint });
+        match outcome {
+            Outcome::Pass => counts.passed += 1,
+            Outcome::Fail => counts.failed += 1,
+            Outcome::Skip => counts.skipped += 1,
+            Outcome::Timeout => counts.timeout += 1,
+        }
+        if paths.reap_orphans {
+            sys::reap_zombies();
+        }
+    }
+    let Counts { passed, failed, skipped, timeout } = counts;
+    emit(out, &ResultLine::Sentinel { total: plan.scenarios.len(), passed, failed, skipped, timeout });
+    counts
+}
+
+/// One scenario: (outcome, time in ms, skip reason). Its output lines become Diag lines.
+fn run_scenario(index: usize, scenario: &Scenario, paths: &Paths, out: &mut dyn Write) -> (Outcome, u64, String) {
+    let start = Instant::now();
+    let (mut child, lines) = match spawn_scenario(index, paths) {
+        Ok(x) => x,
+        Err(e) => {
+            emit(out, &diag(&format!("cannot start scenario: {}", sys::error_name(&e))));
+            return (Outcome::Fail, 0, String::new());
+        }
+    };
+    let pid = child.id();
+    let deadline = start + Duration::from_millis(scenario.deadline_ms);
+    let mut last = String::new();
+    let mut forward = |line: String, out: &mut dyn Write| {
+        emit(out, &diag(&line));
+        last = line;
+    };
+    let timed_out = loop {
+        if sys::has_exited(pid) {
+            break false;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break true;
+        }
+        let wait = (deadline - now).min(POLL);
+        match lines.recv_timeout(wait) {
+            Ok(line) => forward(line, out),
+            Err(RecvTimeoutError::Timeout) => {}
+            // The child closed its output but runs on.
+            Err(RecvTimeoutError::Disconnected) => thread::sleep(wait),
+        }
+    };
+    let time_ms = start.elapsed().as_millis() as u64;
+    // Whatever the scenario left behind in its group dies with it, so scenarios stay apart.
+    sys::kill_group(pid);
+    let status = child.wait();
+    let grace = Instant::now() + DRAIN;
+    while let Some(left) = grace.checked_duration_since(Instant::now()) {
+        match lines.recv_timeout(left) {
+            Ok(line) => forward(line, out),
+            Err(_) => break,
+        }
+    }
+    if timed_out {
+        emit(out, &diag(&format!("deadline of {} ms expired: killed the process group", scenario.deadline_ms)));
+        return (Outcome::Timeout, time_ms, String::new());
+    }
+    let outcome = match status {
+        Err(e) => {
+            emit(out, &diag(&format!("cannot wait for the scenario: {}", sys::error_name(&e))));
+            Outcome::Fail
+        }
+        Ok(s) => match (s.code(), s.signal()) {
+            (Some(0), _) => Outcome::Pass,
+            (Some(protocol::EXIT_SKIP), _) => Outcome::Skip,
+            (Some(code), _) => {
+                emit(out, &diag(&format!("exited with status {code}")));
+                Outcome::Fail
+            }
+            (None, signal) => {
+                emit(out, &diag(&format!("killed by signal {}", signal.unwrap_or(0))));
+                Outcome::Fail
+            }
+        },
+    };
+    let reason = if outcome == Outcome::Skip { clean(&last) } else { String::new() };
+    (outcome, time_ms, reason)
+}
+
+/// Starts the scenario child in its own process group with stdout and stderr on one pipe (so
+/// their lines keep their order), and a thread that turns the pipe into lines.
+fn spawn_scenario(index: usize, paths: &Paths) -> io::Result<(std::process::Child, Receiver<String>)> {
+    let (reader, writer) = io::pipe()?;
+    let mut cmd = Command::new(&paths.scenario_cmd[0]);
+    cmd.args(&paths.scenario_cmd[1..])
+        .arg("--scenario")
+        .arg(index.to_string())
+        .arg("--plan")
+        .arg(&paths.plan)
+        .stdin(Stdio::null())
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
+        .process_group(0);
+    let child = cmd.spawn();
+    // The Command holds our copies of the write end: drop them so the pipe can reach EOF.
+    drop(cmd);
+    let child = child?;
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut reader = BufReader::new(reader);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    while buf.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+                        buf.pop();
+                    }
+                    if tx.send(String::from_utf8_lossy(&buf).into_owned()).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    Ok((child, rx))
+}
+
+/// The first virtio console port named `protocol::RESULT_PORT`: `/dev/vportNpM`. The host
+/// names ports with a control message after the port appears, so the name may lag a little.
+pub fn find_result_port(virtio_ports: &Path, dev: &Path, wait: Duration) -> Option<PathBuf> {
+    let until = Instant::now() + wait;
+    loop {
+        if let Ok(entries) = fs::read_dir(virtio_ports) {
+            let mut names: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
+            names.sort();
+            for port in names {
+                let name = fs::read_to_string(virtio_ports.join(&port).join("name")).unwrap_or_default();
+                let node = dev.join(&port);
+                if name.trim_end() == protocol::RESULT_PORT && node.exists() {
+                    return Some(node);
+                }
+            }
+        }
+        if Instant::now() >= until {
+            return None;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The kernel's taint mask; 0 when unreadable (no /proc), which the host sees as untainted.
+pub fn read_taint(path: &Path) -> u64 {
+    fs::read_to_string(path).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+}
+
+/// A marker in the kernel log. The file is opened per message because /dev/kmsg rate-limits
+/// writes per open file (10 per 5 s), which a long plan would exceed.
+fn kmsg(paths: &Paths, msg: &str) {
+    if let Some(path) = &paths.kmsg {
+        if let Ok(mut f) = fs::OpenOptions::new().append(true).open(path) {
+            let _ = f.write_all(format!("{msg}\n").as_bytes());
+        }
+    }
+}
+
+/// Writes one line and flushes it, so a crash loses nothing already reported.
+pub fn emit(out: &mut dyn Write, line: &ResultLine) {
+    static BROKEN: AtomicBool = AtomicBool::new(false);
+    let text = format!("{}\n", line.format());
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if !BROKEN.swap(true, Ordering::Relaxed) {
+            sys::console(&format!("ue-agent: result channel write failed: {}", sys::error_name(&e)));
+        }
+    }
+}
+
+/// A Diag line that reads back as the same Diag: control characters are escaped, and text
+/// that would parse as one of the agent's own lines (`ue-end 1 taint=0`) is marked as output.
+fn diag(text: &str) -> ResultLine {
+    let text = clean(text);
+    let line = ResultLine::Diag(text.clone());
+    if ResultLine::parse(&line.format()).as_ref() == Some(&line) {
+        line
+    } else {
+        ResultLine::Diag(format!("| {text}"))
+    }
+}
+
+fn clean(text: &str) -> String {
+    let mut s = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\t' {
+            s.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            s.push(c);
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::Step;
+
+    /// A scenario child that is a shell script: `$2` is the scenario index.
+    const SCRIPT: &str = r#"
+case "$2" in
+  1) echo "hello"; echo "to stderr" >&2; exit 0 ;;
+  2) echo "about to fail"; exit 3 ;;
+  3) echo "no perf support"; exit 4 ;;
+  4) sleep 30 & echo "grandchild $!"; sleep 30 ;;
+  5) echo "ue-end 1 taint=0"; kill -9 $$ ;;
+esac
+"#;
+
+    fn paths(dir: &Path) -> Paths {
+        let tainted = dir.join("tainted");
+        fs::write(&tainted, "512\n").unwrap();
+        fs::write(dir.join("kmsg"), "").unwrap();
+        Paths {
+            plan: dir.join("plan.json"),
+            tainted,
+            kmsg: Some(dir.join("kmsg")),
+            scenario_cmd: ["/bin/sh", "-c", SCRIPT, "sh"].map(OsString::from).to_vec(),
+            reap_orphans: false,
+        }
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ue-agent-test-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn scenario(name: &str, deadline_ms: u64) -> Scenario {
+        Scenario { name: name.into(), deadline_ms, steps: vec![Step::Sleep { ms: 1 }] }
+    }
+
+    fn plan(scenarios: Vec<Scenario>) -> Plan {
+        Plan {
+            version: protocol::PROTOCOL_VERSION,
+            label: "test".into(),
+            scenarios,
+            share: None,
+            artifacts_virtiofs: false,
+            shell: false,
+        }
+    }
+
+    /// Runs scenario `index` of SCRIPT alone; the parsed lines between Begin and Result.
+    fn run_one(index: usize, deadline_ms: u64) -> (Outcome, u64, String, Vec<ResultLine>) {
+        let dir = temp_dir(&format!("one{index}"));
+        let mut out = Vec::new();
+        let s = scenario("t/x", deadline_ms);
+        let r = run_scenario(index, &s, &paths(&dir), &mut out);
+        let lines = String::from_utf8(out).unwrap().lines().map(|l| ResultLine::parse(l).unwrap()).collect();
+        fs::remove_dir_all(&dir).unwrap();
+        (r.0, r.1, r.2, lines)
+    }
+
+    fn diags(lines: &[ResultLine]) -> Vec<&str> {
+        lines
+            .iter()
+            .map(|l| match l {
+                ResultLine::Diag(d) => d.as_str(),
+                other => panic!("not a diag: {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn passing_scenario_forwards_stdout_and_stderr() {
+        let (outcome, _, reason, lines) = run_one(1, 5000);
+        assert_eq!(outcome, Outcome::Pass);
+        assert_eq!(reason, "");
+        assert_eq!(diags(&lines), ["hello", "to stderr"]);
+    }
+
+    #[test]
+    fn failing_scenario_reports_its_status() {
+        let (outcome, _, _, lines) = run_one(2, 5000);
+        assert_eq!(outcome, Outcome::Fail);
+        assert_eq!(diags(&lines), ["about to fail", "exited with status 3"]);
+    }
+
+    #[test]
+    fn skipping_scenario_gives_its_last_line_as_reason() {
+        let (outcome, _, reason, lines) = run_one(3, 5000);
+        assert_eq!(outcome, Outcome::Skip);
+        assert_eq!(reason, "no perf support");
+        assert_eq!(diags(&lines), ["no perf support"]);
+    }
+
+    #[test]
+    fn killed_scenario_fails_and_its_output_cannot_forge_frames() {
+        let (outcome, _, _, lines) = run_one(5, 5000);
+        assert_eq!(outcome, Outcome::Fail);
+        assert_eq!(diags(&lines), ["| ue-end 1 taint=0", "killed by signal 9"]);
+    }
+
+    #[test]
+    fn deadline_kills_the_whole_group() {
+        let start = Instant::now();
+        let (outcome, time_ms, _, lines) = run_one(4, 300);
+        let took = start.elapsed();
+        assert_eq!(outcome, Outcome::Timeout);
+        assert!((300..1500).contains(&time_ms), "time_ms={time_ms}");
+        assert!(took < Duration::from_millis(2000), "took {took:?}");
+        let d = diags(&lines);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d[1].starts_with("deadline of 300 ms expired"), "{d:?}");
+        let grandchild: u32 = d[0].strip_prefix("grandchild ").unwrap().parse().unwrap();
+        // Dead means gone, or a zombie waiting for whoever adopted it.
+        let dead = || match fs::read_to_string(format!("/proc/{grandchild}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')),
+        };
+        let until = Instant::now() + Duration::from_secs(2);
+        while !dead() && Instant::now() < until {
+            thread::sleep(Duration::from_millis(20));
+        }
+        assert!(dead(), "grandchild {grandchild} survived the deadline");
+    }
+
+    #[test]
+    fn full_stream_for_a_small_plan() {
+        let dir = temp_dir("stream");
+        let p = paths(&dir);
+        let plan = plan(vec![scenario("t/pass", 5000), scenario("t/fail", 5000), scenario("t/skip", 5000)]);
+        let mut out = Vec::new();
+        let counts = run_plan(&plan, &p, &mut out);
+        assert_eq!(counts, Counts { passed: 1, failed: 1, skipped: 1, timeout: 0 });
+        let text = String::from_utf8(out).unwrap();
+        let mut lines: Vec<ResultLine> = text.lines().map(|l| ResultLine::parse(l).expect(l)).collect();
+        for l in &mut lines {
+            if let ResultLine::Result { time_ms, .. } = l {
+                *time_ms = 0;
+            }
+        }
+        let result = |index: usize, name: &str, outcome, reason: &str| ResultLine::Result {
+            index,
+            name: name.into(),
+            outcome,
+            time_ms: 0,
+            taint: 512,
+            reason: reason.into(),
+        };
+        let begin = |index: usize, name: &str| ResultLine::Begin { index, name: name.into(), taint: 512 };
+        let d = |s: &str| ResultLine::Diag(s.into());
+        let expected = vec![
+            ResultLine::Header,
+            ResultLine::Plan { count: 3 },
+            begin(1, "t/pass"),
+            d("hello"),
+            d("to stderr"),
+            result(1, "t/pass", Outcome::Pass, ""),
+            ResultLine::End { index: 1, taint: 512 },
+            begin(2, "t/fail"),
+            d("about to fail"),
+            d("exited with status 3"),
+            result(2, "t/fail", Outcome::Fail, ""),
+            ResultLine::End { index: 2, taint: 512 },
+            begin(3, "t/skip"),
+            d("no perf support"),
+            result(3, "t/skip", Outcome::Skip, "no perf support"),
+            ResultLine::End { index: 3, taint: 512 },
+            ResultLine::Sentinel { total: 3, passed: 1, failed: 1, skipped: 1, timeout: 0 },
+        ];
+        assert_eq!(lines, expected, "{text}");
+        let kmsg = fs::read_to_string(dir.join("kmsg")).unwrap();
+        let markers: Vec<&str> = kmsg.lines().collect();
+        assert_eq!(markers[..2], ["ue-agent: begin 1 t/pass", "ue-agent: end 1"]);
+        assert_eq!(markers.len(), 6, "{kmsg}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_plan_ends_the_stream_cleanly() {
+        let dir = temp_dir("badplan");
+        fs::write(dir.join("plan.json"), r#"{"version": 1}"#).unwrap();
+        let err = load_plan(&dir.join("plan.json")).unwrap_err();
+        assert!(err.starts_with("cannot parse plan "), "{err}");
+        let err = load_plan(&dir.join("missing.json")).unwrap_err();
+        assert!(err.ends_with(": ENOENT"), "{err}");
+        let mut out = Vec::new();
+        report_bad_plan(&err, &mut out);
+        let lines: Vec<_> = String::from_utf8(out).unwrap().lines().map(|l| ResultLine::parse(l).unwrap()).collect();
+        assert_eq!(
+            lines,
+            [
+                ResultLine::Header,
+                ResultLine::Diag(err),
+                ResultLine::Sentinel { total: 0, passed: 0, failed: 0, skipped: 0, timeout: 0 }
+            ]
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn finds_the_named_result_port() {
+        let dir = temp_dir("ports");
+        let (sys, dev) = (dir.join("sys"), dir.join("dev"));
+        for (port, name) in [("vport0p1", "other"), ("vport0p2", "ue.results\n")] {
+            fs::create_dir_all(sys.join(port)).unwrap();
+            fs::write(sys.join(port).join("name"), name).unwrap();
+        }
+        fs::create_dir_all(&dev).unwrap();
+        assert_eq!(find_result_port(&sys, &dev, Duration::ZERO), None, "no device node yet");
+        fs::write(dev.join("vport0p2"), "").unwrap();
+        assert_eq!(find_result_port(&sys, &dev, Duration::ZERO), Some(dev.join("vport0p2")));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn diag_text_is_made_safe() {
+        assert_eq!(diag("plain"), ResultLine::Diag("plain".into()));
+        assert_eq!(diag("a\x1bb\r"), ResultLine::Diag("a\\x1bb\\x0d".into()));
+        assert_eq!(
+            diag("ue-sentinel total=0 passed=0 failed=0 skipped=0 timeout=0").format().as_str(),
+            "# | ue-sentinel total=0 passed=0 failed=0 skipped=0 timeout=0"
+        );
+        assert_eq!(diag("ue-begin garbage"), ResultLine::Diag("| ue-begin garbage".into()));
+    }
+}

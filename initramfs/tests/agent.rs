@@ -1,0 +1,106 @@
+//! End-to-end on the host: the real `ue-agent` binary runs a plan (re-executing itself as the
+//! scenario child) and its result stream parses back as the expected KTAP.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use protocol::{Outcome, Plan, ResultLine, Scenario, Step};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ue-agent-e2e-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn exec(argv: &[&str], expect_exit: i32) -> Step {
+    Step::Exec { argv: argv.iter().map(|s| s.to_string()).collect(), expect_exit }
+}
+
+fn agent(plan: &std::path::Path) -> (i32, Vec<ResultLine>) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ue-agent"))
+        .args(["--plan", plan.to_str().unwrap(), "--results", "-"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines = text.lines().map(|l| ResultLine::parse(l).unwrap_or_else(|| panic!("not KTAP: {l}"))).collect();
+    (out.status.code().unwrap(), lines)
+}
+
+#[test]
+fn runs_a_plan_end_to_end() {
+    let dir = temp_dir("plan");
+    let target = dir.join("target");
+    fs::write(&target, "").unwrap();
+    let scenario = |name: &str, deadline_ms, steps| Scenario { name: name.into(), deadline_ms, steps };
+    let plan = Plan {
+        version: protocol::PROTOCOL_VERSION,
+        label: "host".into(),
+        scenarios: vec![
+            scenario(
+                "e2e/pass",
+                5000,
+                vec![
+                    exec(&["/bin/true"], 0),
+                    exec(&["/bin/false"], 1),
+                    Step::WriteFile { path: target.display().to_string(), data: "written".into() },
+                ],
+            ),
+            scenario("e2e/fail", 5000, vec![exec(&["/bin/false"], 0)]),
+            scenario("e2e/timeout", 300, vec![Step::Sleep { ms: 30_000 }]),
+            scenario("e2e/skip", 5000, vec![exec(&["/bin/sh", "-c", "echo no feature; exit 4"], 0)]),
+        ],
+        share: None,
+        artifacts_virtiofs: false,
+        shell: false,
+    };
+    fs::write(dir.join("plan.json"), serde_json::to_string(&plan).unwrap()).unwrap();
+    let start = Instant::now();
+    let (code, lines) = agent(&dir.join("plan.json"));
+    assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());
+    assert_eq!(code, 1, "a failure and a timeout: {lines:#?}");
+    assert_eq!(fs::read_to_string(&target).unwrap(), "written");
+
+    assert_eq!(lines[..2], [ResultLine::Header, ResultLine::Plan { count: 4 }]);
+    let results: Vec<(String, Outcome, String)> = lines
+        .iter()
+        .filter_map(|l| match l {
+            ResultLine::Result { name, outcome, reason, .. } => Some((name.clone(), *outcome, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    let expected = [
+        ("e2e/pass", Outcome::Pass, ""),
+        ("e2e/fail", Outcome::Fail, ""),
+        ("e2e/timeout", Outcome::Timeout, ""),
+        ("e2e/skip", Outcome::Skip, "step 1: exec /bin/sh -c echo no feature; exit 4: exit 4 (skip; expected 0)"),
+    ];
+    assert_eq!(results, expected.map(|(n, o, r)| (n.to_string(), o, r.to_string())));
+    let diags: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| match l {
+            ResultLine::Diag(d) => Some(d.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(diags.contains(&"step 1: exec /bin/false: exit 1 (expected 0)"), "{diags:#?}");
+    assert!(diags.contains(&"exited with status 1"), "{diags:#?}");
+    assert!(diags.contains(&"step 1: sleep 30000 ms"), "{diags:#?}");
+    assert!(diags.contains(&"no feature"), "{diags:#?}");
+    assert_eq!(lines.last(), Some(&ResultLine::Sentinel { total: 4, passed: 1, failed: 1, skipped: 1, timeout: 1 }));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_bad_plan_is_reported_and_ends_the_stream() {
+    let dir = temp_dir("bad");
+    fs::write(dir.join("plan.json"), "{not json").unwrap();
+    let (code, lines) = agent(&dir.join("plan.json"));
+    assert_eq!(code, 2);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(matches!(&lines[1], ResultLine::Diag(d) if d.starts_with("cannot parse plan ")), "{lines:?}");
+    assert_eq!(lines[2], ResultLine::Sentinel { total: 0, passed: 0, failed: 0, skipped: 0, timeout: 0 });
+    fs::remove_dir_all(&dir).unwrap();
+}

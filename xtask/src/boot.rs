@@ -1,0 +1,533 @@
+//! The boot phase: the agent and a plan become an initramfs, each arch boots in its own VM
+//! (in parallel), and the console and result channel become one verdict per boot.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::arch::Arch;
+use crate::exit::{error, Kind};
+use crate::kernel::Built;
+use crate::progress::line;
+use crate::qemu::{self, Accel, Share, VmRun, VmSpec};
+
+/// `--accel`: what to run QEMU with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AccelChoice {
+    /// Probe KVM with a short trial boot (answer cached), fall back to TCG.
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+/// Options shared by every boot of a run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub accel: AccelChoice,
+    /// `--share HOST_DIR[:GUEST_PATH]`.
+    pub share: Option<(PathBuf, String)>,
+    pub cpus: u32,
+    pub memory_mb: u32,
+    pub cache_dir: PathBuf,
+}
+
+/// One boot to run: a kernel, a plan and extra files for the initramfs.
+pub struct Job<'a> {
+    pub built: &'a Built,
+    pub plan: protocol::Plan,
+    /// (path in the guest, bytes) added to the initramfs, executable.
+    pub extra: Vec<(String, Vec<u8>)>,
+    /// `results/<run-id>/<arch>`: console, result channel, artifacts, verdict.
+    pub out_dir: PathBuf,
+}
+
+/// What one boot produced.
+#[derive(Debug)]
+pub struct Outcome {
+    pub arch: &'static Arch,
+    pub accel: Accel,
+    pub vm: VmRun,
+    pub out_dir: PathBuf,
+    /// Whether the artifacts folder came back from the guest over virtio-fs.
+    pub artifacts_shared: bool,
+}
+
+/// Parses `--share HOST_DIR[:GUEST_PATH]` (default guest path `/share`).
+pub fn parse_share(arg: &str) -> Result<(PathBuf, String)> {
+    let (host, guest) = match arg.split_once(':') {
+        Some((h, g)) => (h, g.to_string()),
+        None => (arg, "/share".to_string()),
+    };
+    let host = Path::new(host);
+    if !host.is_dir() {
+        return Err(error(Kind::BadInput, format!("--share {arg}: {} is not a directory", host.display())));
+    }
+    if !guest.starts_with('/') || guest == "/" {
+        return Err(error(Kind::BadInput, format!("--share {arg}: the guest path `{guest}` must be absolute, not /")));
+    }
+    Ok((host.canonicalize()?, guest))
+}
+
+/// A new `results/<run-id>/` folder, with `results/latest` pointing at it.
+pub fn new_run_dir(results: &Path) -> Result<PathBuf> {
+    let stamp = jiff::Zoned::now().strftime("%Y%m%d-%H%M%S").to_string();
+    let id = format!("{stamp}-{:05}", std::process::id() % 100_000);
+    let dir = results.join(&id);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let latest = results.join("latest");
+    let _ = std::fs::remove_file(&latest);
+    let _ = std::os::unix::fs::symlink(&id, &latest);
+    Ok(dir)
+}
+
+/// Boots every job, the arches in parallel, and returns the outcomes in job order.
+pub fn run_all(jobs: Vec<Job>, opts: &Options) -> Result<Vec<Outcome>> {
+    let virtiofsd = crate::setup::virtiofsd();
+    if virtiofsd.is_none() {
+        line(
+            "virtiofsd not found: booting without virtio-fs, so artifacts stay in the guest (run `cargo xtask setup`)",
+        );
+    }
+    let mut prepared = Vec::new();
+    for job in jobs {
+        let agent = crate::initramfs::build_agent(job.built.arch)?;
+        let accel = accel_for(job.built, &agent, opts)?;
+        prepared.push((job, agent, accel));
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = prepared
+            .into_iter()
+            .map(|(job, agent, accel)| {
+                let virtiofsd = virtiofsd.as_deref();
+                s.spawn(move || boot_one(job, &agent, accel, virtiofsd, opts))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a boot thread panicked"))))
+            .collect()
+    })
+}
+
+fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, opts: &Options) -> Result<Outcome> {
+    let arch = job.built.arch;
+    std::fs::create_dir_all(&job.out_dir)?;
+    let scratch = tempfile::Builder::new().prefix(&format!("xtask-vm-{}-", arch.name)).tempdir()?;
+    let artifacts = job.out_dir.join("artifacts");
+    std::fs::create_dir_all(&artifacts)?;
+    let mut shares = Vec::new();
+    if virtiofsd.is_some() {
+        shares.push(Share { tag: protocol::ARTIFACTS_TAG.into(), host_dir: artifacts.clone() });
+        job.plan.artifacts_virtiofs = true;
+        if let Some((host, guest)) = &opts.share {
+            shares.push(Share { tag: protocol::SHARE_TAG.into(), host_dir: host.clone() });
+            job.plan.share = Some(guest.clone());
+        }
+    } else if opts.share.is_some() {
+        return Err(error(Kind::Infra, "--share needs virtiofsd: run `cargo xtask setup`"));
+    }
+    let initrd = scratch.path().join("initramfs.cpio");
+    crate::initramfs::write(&initrd, agent, &job.plan, &job.extra)?;
+    let deadlines: u64 = job.plan.scenarios.iter().map(|s| s.deadline_ms).sum();
+    let boot_timeout = Duration::from_secs(15 * accel.slowdown() as u64);
+    let spec = VmSpec {
+        arch,
+        kernel: job.built.image.clone(),
+        initrd,
+        workdir: scratch.path().to_path_buf(),
+        accel,
+        memory_mb: opts.memory_mb,
+        cpus: opts.cpus,
+        shares,
+        boot_timeout,
+        watchdog: boot_timeout + Duration::from_millis(deadlines) + Duration::from_secs(30),
+        extra_cmdline: vec![],
+    };
+    line(format!(
+        "{}: booting {} ({}, {} scenario(s))",
+        arch.name,
+        job.built.metadata.kernelrelease,
+        accel.name(),
+        job.plan.scenarios.len()
+    ));
+    let vm = qemu::run(&spec, virtiofsd)?;
+    // Keep the logs with the results; the scratch directory (sockets, initramfs) goes.
+    let keep = |from: &Path, name: &str| -> Result<PathBuf> {
+        let to = job.out_dir.join(name);
+        if from.exists() {
+            std::fs::copy(from, &to).with_context(|| format!("keeping {}", from.display()))?;
+        } else {
+            std::fs::write(&to, b"")?;
+        }
+        Ok(to)
+    };
+    let console_log = keep(&vm.console_log, "console.log")?;
+    let results_log = keep(&vm.results_log, "results.ktap")?;
+    keep(&scratch.path().join("qemu-command.txt"), "qemu-command.txt")?;
+    keep(&scratch.path().join("qemu-stderr.log"), "qemu-stderr.log")?;
+    let vm = VmRun { console_log, results_log, ..vm };
+    Ok(Outcome { arch, accel, vm, out_dir: job.out_dir, artifacts_shared: job.plan.artifacts_virtiofs })
+}
+
+/// The cached answer of the KVM trial boot.
+#[derive(Debug, Serialize, Deserialize)]
+struct Probe {
+    key: String,
+    kvm: bool,
+    detail: String,
+}
+
+fn accel_for(built: &Built, agent: &Path, opts: &Options) -> Result<Accel> {
+    match opts.accel {
+        AccelChoice::Kvm => return Ok(Accel::Kvm),
+        AccelChoice::Tcg => return Ok(Accel::Tcg),
+        AccelChoice::Auto => {}
+    }
+    let host_machine = std::env::consts::ARCH;
+    if host_machine != built.arch.uname_machine || !Path::new("/dev/kvm").exists() {
+        return Ok(Accel::Tcg);
+    }
+    // Never trust access("/dev/kvm"): nested virtualisation can hang the guest. Boot once.
+    let qemu = qemu::qemu_binary(built.arch, std::env::var_os("PATH").as_deref())?;
+    let version = crate::source::output(std::process::Command::new(&qemu).arg("--version"))
+        .map(|o| String::from_utf8_lossy(&o).lines().next().unwrap_or("").to_string())
+        .unwrap_or_default();
+    let host_kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let key = format!("{} | {} | {}", version, host_kernel.trim(), built.arch.name);
+    let memo = opts.cache_dir.join("accel-probe.json");
+    if let Some(p) = std::fs::read(&memo).ok().and_then(|b| serde_json::from_slice::<Probe>(&b).ok()) {
+        if p.key == key {
+            return Ok(if p.kvm { Accel::Kvm } else { Accel::Tcg });
+        }
+    }
+    line(format!("{}: probing KVM with a trial boot (once per host; the answer is cached)", built.arch.name));
+    let scratch = tempfile::Builder::new().prefix("xtask-kvm-probe-").tempdir()?;
+    let initrd = scratch.path().join("initramfs.cpio");
+    let plan = protocol::Plan {
+        version: protocol::PROTOCOL_VERSION,
+        label: "kvm-probe".into(),
+        scenarios: vec![],
+        share: None,
+        artifacts_virtiofs: false,
+        shell: false,
+    };
+    crate::initramfs::write(&initrd, agent, &plan, &[])?;
+    let spec = VmSpec {
+        arch: built.arch,
+        kernel: built.image.clone(),
+        initrd,
+        workdir: scratch.path().to_path_buf(),
+        accel: Accel::Kvm,
+        memory_mb: 256,
+        cpus: 1,
+        shares: vec![],
+        boot_timeout: Duration::from_secs(8),
+        watchdog: Duration::from_secs(12),
+        extra_cmdline: vec![],
+    };
+    let (kvm, detail) = match qemu::run(&spec, None) {
+        Ok(vm) => match (&vm.ended, vm.boot) {
+            (qemu::Ended::Exited { .. }, Some(boot)) => {
+                (true, format!("booted to /init in {:.2} s", boot.as_secs_f64()))
+            }
+            (ended, _) => (false, format!("{ended:?}")),
+        },
+        Err(e) => (false, format!("{e:#}")),
+    };
+    line(format!("{}: KVM {} ({detail})", built.arch.name, if kvm { "works" } else { "does not work, using TCG" }));
+    crate::cache::write_atomic(&memo, &serde_json::to_vec_pretty(&Probe { key, kvm, detail })?)?;
+    Ok(if kvm { Accel::Kvm } else { Accel::Tcg })
+}
+
+/// Resolves the VM flags into options.
+pub fn options(vm: &crate::flags::VmArgs, cache_dir: Option<&Path>) -> Result<Options> {
+    Ok(Options {
+        accel: vm.accel,
+        share: vm.share.as_deref().map(parse_share).transpose()?,
+        cpus: vm.cpus,
+        memory_mb: vm.memory,
+        cache_dir: crate::cache::root(cache_dir),
+    })
+}
+
+fn results_root(vm: &crate::flags::VmArgs) -> PathBuf {
+    vm.results.clone().unwrap_or_else(|| crate::project_root().join("results"))
+}
+
+/// Boots `plan` on every built kernel and judges each boot.
+pub fn run_plan_on(
+    built: &[Built],
+    plan: &protocol::Plan,
+    extra: &[(String, Vec<u8>)],
+    vm: &crate::flags::VmArgs,
+    cache_dir: Option<&Path>,
+) -> Result<Vec<Judged>> {
+    let opts = options(vm, cache_dir)?;
+    let run_dir = new_run_dir(&results_root(vm))?;
+    let jobs = built
+        .iter()
+        .map(|b| Job { built: b, plan: plan.clone(), extra: extra.to_vec(), out_dir: run_dir.join(b.arch.name) })
+        .collect();
+    let outcomes = run_all(jobs, &opts)?;
+    let judged: Vec<Judged> = outcomes.into_iter().map(|o| judge(o, plan)).collect::<Result<_>>()?;
+    for j in &judged {
+        print_boot(j);
+    }
+    line(format!("results: {}", run_dir.display()));
+    Ok(judged)
+}
+
+/// The ELF machine number of an arch's binaries, and whether the file needs a dynamic loader.
+fn elf_facts(bytes: &[u8]) -> Option<(u16, bool)> {
+    if bytes.get(..4)? != b"\x7fELF" || bytes.get(4)? != &2 || bytes.get(5)? != &1 {
+        return None;
+    }
+    let u16_at = |o: usize| Some(u16::from_le_bytes([*bytes.get(o)?, *bytes.get(o + 1)?]));
+    let machine = u16_at(18)?;
+    let phoff = u64::from_le_bytes(bytes.get(0x20..0x28)?.try_into().ok()?) as usize;
+    let (phentsize, phnum) = (u16_at(0x36)? as usize, u16_at(0x38)? as usize);
+    let interp = (0..phnum).any(|i| {
+        let at = phoff + i * phentsize;
+        bytes.get(at..at + 4) == Some(&3u32.to_le_bytes())
+    });
+    Some((machine, interp))
+}
+
+/// `cargo xtask exec`: runs a static binary in the guest and returns its exit status.
+pub fn exec(
+    built: &Built,
+    command: &[String],
+    timeout_s: u64,
+    vm: &crate::flags::VmArgs,
+    cache_dir: Option<&Path>,
+) -> Result<u8> {
+    let host_path = Path::new(&command[0]);
+    let bytes = std::fs::read(host_path).map_err(|e| error(Kind::BadInput, format!("{}: {e}", host_path.display())))?;
+    let want = if built.arch.name == "x86_64" { 62 } else { 183 };
+    match elf_facts(&bytes) {
+        None => {
+            return Err(error(
+                Kind::BadInput,
+                format!("{}: not a 64-bit little-endian ELF executable", host_path.display()),
+            ))
+        }
+        Some((m, _)) if m != want => {
+            return Err(error(
+                Kind::BadInput,
+                format!("{}: built for ELF machine {m}, not {}", host_path.display(), built.arch.name),
+            ))
+        }
+        Some((_, true)) => {
+            return Err(error(
+                Kind::BadInput,
+                format!("{}: dynamically linked; the guest has no libraries, so build it static", host_path.display()),
+            ))
+        }
+        Some(_) => {}
+    }
+    let name = host_path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let guest = format!("/bin/{name}");
+    let mut argv = vec![guest.clone()];
+    argv.extend(command[1..].iter().cloned());
+    let mut plan = crate::empty_plan("exec");
+    plan.scenarios.push(protocol::Scenario {
+        name: format!("exec/{}", name.replace(char::is_whitespace, "_")),
+        deadline_ms: timeout_s * 1000,
+        steps: vec![protocol::Step::Exec { argv, expect_exit: 0 }],
+    });
+    let judged = run_plan_on(std::slice::from_ref(built), &plan, &[(guest, bytes)], vm, cache_dir)?;
+    exec_status(&judged[0])
+}
+
+/// `cargo xtask shell`: the agent's interactive shell on the terminal.
+pub fn shell(built: &Built, vm: &crate::flags::VmArgs, cache_dir: Option<&Path>) -> Result<u8> {
+    let opts = options(vm, cache_dir)?;
+    let agent = crate::initramfs::build_agent(built.arch)?;
+    let accel = accel_for(built, &agent, &opts)?;
+    let scratch = tempfile::Builder::new().prefix("xtask-shell-").tempdir()?;
+    let mut plan = crate::empty_plan("shell");
+    plan.shell = true;
+    let virtiofsd = crate::setup::virtiofsd();
+    let mut shares = Vec::new();
+    if let (Some((host, guest)), Some(_)) = (&opts.share, &virtiofsd) {
+        shares.push(Share { tag: protocol::SHARE_TAG.into(), host_dir: host.clone() });
+        plan.share = Some(guest.clone());
+    } else if opts.share.is_some() {
+        return Err(error(Kind::Infra, "--share needs virtiofsd: run `cargo xtask setup`"));
+    }
+    let initrd = scratch.path().join("initramfs.cpio");
+    crate::initramfs::write(&initrd, &agent, &plan, &[])?;
+    let spec = VmSpec {
+        arch: built.arch,
+        kernel: built.image.clone(),
+        initrd,
+        workdir: scratch.path().to_path_buf(),
+        accel,
+        memory_mb: opts.memory_mb,
+        cpus: opts.cpus,
+        shares,
+        boot_timeout: Duration::MAX,
+        watchdog: Duration::MAX,
+        extra_cmdline: vec![],
+    };
+    line(format!(
+        "{}: shell on {} ({}); type `help`, `exit` ends it, Ctrl-A x kills QEMU",
+        built.arch.name,
+        built.metadata.kernelrelease,
+        accel.name()
+    ));
+    qemu::interactive(&spec, virtiofsd.as_deref())?;
+    Ok(0)
+}
+
+/// A boot with its verdict.
+#[derive(Debug)]
+pub struct Judged {
+    pub outcome: Outcome,
+    pub result: crate::verdict::BootResult,
+}
+
+/// Reads a boot's logs back and decides its verdict; writes `verdict.json` beside them.
+pub fn judge(outcome: Outcome, plan: &protocol::Plan) -> Result<Judged> {
+    use crate::verdict::HostEnd;
+    let console = String::from_utf8_lossy(&std::fs::read(&outcome.vm.console_log)?).into_owned();
+    let results = String::from_utf8_lossy(&std::fs::read(&outcome.vm.results_log)?).into_owned();
+    let planned: Vec<String> = plan.scenarios.iter().map(|s| s.name.clone()).collect();
+    let end = match &outcome.vm.ended {
+        qemu::Ended::Exited { code } => HostEnd::Exited { code: *code },
+        qemu::Ended::Killed { after_ms, .. } => HostEnd::WatchdogFired { after_ms: *after_ms },
+    };
+    let result =
+        crate::verdict::decide(&planned, &crate::ktap::read(&results), &crate::console::scan(&console), &console, &end);
+    let record = serde_json::json!({
+        "arch": outcome.arch.name,
+        "accel": outcome.accel.name(),
+        "qemu_command": outcome.vm.command_line,
+        "ended": outcome.vm.ended,
+        "wall_ms": outcome.vm.wall.as_millis() as u64,
+        "boot_ms": outcome.vm.boot.map(|b| b.as_millis() as u64),
+        "artifacts_shared": outcome.artifacts_shared,
+        "result": result,
+    });
+    std::fs::write(outcome.out_dir.join("verdict.json"), serde_json::to_vec_pretty(&record)?)?;
+    Ok(Judged { outcome, result })
+}
+
+fn print_boot(j: &Judged) {
+    use crate::verdict::Status;
+    let arch = j.outcome.arch.name;
+    for s in &j.result.scenarios {
+        let tag = match s.status {
+            Status::Pass => "PASSED",
+            Status::Fail => "FAILED",
+            Status::Skip => "SKIPPED",
+            Status::Timeout => "TIMEOUT",
+            Status::NotRun => "NOT RUN",
+            Status::Crashed => "CRASHED",
+        };
+        let ms = s.time_ms.map_or(String::new(), |t| format!(" ({t} ms)"));
+        line(format!("[{tag}] {arch}/{}{ms}", s.name));
+        if s.status != Status::Pass && s.status != Status::Skip {
+            for d in s.diagnostics.iter().rev().take(8).collect::<Vec<_>>().into_iter().rev() {
+                eprintln!("           | {d}");
+            }
+            for f in &s.findings {
+                eprintln!("           | kernel: {}", f.describe());
+            }
+        }
+    }
+    for f in &j.result.findings {
+        line(format!("{arch}: kernel report outside the scenarios: {}", f.describe()));
+    }
+    for p in &j.result.problems {
+        line(format!("{arch}: problem: {p}"));
+    }
+    let boot = j.outcome.vm.boot.map_or("never".to_string(), |b| format!("{:.2} s", b.as_secs_f64()));
+    line(format!(
+        "{arch}: verdict {} ({} scenario(s), /init reached at {boot}, VM {:.2} s, {})",
+        j.result.verdict.as_str(),
+        j.result.scenarios.len(),
+        j.outcome.vm.wall.as_secs_f64(),
+        j.outcome.accel.name()
+    ));
+}
+
+/// The process exit code for a set of boots (see `exit.rs`).
+pub fn exit_code(judged: &[Judged]) -> u8 {
+    use crate::verdict::Verdict;
+    let worst = judged.iter().map(|j| match j.result.verdict {
+        Verdict::Pass => 0,
+        Verdict::Fail | Verdict::KernelPanic { .. } | Verdict::Timeout => Kind::TestFailed.code(),
+        Verdict::InfraError(_) => Kind::Infra.code(),
+    });
+    worst.max().unwrap_or(0)
+}
+
+/// The exit status of `exec`'s program, from the agent's step line, with its output printed.
+fn exec_status(j: &Judged) -> Result<u8> {
+    use crate::verdict::Status;
+    let Some(s) = j.result.scenarios.first() else {
+        return Err(error(Kind::Infra, "the exec scenario has no result"));
+    };
+    let mut code = None;
+    for d in &s.diagnostics {
+        if let Some(rest) = d.strip_prefix("step 1: exec ") {
+            code = parse_exec_line(rest);
+        } else if code.is_none() {
+            println!("{d}");
+        }
+    }
+    match (s.status, code) {
+        (Status::Timeout, _) => Ok(124),
+        (Status::Crashed | Status::NotRun, _) => Err(error(
+            Kind::Infra,
+            format!("the guest did not finish the program: verdict {}", j.result.verdict.as_str()),
+        )),
+        (_, Some(c)) => Ok(c),
+        (_, None) => Err(error(Kind::Infra, "the agent did not report the program's exit status")),
+    }
+}
+
+/// `/bin/x ...: exit 3 (expected 0)` -> 3; `... killed by signal 9 ...` -> 137 (the shell's 128+N).
+fn parse_exec_line(rest: &str) -> Option<u8> {
+    if let Some((_, after)) = rest.rsplit_once(": exit ") {
+        return after.split_whitespace().next()?.parse().ok();
+    }
+    let (_, after) = rest.rsplit_once(": killed by signal ")?;
+    let sig: u8 = after.split_whitespace().next()?.parse().ok()?;
+    Some(128u8.saturating_add(sig))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_lines_give_exit_codes() {
+        assert_eq!(parse_exec_line("/bin/t a b: exit 3 (expected 0)"), Some(3));
+        assert_eq!(parse_exec_line("/bin/t: exit 0 (expected 0)"), Some(0));
+        assert_eq!(parse_exec_line("/bin/t: killed by signal 9 (expected exit 0)"), Some(137));
+        assert_eq!(parse_exec_line("/bin/t: cannot start: ENOENT"), None);
+    }
+
+    #[test]
+    fn shares_parse_with_a_default_guest_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        assert_eq!(parse_share(&d).unwrap().1, "/share");
+        assert_eq!(parse_share(&format!("{d}:/mnt/x")).unwrap().1, "/mnt/x");
+        assert_eq!(crate::exit::code_for(&parse_share(&format!("{d}:rel")).unwrap_err()), 2);
+        assert_eq!(crate::exit::code_for(&parse_share("/no/such/dir").unwrap_err()), 2);
+    }
+
+    #[test]
+    fn elf_checks_find_machine_and_interpreter() {
+        let own = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let (machine, dynamic) = elf_facts(&own).unwrap();
+        assert_eq!(machine, if cfg!(target_arch = "x86_64") { 62 } else { 183 });
+        assert!(dynamic, "the test binary is dynamically linked");
+        assert_eq!(elf_facts(b"#!/bin/sh\n"), None);
+    }
+}

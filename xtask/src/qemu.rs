@@ -1,0 +1,477 @@
+//! The only module that spawns QEMU and virtiofsd: per-arch command lines, the accelerator
+//! probe, process groups that die with the run (Ctrl-C included), the console tee and the
+//! host watchdog.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::arch::Arch;
+use crate::exit::{error, Kind};
+
+/// The kernel prints this right before it executes /init: the boot reached user space.
+pub const BOOT_MARKER: &str = "Run /init as init process";
+/// After this the kernel reboots at once (`panic=-1`), which ends QEMU (`-no-reboot`).
+pub const PANIC_MARKER: &str = "Kernel panic - not syncing";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accel {
+    Kvm,
+    Tcg,
+}
+
+impl Accel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+
+    /// How much longer than under KVM things take; timeouts scale with it.
+    pub fn slowdown(self) -> u32 {
+        match self {
+            Accel::Kvm => 1,
+            Accel::Tcg => 4,
+        }
+    }
+}
+
+/// Process groups of live children, killed by the Ctrl-C handler.
+static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Installs the handler that kills every child group on SIGINT, SIGTERM or SIGHUP, then exits
+/// with 130. Children live in their own process groups (so a terminal's Ctrl-C does not reach
+/// QEMU half-way through a write), which is why xtask must kill them itself.
+pub fn install_signal_handler() {
+    let _ = ctrlc::set_handler(|| {
+        kill_all_groups();
+        eprintln!("\ninterrupted: killed QEMU and virtiofsd");
+        std::process::exit(130);
+    });
+}
+
+fn kill_all_groups() {
+    let groups = GROUPS.lock().map(|g| g.clone()).unwrap_or_default();
+    for pgid in groups {
+        // SAFETY: killpg has no memory-safety preconditions.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// A child in its own process group; dropping it kills the whole group (TERM, then KILL).
+pub struct Group {
+    pub child: Child,
+    pgid: i32,
+    name: String,
+}
+
+impl Group {
+    pub fn spawn(mut cmd: Command, name: &str) -> Result<Group> {
+        cmd.process_group(0);
+        let child = cmd.spawn().with_context(|| format!("starting {name}"))?;
+        let pgid = child.id() as i32;
+        GROUPS.lock().unwrap_or_else(|e| e.into_inner()).push(pgid);
+        Ok(Group { child, pgid, name: name.to_string() })
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: killpg has no memory-safety preconditions.
+        unsafe {
+            libc::killpg(self.pgid, sig);
+        }
+    }
+
+    /// Whether any process of the group is still running (zombies waiting for a reaper do not
+    /// count: they are dead).
+    pub fn alive(&self) -> bool {
+        group_alive(self.pgid)
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.signal(libc::SIGTERM);
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) && !self.alive() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.signal(libc::SIGKILL);
+        let _ = self.child.wait();
+        // Zombies of the group's other members are reaped by init; give them a moment.
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while self.alive() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if self.alive() {
+            crate::progress::line(format!("warning: {} (process group {}) survived SIGKILL", self.name, self.pgid));
+        }
+        GROUPS.lock().unwrap_or_else(|e| e.into_inner()).retain(|&g| g != self.pgid);
+    }
+}
+
+/// Scans `/proc/*/stat` for a live (not zombie) process in process group `pgid`.
+pub fn group_alive(pgid: i32) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return false };
+    dir.flatten().any(|e| {
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // The command name may hold spaces; the fields after its closing parenthesis do not.
+        let Some((_, rest)) = stat.rsplit_once(')') else { return false };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        f.len() > 2 && f[0] != "Z" && f[2].parse() == Ok(pgid)
+    })
+}
+
+/// Finds a program on a `PATH`-style list.
+pub fn find_program(name: &str, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path_var?)
+        .map(|d| d.join(name))
+        .find(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
+/// The QEMU binary for an arch, or an error naming the package to install.
+pub fn qemu_binary(arch: &Arch, path_var: Option<&std::ffi::OsStr>) -> Result<PathBuf> {
+    find_program(arch.qemu_binary, path_var).ok_or_else(|| {
+        error(
+            Kind::Infra,
+            format!(
+                "`{}` not found in PATH: install the Debian package {} (`cargo xtask setup` does)",
+                arch.qemu_binary, arch.qemu_package
+            ),
+        )
+    })
+}
+
+/// A folder shared into the guest over virtio-fs.
+#[derive(Debug, Clone)]
+pub struct Share {
+    pub tag: String,
+    pub host_dir: PathBuf,
+}
+
+/// One VM to run.
+#[derive(Debug, Clone)]
+pub struct VmSpec {
+    pub arch: &'static Arch,
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+    /// A private directory for this VM: sockets, console and result logs.
+    pub workdir: PathBuf,
+    pub accel: Accel,
+    pub memory_mb: u32,
+    pub cpus: u32,
+    pub shares: Vec<Share>,
+    /// Kill the VM when the kernel has not reached /init by then.
+    pub boot_timeout: Duration,
+    /// Kill the VM when it has not ended by then (the host watchdog).
+    pub watchdog: Duration,
+    pub extra_cmdline: Vec<String>,
+}
+
+/// How a VM ended, seen from the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Ended {
+    /// QEMU exited by itself (a reboot from the guest, including after a panic).
+    Exited { code: Option<i32> },
+    /// The host killed it: no boot within the boot timeout, or no end within the watchdog.
+    Killed { after_ms: u64, reason: String },
+}
+
+/// What a VM left behind.
+#[derive(Debug)]
+pub struct VmRun {
+    pub console_log: PathBuf,
+    pub results_log: PathBuf,
+    pub ended: Ended,
+    pub command_line: String,
+    pub wall: Duration,
+    /// Time from QEMU start to the kernel's "Run /init" line.
+    pub boot: Option<Duration>,
+}
+
+impl VmSpec {
+    pub fn console_log(&self) -> PathBuf {
+        self.workdir.join("console.log")
+    }
+    pub fn results_log(&self) -> PathBuf {
+        self.workdir.join("results.ktap")
+    }
+
+    /// The full QEMU argument list (without the binary).
+    pub fn args(&self, sockets: &[PathBuf]) -> Vec<String> {
+        let a = self.arch;
+        let mut args: Vec<String> = Vec::new();
+        let mut push = |xs: &[&str]| args.extend(xs.iter().map(|s| s.to_string()));
+        let machine = if self.shares.is_empty() {
+            a.qemu_machine.to_string()
+        } else {
+            // vhost-user needs guest memory the daemon can map.
+            format!("{},memory-backend=mem", a.qemu_machine)
+        };
+        push(&["-M", &machine, "-accel", self.accel.name()]);
+        let cpu = if self.accel == Accel::Kvm { "host" } else { a.qemu_cpu_tcg };
+        push(&["-cpu", cpu, "-m", &format!("{}M", self.memory_mb), "-smp", &self.cpus.to_string()]);
+        push(&["-nodefaults", "-no-reboot", "-display", "none", "-nic", "none", "-serial", "stdio"]);
+        push(&["-kernel", &self.kernel.display().to_string(), "-initrd", &self.initrd.display().to_string()]);
+        let mut cmdline = format!("console={} panic=-1 {}", a.console, a.cmdline);
+        for extra in &self.extra_cmdline {
+            cmdline.push(' ');
+            cmdline.push_str(extra);
+        }
+        push(&["-append", cmdline.split_whitespace().collect::<Vec<_>>().join(" ").as_str()]);
+        // The result channel: a virtio console port backed by a file, apart from the console.
+        push(&["-device", "virtio-serial-device"]);
+        push(&["-chardev", &format!("file,id=results,path={}", self.results_log().display())]);
+        push(&["-device", &format!("virtserialport,chardev=results,name={}", protocol::RESULT_PORT)]);
+        if !self.shares.is_empty() {
+            let size = format!("memory-backend-memfd,id=mem,size={}M,share=on", self.memory_mb);
+            push(&["-object", &size]);
+        }
+        for (i, (share, sock)) in self.shares.iter().zip(sockets).enumerate() {
+            push(&["-chardev", &format!("socket,id=fs{i},path={}", sock.display())]);
+            push(&["-device", &format!("vhost-user-fs-device,chardev=fs{i},tag={}", share.tag)]);
+        }
+        args
+    }
+}
+
+/// Starts virtiofsd for one folder and waits until its socket listens.
+fn start_virtiofsd(binary: &Path, share: &Share, socket: &Path) -> Result<Group> {
+    let mut cmd = Command::new(binary);
+    cmd.arg(format!("--socket-path={}", socket.display()))
+        .arg(format!("--shared-dir={}", share.host_dir.display()))
+        .args(["--sandbox=none", "--cache=never", "--log-level=error"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    let mut group = Group::spawn(cmd, "virtiofsd")?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if unix_socket_listening(socket) {
+            return Ok(group);
+        }
+        if let Ok(Some(status)) = group.child.try_wait() {
+            return Err(error(
+                Kind::Infra,
+                format!("virtiofsd for {} exited early ({status})", share.host_dir.display()),
+            ));
+        }
+        if Instant::now() > deadline {
+            return Err(error(Kind::Infra, format!("virtiofsd did not listen on {} within 10 s", socket.display())));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Whether a Unix socket at `path` is listening, from `/proc/net/unix` (flag `__SO_ACCEPTCON`),
+/// without connecting: virtiofsd serves exactly one connection, so a probe would use it up.
+pub fn unix_socket_listening(path: &Path) -> bool {
+    let table = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+    let want = path.display().to_string();
+    listening_in(&table, &want)
+}
+
+fn listening_in(table: &str, path: &str) -> bool {
+    table.lines().skip(1).any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() >= 8 && f[7] == path && u32::from_str_radix(f[3], 16).is_ok_and(|flags| flags & 0x10000 != 0)
+    })
+}
+
+/// Boots one VM and waits for it to end, teeing the console to `console.log`.
+pub fn run(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<VmRun> {
+    std::fs::create_dir_all(&spec.workdir)?;
+    let qemu = qemu_binary(spec.arch, std::env::var_os("PATH").as_deref())?;
+    let mut daemons = Vec::new();
+    let mut sockets = Vec::new();
+    for (i, share) in spec.shares.iter().enumerate() {
+        let binary = virtiofsd.ok_or_else(|| {
+            error(
+                Kind::Infra,
+                "virtiofsd is needed to share folders: run `cargo xtask setup` (cargo install virtiofsd)",
+            )
+        })?;
+        let socket = spec.workdir.join(format!("fs{i}.sock"));
+        daemons.push(start_virtiofsd(binary, share, &socket)?);
+        sockets.push(socket);
+    }
+    let args = spec.args(&sockets);
+    let command_line = std::iter::once(qemu.display().to_string())
+        .chain(args.iter().map(|a| if a.contains(' ') { format!("'{a}'") } else { a.clone() }))
+        .collect::<Vec<_>>()
+        .join(" ");
+    std::fs::write(spec.workdir.join("qemu-command.txt"), format!("{command_line}\n"))?;
+
+    let mut cmd = Command::new(&qemu);
+    cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped());
+    cmd.stderr(std::fs::File::create(spec.workdir.join("qemu-stderr.log"))?);
+    let started = Instant::now();
+    let mut vm = Group::spawn(cmd, "qemu")?;
+    let stdout = vm.child.stdout.take().context("qemu stdout")?;
+
+    let (tx, rx) = mpsc::channel();
+    let log_path = spec.console_log();
+    let mut log = std::fs::File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
+    let reader = std::thread::spawn(move || -> std::io::Result<()> {
+        for line in BufReader::new(stdout).split(b'\n') {
+            let line = line?;
+            log.write_all(&line)?;
+            log.write_all(b"\n")?;
+            let text = String::from_utf8_lossy(&line);
+            if text.contains(BOOT_MARKER) {
+                let _ = tx.send(Event::Booted(Instant::now()));
+            } else if text.contains(PANIC_MARKER) {
+                let _ = tx.send(Event::Panic);
+            }
+        }
+        log.flush()
+    });
+
+    let mut boot = None;
+    let mut panic_at = None;
+    let ended = loop {
+        for ev in rx.try_iter() {
+            match ev {
+                Event::Booted(at) => boot = Some(at - started),
+                Event::Panic => panic_at = Some(Instant::now()),
+            }
+        }
+        if let Some(status) = vm.child.try_wait()? {
+            break Ended::Exited { code: status.code() };
+        }
+        let elapsed = started.elapsed();
+        let kill_reason = if boot.is_none() && elapsed > spec.boot_timeout {
+            Some(format!("the kernel did not reach /init within {} s", spec.boot_timeout.as_secs()))
+        } else if elapsed > spec.watchdog {
+            Some(format!("the VM did not end within the host watchdog of {} s", spec.watchdog.as_secs()))
+        } else if panic_at.is_some_and(|p| p.elapsed() > Duration::from_secs(10)) {
+            Some("the kernel panicked but did not reboot within 10 s".to_string())
+        } else {
+            None
+        };
+        if let Some(reason) = kill_reason {
+            vm.signal(libc::SIGKILL);
+            let _ = vm.child.wait();
+            break Ended::Killed { after_ms: elapsed.as_millis() as u64, reason };
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let wall = started.elapsed();
+    drop(vm);
+    drop(daemons);
+    reader.join().map_err(|_| anyhow::anyhow!("console reader panicked"))?.context("reading the console")?;
+    Ok(VmRun { console_log: log_path, results_log: spec.results_log(), ended, command_line, wall, boot })
+}
+
+/// Runs a VM with the terminal as its console, for `cargo xtask shell`. QEMU stays in the
+/// terminal's foreground process group (it reads the keyboard); Ctrl-A x quits it.
+pub fn interactive(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<Option<i32>> {
+    std::fs::create_dir_all(&spec.workdir)?;
+    let qemu = qemu_binary(spec.arch, std::env::var_os("PATH").as_deref())?;
+    let mut daemons = Vec::new();
+    let mut sockets = Vec::new();
+    for (i, share) in spec.shares.iter().enumerate() {
+        let binary = virtiofsd.ok_or_else(|| error(Kind::Infra, "virtiofsd is needed to share folders"))?;
+        let socket = spec.workdir.join(format!("fs{i}.sock"));
+        daemons.push(start_virtiofsd(binary, share, &socket)?);
+        sockets.push(socket);
+    }
+    let mut args = spec.args(&sockets);
+    let at = args.iter().position(|a| a == "stdio").context("no -serial stdio in the arguments")?;
+    args[at - 1] = "-chardev".into();
+    args[at] = "stdio,id=con,mux=on,signal=off".into();
+    args.extend(["-serial", "chardev:con", "-mon", "chardev=con,mode=readline"].map(String::from));
+    let status = Command::new(&qemu).args(&args).status().with_context(|| format!("running {}", qemu.display()))?;
+    drop(daemons);
+    Ok(status.code())
+}
+
+enum Event {
+    Booted(Instant),
+    Panic,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dropping_a_group_kills_its_grandchildren() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 30 & sleep 30 & wait"]);
+        let group = Group::spawn(cmd, "sleepers").unwrap();
+        let pgid = group.pgid;
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(group.alive());
+        drop(group);
+        assert!(!group_alive(pgid), "a process of the group survived");
+        assert!(!GROUPS.lock().unwrap().contains(&pgid));
+    }
+
+    #[test]
+    fn a_missing_qemu_names_the_package() {
+        let arm = crate::arch::select("arm64").unwrap()[0];
+        let dir = tempfile::tempdir().unwrap();
+        let err = qemu_binary(arm, Some(dir.path().as_os_str())).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`qemu-system-aarch64` not found in PATH: install the Debian package qemu-system-arm (`cargo xtask setup` does)"
+        );
+        assert_eq!(crate::exit::code_for(&err), 3);
+    }
+
+    #[test]
+    fn listening_sockets_are_read_from_proc_net_unix() {
+        let table = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+                     0000000000000000: 00000002 00000000 00010000 0001 01 27469 /tmp/vm/fs0.sock\n\
+                     0000000000000000: 00000002 00000000 00000000 0001 03 27470 /tmp/vm/fs1.sock\n";
+        assert!(listening_in(table, "/tmp/vm/fs0.sock"));
+        assert!(!listening_in(table, "/tmp/vm/fs1.sock"), "connected, not listening");
+        assert!(!listening_in(table, "/tmp/vm/other.sock"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        assert!(unix_socket_listening(&path));
+    }
+
+    #[test]
+    fn command_lines_follow_the_arch_table() {
+        let x86 = crate::arch::select("x86_64").unwrap()[0];
+        let spec = VmSpec {
+            arch: x86,
+            kernel: "/k/bzImage".into(),
+            initrd: "/k/initrd".into(),
+            workdir: "/w".into(),
+            accel: Accel::Tcg,
+            memory_mb: 256,
+            cpus: 1,
+            shares: vec![Share { tag: "ue-artifacts".into(), host_dir: "/a".into() }],
+            boot_timeout: Duration::from_secs(30),
+            watchdog: Duration::from_secs(60),
+            extra_cmdline: vec!["loglevel=7".into()],
+        };
+        let args = spec.args(&["/w/fs0.sock".into()]).join(" ");
+        assert!(
+            args.starts_with("-M microvm,memory-backend=mem -accel tcg -cpu max -m 256M -smp 1 -nodefaults -no-reboot"),
+            "{args}"
+        );
+        assert!(args.contains("-append console=ttyS0 panic=-1 reboot=t loglevel=7 "), "{args}");
+        assert!(args.contains("virtserialport,chardev=results,name=ue.results"), "{args}");
+        assert!(args.contains("-object memory-backend-memfd,id=mem,size=256M,share=on"), "{args}");
+        assert!(args.ends_with("vhost-user-fs-device,chardev=fs0,tag=ue-artifacts"), "{args}");
+    }
+}
