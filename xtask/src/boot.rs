@@ -190,7 +190,7 @@ fn accel_for(built: &Built, agent: &Path, opts: &Options) -> Result<Accel> {
         return Ok(Accel::Tcg);
     }
     // Never trust access("/dev/kvm"): nested virtualisation can hang the guest. Boot once.
-    let qemu = qemu::qemu_binary(built.arch, std::env::var_os("PATH").as_deref())?;
+    let qemu = qemu::qemu_binary(built.arch, qemu::qemu_search_path().as_deref())?;
     let version = crate::source::output(std::process::Command::new(&qemu).arg("--version"))
         .map(|o| String::from_utf8_lossy(&o).lines().next().unwrap_or("").to_string())
         .unwrap_or_default();

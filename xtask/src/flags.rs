@@ -34,6 +34,8 @@ pub enum Cmd {
     Exec(ExecArgs),
     /// An interactive console in the guest (tracefs is mounted); Ctrl-A x quits.
     Shell(ShellArgs),
+    /// Benchmarks: `boot` times the agent's empty-plan boot against a bare static C /init.
+    Bench(BenchArgs),
     /// The project's tests: unit tests, then real kernel builds and checks on both arches.
     Test(TestArgs),
 }
@@ -112,6 +114,20 @@ pub struct ShellArgs {
     pub kernel: KernelArgs,
     #[command(flatten)]
     pub vm: VmArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// What to measure (only `boot` so far).
+    #[arg(value_parser = ["boot"])]
+    pub what: String,
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+    /// Boots of each kind per arch.
+    #[arg(long, default_value_t = 7)]
+    pub runs: usize,
+    #[arg(long, value_enum, default_value = "tcg")]
+    pub accel: crate::boot::AccelChoice,
 }
 
 #[derive(Debug, Clone, Default, Args)]

@@ -2,6 +2,7 @@
 //! phase; this file only parses the command line and dispatches.
 
 mod arch;
+mod bench;
 mod boot;
 mod cache;
 mod console;
@@ -101,6 +102,12 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             single_arch(&args.kernel.arch, "exec")?;
             let built = kernels(&args.kernel)?;
             boot::exec(&built[0], &args.command, args.timeout, &args.vm, args.kernel.cache_dir.as_deref())
+        }
+        Cmd::Bench(args) => {
+            setup::run(false)?;
+            let built = kernels(&args.kernel)?;
+            bench::boot(&built, args.runs.max(1), args.accel)?;
+            Ok(0)
         }
         Cmd::Shell(args) => {
             setup::run(false)?;

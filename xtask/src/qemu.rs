@@ -143,13 +143,18 @@ pub fn find_program(name: &str, path_var: Option<&std::ffi::OsStr>) -> Option<Pa
         .find(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
+/// Where to look for QEMU: `XTASK_QEMU_DIR` (a self-built QEMU) when set, else `PATH`.
+pub fn qemu_search_path() -> Option<std::ffi::OsString> {
+    std::env::var_os("XTASK_QEMU_DIR").or_else(|| std::env::var_os("PATH"))
+}
+
 /// The QEMU binary for an arch, or an error naming the package to install.
 pub fn qemu_binary(arch: &Arch, path_var: Option<&std::ffi::OsStr>) -> Result<PathBuf> {
     find_program(arch.qemu_binary, path_var).ok_or_else(|| {
         error(
             Kind::Infra,
             format!(
-                "`{}` not found in PATH: install the Debian package {} (`cargo xtask setup` does)",
+                "`{}` not found in PATH (or XTASK_QEMU_DIR): install the Debian package {} (`cargo xtask setup` does)",
                 arch.qemu_binary, arch.qemu_package
             ),
         )
@@ -295,7 +300,7 @@ fn listening_in(table: &str, path: &str) -> bool {
 /// Boots one VM and waits for it to end, teeing the console to `console.log`.
 pub fn run(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<VmRun> {
     std::fs::create_dir_all(&spec.workdir)?;
-    let qemu = qemu_binary(spec.arch, std::env::var_os("PATH").as_deref())?;
+    let qemu = qemu_binary(spec.arch, qemu_search_path().as_deref())?;
     let mut daemons = Vec::new();
     let mut sockets = Vec::new();
     for (i, share) in spec.shares.iter().enumerate() {
@@ -381,7 +386,7 @@ pub fn run(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<VmRun> {
 /// terminal's foreground process group (it reads the keyboard); Ctrl-A x quits it.
 pub fn interactive(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<Option<i32>> {
     std::fs::create_dir_all(&spec.workdir)?;
-    let qemu = qemu_binary(spec.arch, std::env::var_os("PATH").as_deref())?;
+    let qemu = qemu_binary(spec.arch, qemu_search_path().as_deref())?;
     let mut daemons = Vec::new();
     let mut sockets = Vec::new();
     for (i, share) in spec.shares.iter().enumerate() {
@@ -429,7 +434,7 @@ mod tests {
         let err = qemu_binary(arm, Some(dir.path().as_os_str())).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "`qemu-system-aarch64` not found in PATH: install the Debian package qemu-system-arm (`cargo xtask setup` does)"
+            "`qemu-system-aarch64` not found in PATH (or XTASK_QEMU_DIR): install the Debian package qemu-system-arm (`cargo xtask setup` does)"
         );
         assert_eq!(crate::exit::code_for(&err), 3);
     }

@@ -1,13 +1,19 @@
 //! `cargo xtask test`: the unit tests, then the slow checks that need real tools: kernel
 //! builds for every arch (cached across runs) and the dropped-option gate.
 
-use std::process::Command;
-use std::time::Instant;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use protocol::Step;
+
+use crate::boot::AccelChoice;
+use crate::verdict::Status;
 
 use crate::exit::{self, Kind};
-use crate::flags::{ConfigArgs, KernelArgs, SourceArgs, TestArgs};
+use crate::flags::{ConfigArgs, KernelArgs, SourceArgs, TestArgs, VmArgs};
 use crate::progress::line;
 
 struct Outcome {
@@ -110,7 +116,210 @@ pub fn run(args: &TestArgs) -> Result<u8> {
     };
     record(&mut outcomes, "arm64: a fragment that drops CONFIG_USER_EVENTS fails naming FTRACE", started, result);
 
+    boot_checks(args, &base, &mut outcomes)?;
     Ok(summary(&outcomes))
+}
+
+fn scenario(name: &str, deadline_ms: u64, steps: Vec<Step>) -> protocol::Scenario {
+    protocol::Scenario { name: name.into(), deadline_ms, steps }
+}
+
+/// Real boots on every arch: the empty plan, fault injection, a missing QEMU and Ctrl-C.
+fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) -> Result<()> {
+    let results = tempfile::Builder::new().prefix("xtask-test-results-").tempdir()?;
+    let vm = VmArgs {
+        accel: AccelChoice::Auto,
+        share: None,
+        cpus: 1,
+        memory: 512,
+        results: Some(results.path().to_path_buf()),
+    };
+    for arch in crate::arch::ARCHES {
+        let kargs = KernelArgs { arch: arch.name.into(), ..base.clone() };
+        let built = crate::kernels(&kargs)?;
+        let boot = |plan: &protocol::Plan| crate::boot::run_plan_on(&built, plan, &[], &vm, args.cache_dir.as_deref());
+
+        let started = Instant::now();
+        let result = boot(&crate::empty_plan("empty")).and_then(|j| {
+            let j = &j[0];
+            let stream = crate::ktap::read(&std::fs::read_to_string(&j.outcome.vm.results_log)?);
+            anyhow::ensure!(j.result.verdict.as_str() == "pass", "verdict {:?}", j.result.verdict);
+            let sentinel = stream.sentinel.context("no sentinel on the result channel")?;
+            anyhow::ensure!(sentinel.total == 0, "sentinel {sentinel:?}");
+            Ok(())
+        });
+        record(outcomes, &format!("{}: an empty plan boots and the sentinel arrives", arch.name), started, result);
+
+        let started = Instant::now();
+        let mut plan = crate::empty_plan("faults");
+        plan.scenarios = vec![
+            scenario("fault/ok-before", 5_000, vec![Step::Sleep { ms: 1 }]),
+            scenario("fault/warn", 5_000, vec![Step::Lkdtm { point: "WARNING".into() }]),
+            scenario("fault/hang", 3_000, vec![Step::Sleep { ms: 600_000 }]),
+            scenario("fault/ok-after", 5_000, vec![Step::Sleep { ms: 1 }]),
+            scenario("fault/panic", 5_000, vec![Step::Lkdtm { point: "PANIC".into() }]),
+            scenario("fault/never", 5_000, vec![Step::Sleep { ms: 1 }]),
+        ];
+        let result = boot(&plan).and_then(|j| check_faults(&j[0].result));
+        record(
+            outcomes,
+            &format!("{}: WARN attributed, hang times out, panic named, the rest not run", arch.name),
+            started,
+            result,
+        );
+
+        let started = Instant::now();
+        let mut plan = crate::empty_plan("hang");
+        plan.scenarios = vec![
+            scenario("hang/sleeps", 2_000, vec![Step::Sleep { ms: 600_000 }]),
+            scenario("hang/next", 5_000, vec![Step::Sleep { ms: 1 }]),
+        ];
+        let result = boot(&plan).and_then(|j| {
+            let r = &j[0].result;
+            anyhow::ensure!(r.verdict.as_str() == "timeout", "verdict {:?}", r.verdict);
+            let hang = &r.scenarios[0];
+            anyhow::ensure!(hang.status == Status::Timeout, "hang/sleeps is {:?}", hang.status);
+            let t = hang.time_ms.unwrap_or(0);
+            anyhow::ensure!((2_000..4_000).contains(&t), "timed out after {t} ms, deadline 2000 ms");
+            anyhow::ensure!(r.scenarios[1].status == Status::Pass, "hang/next is {:?}", r.scenarios[1].status);
+            Ok(())
+        });
+        record(
+            outcomes,
+            &format!("{}: a hang gives a timeout verdict and the next scenario runs", arch.name),
+            started,
+            result,
+        );
+    }
+
+    let started = Instant::now();
+    let result = missing_qemu(results.path());
+    record(outcomes, "a missing QEMU binary fails naming its package", started, result);
+
+    let started = Instant::now();
+    let result = ctrl_c_leaves_nothing(results.path());
+    record(outcomes, "Ctrl-C during a boot leaves no QEMU or virtiofsd behind", started, result);
+    Ok(())
+}
+
+fn check_faults(r: &crate::verdict::BootResult) -> Result<()> {
+    use crate::console::FindingKind;
+    let status: Vec<(&str, Status)> = r.scenarios.iter().map(|s| (s.name.as_str(), s.status)).collect();
+    let want = [
+        ("fault/ok-before", Status::Pass),
+        ("fault/warn", Status::Fail),
+        ("fault/hang", Status::Timeout),
+        ("fault/ok-after", Status::Pass),
+        ("fault/panic", Status::Crashed),
+        ("fault/never", Status::NotRun),
+    ];
+    anyhow::ensure!(status == want, "statuses {status:?}");
+    anyhow::ensure!(
+        r.verdict == crate::verdict::Verdict::KernelPanic { scenario: Some("fault/panic".into()) },
+        "verdict {:?}",
+        r.verdict
+    );
+    let warn = &r.scenarios[1];
+    anyhow::ensure!(
+        warn.findings.iter().any(|f| f.kind == FindingKind::Warning && f.summary.contains("lkdtm")),
+        "no lkdtm WARNING attributed to fault/warn: {:?}",
+        warn.findings
+    );
+    anyhow::ensure!(r.scenarios[0].findings.is_empty() && r.scenarios[3].findings.is_empty(), "findings leaked");
+    let hang = r.scenarios[2].time_ms.unwrap_or(0);
+    anyhow::ensure!((3_000..5_000).contains(&hang), "fault/hang timed out after {hang} ms, deadline 3000 ms");
+    anyhow::ensure!(
+        r.scenarios[4].findings.iter().any(|f| f.kind == FindingKind::Panic),
+        "the panic is not attributed to fault/panic"
+    );
+    anyhow::ensure!(!r.scenarios[5].console_tail.is_empty(), "fault/never has no console tail");
+    Ok(())
+}
+
+/// Runs this xtask binary as a user would, with QEMU hidden.
+fn missing_qemu(results: &Path) -> Result<()> {
+    let out = Command::new(std::env::current_exe()?)
+        .args(["boot", "--arch", "arm64", "--accel", "tcg", "--results"])
+        .arg(results)
+        .env("XTASK_QEMU_DIR", "/nonexistent")
+        .stdin(Stdio::null())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    anyhow::ensure!(out.status.code() == Some(3), "exit {:?}, expected 3: {stderr}", out.status.code());
+    anyhow::ensure!(
+        stderr.contains("`qemu-system-aarch64` not found") && stderr.contains("Debian package qemu-system-arm"),
+        "unclear error: {stderr}"
+    );
+    Ok(())
+}
+
+/// Starts a boot that hangs, interrupts it the way a terminal does (SIGINT to its process
+/// group) and checks that no process it started survives. Processes are found by an
+/// environment marker they inherit.
+fn ctrl_c_leaves_nothing(results: &Path) -> Result<()> {
+    let marker = format!("XTASK_TEST_MARKER=ctrl-c-{}", std::process::id());
+    let plan_path = results.join("hang-plan.json");
+    let mut plan = crate::empty_plan("ctrl-c");
+    plan.scenarios = vec![scenario("ctrl-c/hang", 600_000, vec![Step::Sleep { ms: 600_000 }])];
+    std::fs::write(&plan_path, serde_json::to_vec(&plan)?)?;
+    let (key, value) = marker.split_once('=').unwrap_or_default();
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.args(["boot", "--arch", "x86_64", "--accel", "tcg", "--plan"])
+        .arg(&plan_path)
+        .arg("--results")
+        .arg(results)
+        .env(key, value)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0);
+    let mut child = cmd.spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let running = loop {
+        let procs = marked_processes(&marker);
+        if procs.iter().any(|c| c.contains("qemu-system")) && procs.iter().any(|c| c.contains("virtiofsd")) {
+            break procs;
+        }
+        if Instant::now() > deadline || child.try_wait()?.is_some() {
+            let _ = unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
+            anyhow::bail!("QEMU and virtiofsd never both ran (saw {procs:?})");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: killpg has no memory-safety preconditions.
+    unsafe { libc::killpg(child.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "xtask did not exit within 15 s of SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let left = marked_processes(&marker);
+    anyhow::ensure!(left.is_empty(), "left behind after Ctrl-C: {left:?} (before: {running:?})");
+    anyhow::ensure!(status.code() == Some(130), "xtask exited with {status}, expected 130");
+    Ok(())
+}
+
+/// Command lines of live (not zombie) processes whose environment holds `marker`.
+fn marked_processes(marker: &str) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return vec![] };
+    dir.flatten()
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter_map(|e| {
+            let environ = std::fs::read(e.path().join("environ")).ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let zombie = stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            let has = environ.split(|&b| b == 0).any(|v| v == marker.as_bytes());
+            (has && !zombie).then(|| {
+                let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                String::from_utf8_lossy(&cmd).replace('\0', " ")
+            })
+        })
+        .collect()
 }
 
 fn record(outcomes: &mut Vec<Outcome>, name: &str, started: Instant, result: Result<()>) {

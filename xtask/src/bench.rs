@@ -1,0 +1,146 @@
+//! `cargo xtask bench boot`: the agent's boot-to-sentinel time against the floor, a bare
+//! static C /init that reboots at once, booted side by side on the same kernels.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::arch::Arch;
+use crate::boot::AccelChoice;
+use crate::exit::{error, Kind};
+use crate::initramfs::{Archive, Node};
+use crate::kernel::Built;
+use crate::progress::line;
+use crate::qemu::{self, Accel, VmSpec};
+
+/// Compiles `initramfs/floor/init.c` statically for an arch.
+pub fn build_floor(arch: &Arch, out: &Path) -> Result<PathBuf> {
+    let src = crate::project_root().join("initramfs/floor/init.c");
+    let bin = out.join(format!("floor-{}", arch.name));
+    let cc = arch.compiler();
+    let status = Command::new(&cc)
+        .args(["-static", "-Os", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .with_context(|| format!("running {cc}"))?;
+    if !status.success() {
+        return Err(error(
+            Kind::Infra,
+            format!(
+                "{cc} -static failed for {}: the static C library comes from libc6-dev / libc6-dev-arm64-cross",
+                src.display()
+            ),
+        ));
+    }
+    Ok(bin)
+}
+
+fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+/// One arch's figures, in seconds.
+#[derive(Debug)]
+pub struct BootBench {
+    pub arch: &'static str,
+    pub floor: Vec<f64>,
+    pub agent: Vec<f64>,
+}
+
+impl BootBench {
+    pub fn overhead_pct(&self) -> f64 {
+        let (mut f, mut a) = (self.floor.clone(), self.agent.clone());
+        (median(&mut a) / median(&mut f) - 1.0) * 100.0
+    }
+}
+
+/// Boots the floor and the agent's empty plan `runs` times each, alternating, per arch.
+pub fn boot(built: &[Built], runs: usize, accel: AccelChoice) -> Result<Vec<BootBench>> {
+    let scratch = tempfile::Builder::new().prefix("xtask-bench-").tempdir()?;
+    let mut out = Vec::new();
+    for b in built {
+        let accel = match accel {
+            AccelChoice::Kvm => Accel::Kvm,
+            _ => Accel::Tcg,
+        };
+        let floor_bin = build_floor(b.arch, scratch.path())?;
+        let mut floor = Archive::base();
+        floor.add("init", Node::File { data: std::fs::read(&floor_bin)?, executable: true });
+        let floor_cpio = scratch.path().join(format!("floor-{}.cpio", b.arch.name));
+        std::fs::write(&floor_cpio, floor.to_newc())?;
+        let agent = crate::initramfs::build_agent(b.arch)?;
+        let agent_cpio = scratch.path().join(format!("agent-{}.cpio", b.arch.name));
+        crate::initramfs::write(&agent_cpio, &agent, &crate::empty_plan("bench"), &[])?;
+
+        let mut result = BootBench { arch: b.arch.name, floor: vec![], agent: vec![] };
+        for i in 0..runs {
+            for (which, cpio) in [("floor", &floor_cpio), ("agent", &agent_cpio)] {
+                let spec = VmSpec {
+                    arch: b.arch,
+                    kernel: b.image.clone(),
+                    initrd: cpio.clone(),
+                    workdir: scratch.path().join(format!("{}-{which}-{i}", b.arch.name)),
+                    accel,
+                    memory_mb: 512,
+                    cpus: 1,
+                    shares: vec![],
+                    boot_timeout: Duration::from_secs(60),
+                    watchdog: Duration::from_secs(90),
+                    extra_cmdline: vec![],
+                };
+                let vm = qemu::run(&spec, None)?;
+                if !matches!(vm.ended, qemu::Ended::Exited { .. }) || vm.boot.is_none() {
+                    return Err(error(
+                        Kind::Infra,
+                        format!("{} {which} boot did not end cleanly: {:?}", b.arch.name, vm.ended),
+                    ));
+                }
+                if which == "agent" {
+                    let ktap = std::fs::read_to_string(&vm.results_log)?;
+                    if crate::ktap::read(&ktap).sentinel.is_none() {
+                        return Err(error(
+                            Kind::Infra,
+                            format!("{} agent boot ended without its sentinel", b.arch.name),
+                        ));
+                    }
+                    result.agent.push(vm.wall.as_secs_f64());
+                } else {
+                    result.floor.push(vm.wall.as_secs_f64());
+                }
+            }
+        }
+        let (mut f, mut a) = (result.floor.clone(), result.agent.clone());
+        line(format!(
+            "{}: floor median {:.3} s, agent median {:.3} s, overhead {:+.1}% over {runs} runs each ({})",
+            result.arch,
+            median(&mut f),
+            median(&mut a),
+            result.overhead_pct(),
+            accel.name()
+        ));
+        out.push(result);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_overheads() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        let b = BootBench { arch: "x", floor: vec![1.0, 1.0, 9.0], agent: vec![1.05, 1.05, 0.5] };
+        assert!((b.overhead_pct() - 5.0).abs() < 1e-9);
+    }
+}
