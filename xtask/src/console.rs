@@ -30,7 +30,7 @@ pub enum FindingKind {
 }
 
 impl FindingKind {
-    #[allow(dead_code)] // not called until the boot phase uses it
+    #[allow(dead_code)] // not used until the results are rendered
     pub fn as_str(self) -> &'static str {
         match self {
             FindingKind::Panic => "panic",
@@ -112,7 +112,6 @@ impl Scan {
 }
 
 /// Scans a console log for kernel reports.
-#[allow(dead_code)] // not called until the boot phase uses it
 pub fn scan(console: &str) -> Scan {
     let mut scanner = Scanner::default();
     for (i, raw) in console.lines().enumerate() {
@@ -124,7 +123,6 @@ pub fn scan(console: &str) -> Scan {
 }
 
 /// The last `lines` lines of the log, normalised (timestamps kept), trailing blank lines dropped.
-#[allow(dead_code)] // not called until the boot phase uses it
 pub fn tail(console: &str, lines: usize) -> Vec<String> {
     let mut out: Vec<String> =
         console.lines().rev().map(clean).skip_while(|l| l.trim().is_empty()).take(lines).collect();

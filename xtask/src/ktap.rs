@@ -69,7 +69,6 @@ struct Begun {
 }
 
 /// Reads a result channel capture.
-#[allow(dead_code)] // not called until the boot phase uses it
 pub fn read(text: &str) -> Stream {
     let mut s = Stream::default();
     let mut begun: Option<Begun> = None;

@@ -193,6 +193,10 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     }
 
     let started = Instant::now();
+    let result = exec_and_share(&vm, base, args, results.path());
+    record(outcomes, "exec returns the binary's status; --share and artifacts cross virtio-fs", started, result);
+
+    let started = Instant::now();
     let result = missing_qemu(results.path());
     record(outcomes, "a missing QEMU binary fails naming its package", started, result);
 
@@ -233,6 +237,43 @@ fn check_faults(r: &crate::verdict::BootResult) -> Result<()> {
         "the panic is not attributed to fault/panic"
     );
     anyhow::ensure!(!r.scenarios[5].console_tail.is_empty(), "fault/never has no console tail");
+    Ok(())
+}
+
+/// `exec` on every arch, then one arm64 boot that runs a binary from a shared folder and
+/// writes into the share and the artifacts folder.
+fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Path) -> Result<()> {
+    let src = crate::project_root().join("xtask/test_data/exit7.c");
+    for arch in crate::arch::ARCHES {
+        let bin = scratch.join(format!("exit7-{}", arch.name));
+        let st = Command::new(arch.compiler()).args(["-static", "-O2", "-o"]).arg(&bin).arg(&src).status()?;
+        anyhow::ensure!(st.success(), "{} could not build {}", arch.compiler(), src.display());
+        let built = crate::kernels(&KernelArgs { arch: arch.name.into(), ..base.clone() })?;
+        let cmd = [bin.display().to_string(), "one".into(), "two words".into()];
+        let code = crate::boot::exec(&built[0], &cmd, 60, vm, args.cache_dir.as_deref())?;
+        anyhow::ensure!(code == 7, "{}: exec returned {code}, expected 7", arch.name);
+    }
+    let share = tempfile::tempdir_in(scratch)?;
+    std::fs::copy(scratch.join("exit7-arm64"), share.path().join("exit7"))?;
+    let mut plan = crate::empty_plan("share");
+    plan.scenarios = vec![scenario(
+        "share/roundtrip",
+        20_000,
+        vec![
+            Step::Exec { argv: vec!["/mnt/host/exit7".into(), "x".into()], expect_exit: 7 },
+            Step::WriteFile { path: "/mnt/host/from-guest.txt".into(), data: "written in the guest\n".into() },
+            Step::WriteFile { path: format!("{}/raw.dat", protocol::ARTIFACTS_DIR), data: "artifact bytes".into() },
+        ],
+    )];
+    let vm = VmArgs { share: Some(format!("{}:/mnt/host", share.path().display())), ..vm.clone() };
+    let built = crate::kernels(&KernelArgs { arch: "arm64".into(), ..base.clone() })?;
+    let judged = crate::boot::run_plan_on(&built, &plan, &[], &vm, args.cache_dir.as_deref())?;
+    let j = &judged[0];
+    anyhow::ensure!(j.result.verdict.as_str() == "pass", "verdict {:?}: {:?}", j.result.verdict, j.result.scenarios);
+    let written = std::fs::read_to_string(share.path().join("from-guest.txt"))?;
+    anyhow::ensure!(written == "written in the guest\n", "share holds {written:?}");
+    let artifact = std::fs::read_to_string(j.outcome.out_dir.join("artifacts/raw.dat"))?;
+    anyhow::ensure!(artifact == "artifact bytes", "artifact holds {artifact:?}");
     Ok(())
 }
 

@@ -12,7 +12,6 @@ use crate::ktap::Stream;
 const TAIL_LINES: usize = 40;
 
 /// How the VM ended, as the host saw it.
-#[allow(dead_code)] // not constructed until the boot phase uses it
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HostEnd {
     /// QEMU exited by itself (the guest powered off or rebooted, or QEMU died).
@@ -20,6 +19,7 @@ pub enum HostEnd {
     /// The host killed QEMU: the guest hung.
     WatchdogFired { after_ms: u64 },
     /// The boot could not happen (QEMU would not start, no agent, ...).
+    #[allow(dead_code)] // the boot phase does not construct it yet
     InfraError(String),
 }
 
@@ -34,7 +34,6 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    #[allow(dead_code)] // not called until the boot phase uses it
     pub fn as_str(&self) -> &'static str {
         match self {
             Verdict::Pass => "pass",
@@ -69,7 +68,7 @@ pub enum Status {
 }
 
 impl Status {
-    #[allow(dead_code)] // not called until the boot phase uses it
+    #[allow(dead_code)] // not used until the results are rendered
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pass => "pass",
@@ -130,7 +129,6 @@ impl Stop {
 }
 
 /// Decides the boot's verdict. `planned` holds the scenario names in plan order.
-#[allow(dead_code)] // not called until the boot phase uses it
 pub fn decide(planned: &[String], stream: &Stream, scan: &Scan, console: &str, end: &HostEnd) -> BootResult {
     let mut problems = stream.problems.clone();
     check_names(planned, stream, scan, &mut problems);
@@ -347,6 +345,9 @@ mod tests {
     const TRUNCATED: &str = include_str!("../test_data/ktap/truncated.ktap");
     const BAD_SENTINEL: &str = include_str!("../test_data/ktap/bad-sentinel.ktap");
     const WARN: &str = include_str!("../test_data/ktap/warn.ktap");
+    // Captured from a real arm64 boot of the 6.12.117 kernel (`cargo xtask boot --plan`).
+    const CAPTURED_FAULTS_LOG: &str = include_str!("../test_data/console/captured-arm64-faults.log");
+    const CAPTURED_FAULTS: &str = include_str!("../test_data/ktap/captured-arm64-faults.ktap");
 
     const ABI: [&str; 3] = ["abi/register", "abi/write", "abi/enable"];
     const EXITED: HostEnd = HostEnd::Exited { code: Some(0) };
@@ -366,6 +367,22 @@ mod tests {
     }
 
     use Status::*;
+
+    #[test]
+    fn captured_arm64_fault_injection_boot() {
+        let names = ["fault/ok-before", "fault/warn", "fault/hang", "fault/ok-after", "fault/panic", "fault/never"];
+        let r = run(&names, CAPTURED_FAULTS, CAPTURED_FAULTS_LOG, &EXITED);
+        check(&r, "kernel-panic", &[Pass, Fail, Timeout, Pass, Crashed, NotRun]);
+        assert_eq!(r.verdict, Verdict::KernelPanic { scenario: Some("fault/panic".into()) });
+        let warn = &r.scenarios[1].findings;
+        assert_eq!(warn.len(), 1);
+        assert_eq!(warn[0].kind, FindingKind::Warning);
+        assert!(warn[0].summary.contains("drivers/misc/lkdtm/bugs.c"), "{}", warn[0].summary);
+        assert_eq!(r.scenarios[2].time_ms, Some(3001));
+        assert_eq!(r.scenarios[4].findings[0].kind, FindingKind::Panic);
+        assert!(!r.scenarios[5].console_tail.is_empty());
+        assert!(r.findings.is_empty() && r.problems.is_empty(), "{:?} {:?}", r.findings, r.problems);
+    }
 
     #[test]
     fn clean_boot_passes() {
