@@ -27,7 +27,7 @@ pub enum Cmd {
     /// Configure and build (or fetch from the cache) the kernel for each arch; print the image paths.
     Kernel(KernelArgs),
     /// The main job: build the kernels, boot them and run the suites.
-    Run(KernelArgs),
+    Run(RunArgs),
     /// Boot each kernel once with the guest agent and run a compiled plan (default: empty).
     Boot(BootArgs),
     /// Run a static binary in the guest and return its exit code.
@@ -81,6 +81,14 @@ pub struct VmArgs {
     /// Where run folders go (default: results/ in the checkout).
     #[arg(long, value_name = "DIR")]
     pub results: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+    #[command(flatten)]
+    pub vm: VmArgs,
 }
 
 #[derive(Debug, Clone, Args)]
