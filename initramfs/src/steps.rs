@@ -61,15 +61,15 @@ pub fn run_steps(steps: &[Step], out: &mut dyn Write) -> i32 {
 fn run_step(step: &Step, say: &mut dyn FnMut(&str)) -> Verdict {
     match step {
         Step::Exec { argv, expect_exit } => exec(argv, *expect_exit, say),
-        Step::WriteFile { path, data } => {
-            let (verdict, text) = write_file(Path::new(path), data);
+        Step::WriteFile { path, data, create } => {
+            let (verdict, text) = write_file(Path::new(path), data, *create);
             say(&text);
             verdict
         }
         Step::Lkdtm { point } => {
             // Said first: a PANIC or BUG may not let the write return.
             say(&format!("lkdtm {point}: triggering"));
-            let (verdict, text) = write_file(Path::new(LKDTM_DIRECT), point);
+            let (verdict, text) = write_file(Path::new(LKDTM_DIRECT), point, false);
             say(&format!("lkdtm {point}: returned: {text}"));
             verdict
         }
@@ -117,10 +117,10 @@ fn exec(argv: &[String], expect: i32, say: &mut dyn FnMut(&str)) -> Verdict {
 }
 
 /// One write(2) of all of `data`, as tracefs control files want: no create, no truncate
-/// (O_TRUNC has side effects there, clearing `trace` or every dynamic event).
-fn write_file(path: &Path, data: &str) -> (Verdict, String) {
+/// (O_TRUNC has side effects there, clearing `trace` or every dynamic event), unless `create`.
+fn write_file(path: &Path, data: &str, create: bool) -> (Verdict, String) {
     let what = format!("write {data:?} to {}", path.display());
-    let mut file = match OpenOptions::new().write(true).open(path) {
+    let mut file = match OpenOptions::new().write(true).create(create).truncate(create).open(path) {
         Ok(f) => f,
         Err(e) => return (Verdict::Fail, format!("{what}: open: {}", sys::error_name(&e))),
     };
@@ -176,22 +176,30 @@ mod tests {
     fn write_file_writes_without_truncating() {
         let path = std::env::temp_dir().join(format!("ue-agent-step-{}", std::process::id()));
         fs::write(&path, "0123456789").unwrap();
-        let step = Step::WriteFile { path: path.display().to_string(), data: "ab\n".into() };
+        let step = Step::WriteFile { path: path.display().to_string(), data: "ab\n".into(), create: false };
         let (status, lines) = run(&[step, Step::Sleep { ms: 1 }]);
         assert_eq!(status, 0);
         assert_eq!(lines, [format!("step 1: write \"ab\\n\" to {}: ok", path.display()), "step 2: sleep 1 ms".into()]);
         assert_eq!(fs::read_to_string(&path).unwrap(), "ab\n3456789");
         fs::remove_file(&path).unwrap();
 
-        let (status, lines) = run(&[Step::WriteFile { path: path.display().to_string(), data: "x".into() }]);
+        let (status, lines) =
+            run(&[Step::WriteFile { path: path.display().to_string(), data: "x".into(), create: false }]);
         assert_eq!(status, 1);
         assert!(lines[0].ends_with(": open: ENOENT"), "{lines:?}");
+
+        let created = Step::WriteFile { path: path.display().to_string(), data: "new".into(), create: true };
+        assert_eq!(run(std::slice::from_ref(&created)).0, 0);
+        fs::write(&path, "longer old content").unwrap();
+        assert_eq!(run(&[created]).0, 0);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "new", "create replaces the content");
+        fs::remove_file(&path).unwrap();
     }
 
     #[test]
     fn write_errors_name_the_errno() {
         // A directory opens for writing with EISDIR.
-        let step = Step::WriteFile { path: "/".into(), data: "x".into() };
+        let step = Step::WriteFile { path: "/".into(), data: "x".into(), create: false };
         let (status, lines) = run(&[step]);
         assert_eq!(status, 1);
         assert_eq!(lines, ["step 1: write \"x\" to /: open: EISDIR"]);

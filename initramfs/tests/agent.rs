@@ -45,7 +45,7 @@ fn runs_a_plan_end_to_end() {
                 vec![
                     exec(&["/bin/true"], 0),
                     exec(&["/bin/false"], 1),
-                    Step::WriteFile { path: target.display().to_string(), data: "written".into() },
+                    Step::WriteFile { path: target.display().to_string(), data: "written".into(), create: false },
                 ],
             ),
             scenario("e2e/fail", 5000, vec![exec(&["/bin/false"], 0)]),

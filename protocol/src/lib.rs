@@ -52,8 +52,15 @@ pub struct Scenario {
 pub enum Step {
     /// Runs a program (a path in the guest) and expects its exit status.
     Exec { argv: Vec<String>, expect_exit: i32 },
-    /// Writes bytes to a file (tracefs control files, sysctls).
-    WriteFile { path: String, data: String },
+    /// Writes bytes to a file in one write(2). Without `create` the file must exist and is
+    /// neither created nor truncated (tracefs control files, sysctls: O_TRUNC clears `trace`
+    /// or every dynamic event); with it, an ordinary file is created or replaced.
+    WriteFile {
+        path: String,
+        data: String,
+        #[serde(default)]
+        create: bool,
+    },
     /// Triggers an LKDTM crash point (`PANIC`, `WARNING`, `BUG`, ...) through
     /// `/sys/kernel/debug/provoke-crash/DIRECT`.
     Lkdtm { point: String },

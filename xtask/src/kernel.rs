@@ -294,7 +294,7 @@ fn run_logged(mut cmd: Command, log: &mut std::fs::File, mut task: Option<&mut T
         log.write_all(b"\n")?;
         if let Some(task) = task.as_deref_mut() {
             let text = String::from_utf8_lossy(&line);
-            let is_step = text.starts_with("  ") && text.trim_start().split_whitespace().count() >= 2;
+            let is_step = text.starts_with("  ") && text.split_whitespace().count() >= 2;
             if is_step {
                 steps += 1;
                 task.update(format!("{steps} steps, {}", text.trim()));

@@ -73,7 +73,8 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             setup::run(false)?;
             let built = kernels(&args.kernel)?;
             // Until the suites exist, a run is a health boot of every kernel with the agent.
-            let judged = boot::run_plan_on(&built, &empty_plan("run"), &[], &args.vm, args.kernel.cache_dir.as_deref())?;
+            let judged =
+                boot::run_plan_on(&built, &empty_plan("run"), &[], &args.vm, args.kernel.cache_dir.as_deref())?;
             progress::line(
                 "no conformance suite was run: the scenario language and the suites are not implemented yet \
                  (each kernel was only booted with the agent and checked for kernel health)",

@@ -471,7 +471,9 @@ mod tests {
         };
         let args = spec.args(&["/w/fs0.sock".into()]).join(" ");
         assert!(
-            args.starts_with("-M microvm,memory-backend=mem -accel tcg -cpu max -m 256M -smp 1 -nodefaults -no-reboot"),
+            args.starts_with(
+                "-M microvm,acpi=off,memory-backend=mem -accel tcg -cpu max -m 256M -smp 1 -nodefaults -no-reboot"
+            ),
             "{args}"
         );
         assert!(args.contains("-append console=ttyS0 panic=-1 reboot=t loglevel=7 "), "{args}");

@@ -380,9 +380,11 @@ pub fn patch_error(patch: &Path, patch_output: &str) -> anyhow::Error {
     for line in patch_output.lines() {
         if let Some(f) = line.strip_prefix("checking file ").or_else(|| line.strip_prefix("patching file ")) {
             file = Some(f.trim().to_string());
-        } else if line.starts_with("Hunk #") && line.contains("FAILED") {
-            problems.push(format!("{}: {}", file.as_deref().unwrap_or("?"), line.trim()));
-        } else if line.contains("can't find file to patch") || line.contains("No file to patch") {
+        } else if let Some(f) = line.strip_prefix("|+++ ") {
+            // A file patch cannot find is only named in the quoted header it prints.
+            let f = f.split('\t').next().unwrap_or(f).trim();
+            file = Some(f.split_once('/').map_or(f, |(_, rest)| rest).to_string());
+        } else if (line.starts_with("Hunk #") && line.contains("FAILED")) || line.contains("No file to patch") {
             problems.push(format!("{}: {}", file.as_deref().unwrap_or("?"), line.trim()));
         } else if line.starts_with("Reversed (or previously applied) patch detected") {
             problems.push(format!("{}: already applied (reversed patch detected)", file.as_deref().unwrap_or("?")));
@@ -506,6 +508,19 @@ mod tests {
         assert!(msg.contains("bad.patch"), "{msg}");
         assert!(msg.contains("kernel/trace/trace_events_user.c: Hunk #1 FAILED at 1"), "{msg}");
         assert_eq!(crate::exit::code_for(&err), 2);
+    }
+
+    #[test]
+    fn a_patch_for_a_missing_file_names_it() {
+        let src = tempfile::tempdir().unwrap();
+        kernel_like_tree(src.path());
+        let work = tempfile::tempdir().unwrap();
+        let patch_path = work.path().join("elsewhere.patch");
+        std::fs::write(&patch_path, PATCH.replace("trace_events_user.c", "gone.c")).unwrap();
+        let patch = Patch::read(&patch_path).unwrap();
+        let err = sync_mirror(src.path(), &work.path().join("m"), &work.path().join("s"), &[patch]).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("elsewhere.patch does not apply: kernel/trace/gone.c: No file to patch"), "{msg}");
     }
 
     #[test]

@@ -261,8 +261,16 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
         20_000,
         vec![
             Step::Exec { argv: vec!["/mnt/host/exit7".into(), "x".into()], expect_exit: 7 },
-            Step::WriteFile { path: "/mnt/host/from-guest.txt".into(), data: "written in the guest\n".into() },
-            Step::WriteFile { path: format!("{}/raw.dat", protocol::ARTIFACTS_DIR), data: "artifact bytes".into() },
+            Step::WriteFile {
+                path: "/mnt/host/from-guest.txt".into(),
+                data: "written in the guest\n".into(),
+                create: true,
+            },
+            Step::WriteFile {
+                path: format!("{}/raw.dat", protocol::ARTIFACTS_DIR),
+                data: "artifact bytes".into(),
+                create: true,
+            },
         ],
     )];
     let vm = VmArgs { share: Some(format!("{}:/mnt/host", share.path().display())), ..vm.clone() };
