@@ -620,6 +620,27 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_build_shows_its_first_errors_and_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("build.log");
+        std::fs::write(
+            &log,
+            "  CC      kernel/trace/trace_events_user.o\n\
+             kernel/trace/trace_events_user.c:42:1: error: expected ';' before 'int'\n\
+             make[4]: *** [scripts/Makefile.build:229: kernel/trace/trace_events_user.o] Error 1\n\
+             make: *** [Makefile:224: __sub-make] Error 2\n",
+        )
+        .unwrap();
+        let x86 = crate::arch::select("x86_64").unwrap()[0];
+        let err = build_failure(x86, &log, anyhow::anyhow!("make failed"));
+        let msg = err.to_string();
+        assert!(msg.contains("trace_events_user.c:42:1: error: expected ';'"), "{msg}");
+        assert!(msg.contains(&format!("full log: {}", log.display())), "{msg}");
+        assert!(!msg.contains("  CC "), "only error lines are shown: {msg}");
+        assert_eq!(crate::exit::code_for(&err), 125);
+    }
+
+    #[test]
     fn image_headers_give_arch_and_release() {
         let x = x86_header("6.12.117");
         assert_eq!(image_arch(&x), Some("x86_64"));
