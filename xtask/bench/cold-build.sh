@@ -9,7 +9,8 @@ mkdir -p "$work"
 src="$work/plain-src"
 [ -f "$src/Makefile" ] || { mkdir -p "$src"; tar -xf /usr/src/linux-source-6.12.tar.xz -C "$src" --strip-components=1; }
 cargo build -q -p xtask
-for arch in "${@:-x86_64 arm64}"; do
+[ $# -gt 0 ] || set -- x86_64 arm64
+for arch in "$@"; do
   case $arch in
     x86_64) vars="ARCH=x86"; target=bzImage ;;
     arm64) vars="ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-"; target=Image ;;
