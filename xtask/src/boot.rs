@@ -117,34 +117,8 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
     let scratch = tempfile::Builder::new().prefix(&format!("xtask-vm-{}-", arch.name)).tempdir()?;
     let artifacts = job.out_dir.join("artifacts");
     std::fs::create_dir_all(&artifacts)?;
-    let mut shares = Vec::new();
-    if virtiofsd.is_some() {
-        shares.push(Share { tag: protocol::ARTIFACTS_TAG.into(), host_dir: artifacts.clone() });
-        job.plan.artifacts_virtiofs = true;
-        if let Some((host, guest)) = &opts.share {
-            shares.push(Share { tag: protocol::SHARE_TAG.into(), host_dir: host.clone() });
-            job.plan.share = Some(guest.clone());
-        }
-    } else if opts.share.is_some() {
-        return Err(error(Kind::Infra, "--share needs virtiofsd: run `cargo xtask setup`"));
-    }
-    let initrd = scratch.path().join("initramfs.cpio");
-    crate::initramfs::write(&initrd, agent, &job.plan, &job.extra)?;
-    let deadlines: u64 = job.plan.scenarios.iter().map(|s| s.deadline_ms).sum();
-    let boot_timeout = Duration::from_secs(15 * accel.slowdown() as u64);
-    let spec = VmSpec {
-        arch,
-        kernel: job.built.image.clone(),
-        initrd,
-        workdir: scratch.path().to_path_buf(),
-        accel,
-        memory_mb: opts.memory_mb,
-        cpus: opts.cpus,
-        shares,
-        boot_timeout,
-        watchdog: boot_timeout + Duration::from_millis(deadlines) + Duration::from_secs(30),
-        extra_cmdline: vec![],
-    };
+    let spec =
+        vm_spec(job.built, &mut job.plan, &job.extra, Some(&artifacts), agent, accel, virtiofsd, opts, scratch.path())?;
     line(format!(
         "{}: booting {} ({}, {} scenario(s))",
         arch.name,
@@ -169,6 +143,58 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
     keep(&scratch.path().join("qemu-stderr.log"), "qemu-stderr.log")?;
     let vm = VmRun { console_log, results_log, ..vm };
     Ok(Outcome { arch, accel, vm, out_dir: job.out_dir, artifacts_shared: job.plan.artifacts_virtiofs })
+}
+
+/// Wires the virtio-fs shares into the plan, writes the initramfs into `workdir` and returns
+/// the VM to run. Without `artifacts` (the shell) nothing comes back from the guest; a plan
+/// with a shell has no deadlines.
+#[allow(clippy::too_many_arguments)]
+fn vm_spec(
+    built: &Built,
+    plan: &mut protocol::Plan,
+    extra: &[(String, Vec<u8>)],
+    artifacts: Option<&Path>,
+    agent: &Path,
+    accel: Accel,
+    virtiofsd: Option<&Path>,
+    opts: &Options,
+    workdir: &Path,
+) -> Result<VmSpec> {
+    let mut shares = Vec::new();
+    if virtiofsd.is_some() {
+        if let Some(dir) = artifacts {
+            shares.push(Share { tag: protocol::ARTIFACTS_TAG.into(), host_dir: dir.to_path_buf() });
+            plan.artifacts_virtiofs = true;
+        }
+        if let Some((host, guest)) = &opts.share {
+            shares.push(Share { tag: protocol::SHARE_TAG.into(), host_dir: host.clone() });
+            plan.share = Some(guest.clone());
+        }
+    } else if opts.share.is_some() {
+        return Err(error(Kind::Infra, "--share needs virtiofsd: run `cargo xtask setup`"));
+    }
+    let initrd = workdir.join("initramfs.cpio");
+    crate::initramfs::write(&initrd, agent, plan, extra)?;
+    let boot_timeout = Duration::from_secs(15 * accel.slowdown() as u64);
+    let deadlines: u64 = plan.scenarios.iter().map(|s| s.deadline_ms).sum();
+    let (boot_timeout, watchdog) = if plan.shell {
+        (Duration::MAX, Duration::MAX)
+    } else {
+        (boot_timeout, boot_timeout + Duration::from_millis(deadlines) + Duration::from_secs(30))
+    };
+    Ok(VmSpec {
+        arch: built.arch,
+        kernel: built.image.clone(),
+        initrd,
+        workdir: workdir.to_path_buf(),
+        accel,
+        memory_mb: opts.memory_mb,
+        cpus: opts.cpus,
+        shares,
+        boot_timeout,
+        watchdog,
+        extra_cmdline: vec![],
+    })
 }
 
 /// The cached answer of the KVM trial boot.
@@ -350,28 +376,7 @@ pub fn shell(built: &Built, vm: &crate::flags::VmArgs, cache_dir: Option<&Path>)
     let mut plan = crate::empty_plan("shell");
     plan.shell = true;
     let virtiofsd = crate::setup::virtiofsd();
-    let mut shares = Vec::new();
-    if let (Some((host, guest)), Some(_)) = (&opts.share, &virtiofsd) {
-        shares.push(Share { tag: protocol::SHARE_TAG.into(), host_dir: host.clone() });
-        plan.share = Some(guest.clone());
-    } else if opts.share.is_some() {
-        return Err(error(Kind::Infra, "--share needs virtiofsd: run `cargo xtask setup`"));
-    }
-    let initrd = scratch.path().join("initramfs.cpio");
-    crate::initramfs::write(&initrd, &agent, &plan, &[])?;
-    let spec = VmSpec {
-        arch: built.arch,
-        kernel: built.image.clone(),
-        initrd,
-        workdir: scratch.path().to_path_buf(),
-        accel,
-        memory_mb: opts.memory_mb,
-        cpus: opts.cpus,
-        shares,
-        boot_timeout: Duration::MAX,
-        watchdog: Duration::MAX,
-        extra_cmdline: vec![],
-    };
+    let spec = vm_spec(built, &mut plan, &[], None, &agent, accel, virtiofsd.as_deref(), &opts, scratch.path())?;
     line(format!(
         "{}: shell on {} ({}); type `help`, `exit` ends it, Ctrl-A x kills QEMU",
         built.arch.name,

@@ -169,20 +169,16 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
     let configs = project_root().join("kernel-configs");
     let src = &args.source;
     let mut out = Vec::new();
+    let c = &args.config;
+    let fragments_for =
+        |arch: &arch::Arch| kconfig::fragments_for(&configs, arch.fragment, &c.profiles, &c.fragments, &c.kconfig);
 
     if let Some(image) = &src.kernel_image {
         if arches.len() != 1 {
             return Err(error(Kind::BadInput, "--kernel-image needs a single --arch (x86_64 or arm64)"));
         }
         let arch = arches[0];
-        let fragments = kconfig::fragments_for(
-            &configs,
-            arch.fragment,
-            &args.config.profiles,
-            &args.config.fragments,
-            &args.config.kconfig,
-        )?;
-        out.push(kernel::prebuilt(arch, image, src.kernel_config.as_deref(), &fragments, None)?);
+        out.push(kernel::prebuilt(arch, image, src.kernel_config.as_deref(), &fragments_for(arch)?, None)?);
         return Ok(out);
     }
 
@@ -195,13 +191,7 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
     let patches = src.patches.iter().map(|p| source::Patch::read(p)).collect::<Result<Vec<_>>>()?;
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     for arch in arches {
-        let fragments = kconfig::fragments_for(
-            &configs,
-            arch.fragment,
-            &args.config.profiles,
-            &args.config.fragments,
-            &args.config.kconfig,
-        )?;
+        let fragments = fragments_for(arch)?;
         let req = kernel::Request {
             arch,
             spec: &spec,

@@ -282,6 +282,24 @@ fn start_virtiofsd(binary: &Path, share: &Share, socket: &Path) -> Result<Group>
     }
 }
 
+/// One virtiofsd per shared folder, each listening on its socket in the VM's workdir.
+fn start_shares(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<(Vec<Group>, Vec<PathBuf>)> {
+    let mut daemons = Vec::new();
+    let mut sockets = Vec::new();
+    for (i, share) in spec.shares.iter().enumerate() {
+        let binary = virtiofsd.ok_or_else(|| {
+            error(
+                Kind::Infra,
+                "virtiofsd is needed to share folders: run `cargo xtask setup` (cargo install virtiofsd)",
+            )
+        })?;
+        let socket = spec.workdir.join(format!("fs{i}.sock"));
+        daemons.push(start_virtiofsd(binary, share, &socket)?);
+        sockets.push(socket);
+    }
+    Ok((daemons, sockets))
+}
+
 /// Whether a Unix socket at `path` is listening, from `/proc/net/unix` (flag `__SO_ACCEPTCON`),
 /// without connecting: virtiofsd serves exactly one connection, so a probe would use it up.
 pub fn unix_socket_listening(path: &Path) -> bool {
@@ -301,19 +319,7 @@ fn listening_in(table: &str, path: &str) -> bool {
 pub fn run(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<VmRun> {
     std::fs::create_dir_all(&spec.workdir)?;
     let qemu = qemu_binary(spec.arch, qemu_search_path().as_deref())?;
-    let mut daemons = Vec::new();
-    let mut sockets = Vec::new();
-    for (i, share) in spec.shares.iter().enumerate() {
-        let binary = virtiofsd.ok_or_else(|| {
-            error(
-                Kind::Infra,
-                "virtiofsd is needed to share folders: run `cargo xtask setup` (cargo install virtiofsd)",
-            )
-        })?;
-        let socket = spec.workdir.join(format!("fs{i}.sock"));
-        daemons.push(start_virtiofsd(binary, share, &socket)?);
-        sockets.push(socket);
-    }
+    let (daemons, sockets) = start_shares(spec, virtiofsd)?;
     let args = spec.args(&sockets);
     let command_line = std::iter::once(qemu.display().to_string())
         .chain(args.iter().map(|a| if a.contains(' ') { format!("'{a}'") } else { a.clone() }))
@@ -387,14 +393,7 @@ pub fn run(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<VmRun> {
 pub fn interactive(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<Option<i32>> {
     std::fs::create_dir_all(&spec.workdir)?;
     let qemu = qemu_binary(spec.arch, qemu_search_path().as_deref())?;
-    let mut daemons = Vec::new();
-    let mut sockets = Vec::new();
-    for (i, share) in spec.shares.iter().enumerate() {
-        let binary = virtiofsd.ok_or_else(|| error(Kind::Infra, "virtiofsd is needed to share folders"))?;
-        let socket = spec.workdir.join(format!("fs{i}.sock"));
-        daemons.push(start_virtiofsd(binary, share, &socket)?);
-        sockets.push(socket);
-    }
+    let (daemons, sockets) = start_shares(spec, virtiofsd)?;
     let mut args = spec.args(&sockets);
     let at = args.iter().position(|a| a == "stdio").context("no -serial stdio in the arguments")?;
     args[at - 1] = "-chardev".into();
