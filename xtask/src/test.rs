@@ -116,6 +116,31 @@ pub fn run(args: &TestArgs) -> Result<u8> {
     };
     record(&mut outcomes, "arm64: a fragment that drops CONFIG_USER_EVENTS fails naming FTRACE", started, result);
 
+    for arch in crate::arch::ARCHES {
+        let started = Instant::now();
+        let debug = KernelArgs {
+            arch: arch.name.into(),
+            config_only: true,
+            config: ConfigArgs { profiles: vec!["debug".into()], ..ConfigArgs::default() },
+            ..base.clone()
+        };
+        let result = crate::kernels(&debug).and_then(|b| {
+            let eff = &b[0].metadata.config.effective;
+            anyhow::ensure!(
+                eff.get("CONFIG_KASAN").map(String::as_str) == Some("y"),
+                "KASAN is {:?}",
+                eff.get("CONFIG_KASAN")
+            );
+            Ok(())
+        });
+        record(
+            &mut outcomes,
+            &format!("{}: the debug profile configures with every option", arch.name),
+            started,
+            result,
+        );
+    }
+
     boot_checks(args, &base, &mut outcomes)?;
     Ok(summary(&outcomes))
 }
