@@ -46,26 +46,358 @@ pub struct Scenario {
     pub steps: Vec<Step>,
 }
 
-/// A step of a scenario. Each step that fails ends the scenario as failed.
+/// A step of a scenario. Each step that fails ends the scenario as failed. Externally tagged,
+/// so a step reads in YAML as `- register: { format: "ev u32 a", word: w, expect: ok }`.
+/// Names (`fd`, `word`, `index_as`) refer to objects earlier steps of the scenario made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Step {
     /// Runs a program (a path in the guest) and expects its exit status.
     Exec { argv: Vec<String>, expect_exit: i32 },
     /// Writes bytes to a file in one write(2). Without `create` the file must exist and is
     /// neither created nor truncated (tracefs control files, sysctls: O_TRUNC clears `trace`
-    /// or every dynamic event); with it, an ordinary file is created or replaced.
+    /// or every dynamic event); with it, an ordinary file is created or replaced. `append`
+    /// opens with O_APPEND (the `>>` that `dynamic_events` wants).
     WriteFile {
         path: String,
         data: String,
         #[serde(default)]
         create: bool,
+        #[serde(default)]
+        append: bool,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// Reads a whole file and compares it: exactly (`equals`), or lines it must hold
+    /// (`contains`) and must not hold (`lacks`), each compared as a whole line.
+    ReadFile {
+        path: String,
+        #[serde(default)]
+        equals: Option<String>,
+        #[serde(default)]
+        contains: Vec<String>,
+        #[serde(default)]
+        lacks: Vec<String>,
+        #[serde(default)]
+        expect: Expect,
     },
     /// Triggers an LKDTM crash point (`PANIC`, `WARNING`, `BUG`, ...) through
     /// `/sys/kernel/debug/provoke-crash/DIRECT`.
     Lkdtm { point: String },
     /// Sleeps; a scenario that sleeps past its deadline is how the deadline is tested.
     Sleep { ms: u64 },
+    /// Opens a file and keeps the descriptor under a name. The name `data` is opened on
+    /// `/sys/kernel/tracing/user_events_data` (read-write) by the first step that uses it.
+    Open {
+        fd: String,
+        path: String,
+        #[serde(default)]
+        read_only: bool,
+        #[serde(default)]
+        expect: Expect,
+    },
+    Close { fd: String },
+    /// `ioctl(fd, DIAG_IOCSREG, &struct user_reg)`. `word` names an enable word in the
+    /// scenario's memory (made on first use, zeroed, 8-byte aligned); `raw` overrides any
+    /// field of the struct as sent, for malformed input. On success the returned
+    /// `write_index` is kept under `index_as`.
+    Register {
+        #[serde(default = "data_fd")]
+        fd: String,
+        format: String,
+        #[serde(default)]
+        word: Option<String>,
+        #[serde(default)]
+        bit: u8,
+        #[serde(default = "four")]
+        size: u8,
+        #[serde(default)]
+        flags: u16,
+        #[serde(default)]
+        index_as: Option<String>,
+        #[serde(default)]
+        raw: RawReg,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// `ioctl(fd, DIAG_IOCSUNREG, &struct user_unreg)` for `word`'s address and `bit`.
+    Unregister {
+        #[serde(default = "data_fd")]
+        fd: String,
+        #[serde(default)]
+        word: Option<String>,
+        #[serde(default)]
+        bit: u8,
+        #[serde(default)]
+        raw: RawUnreg,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// `ioctl(fd, DIAG_IOCSDEL, name)`.
+    Delete {
+        #[serde(default = "data_fd")]
+        fd: String,
+        name: String,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// Stores a value into an enable word (to pre-set bits the kernel must clear or keep).
+    SetWord { word: String, value: u64 },
+    /// Checks one bit of an enable word, at once (`within_ms: 0`) or polling until the deadline.
+    CheckBit {
+        word: String,
+        bit: u8,
+        set: bool,
+        #[serde(default)]
+        within_ms: u64,
+    },
+    /// Checks a whole enable word (8 bytes, little-endian in memory as the CPU stores it).
+    CheckWord { word: String, value: u64 },
+    /// `write()` (or `writev()` with one iovec per field when `vectored`) of the write index
+    /// (`index`: a name from `index_as`, or `index_value`) followed by the fields.
+    Write {
+        #[serde(default = "data_fd")]
+        fd: String,
+        #[serde(default)]
+        index: Option<String>,
+        #[serde(default)]
+        index_value: Option<u32>,
+        #[serde(default)]
+        fields: Vec<Value>,
+        #[serde(default)]
+        vectored: bool,
+        #[serde(default)]
+        expect: Expect,
+    },
+}
+
+fn data_fd() -> String {
+    DATA_FD.to_string()
+}
+
+fn four() -> u8 {
+    4
+}
+
+/// The descriptor name opened on `user_events_data` on first use.
+pub const DATA_FD: &str = "data";
+pub const USER_EVENTS_DATA: &str = "/sys/kernel/tracing/user_events_data";
+
+/// Overrides of `struct user_reg` fields as sent to the kernel (unset fields keep the
+/// values the step's other fields give).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReg {
+    /// The ioctl command number (default `DIAG_IOCSREG`).
+    #[serde(default)]
+    pub cmd: Option<u64>,
+    /// The `size` field (default 28).
+    #[serde(default)]
+    pub size: Option<u32>,
+    #[serde(default)]
+    pub enable_bit: Option<u8>,
+    #[serde(default)]
+    pub enable_size: Option<u8>,
+    #[serde(default)]
+    pub flags: Option<u16>,
+    #[serde(default)]
+    pub enable_addr: Option<Addr>,
+    #[serde(default)]
+    pub name_args: Option<Addr>,
+    /// Bytes sent after the 28-byte struct (the kernel accepts a larger `size` only when
+    /// they are zero).
+    #[serde(default)]
+    pub tail: Vec<u8>,
+    /// Pass this pointer as the ioctl argument instead of the struct.
+    #[serde(default)]
+    pub arg: Option<Addr>,
+}
+
+/// Overrides of `struct user_unreg` fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUnreg {
+    #[serde(default)]
+    pub cmd: Option<u64>,
+    #[serde(default)]
+    pub size: Option<u32>,
+    #[serde(default)]
+    pub reserved: Option<u8>,
+    #[serde(default)]
+    pub reserved2: Option<u16>,
+    #[serde(default)]
+    pub disable_addr: Option<Addr>,
+}
+
+/// A user address for malformed input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Addr {
+    Null,
+    /// An address in the kernel half (fails `access_ok`).
+    Kernel,
+    /// A page that was mapped and unmapped again.
+    Unmapped,
+    /// A mapped, read-only page.
+    ReadOnly,
+    /// A fresh anonymous page never touched (registration must fault it in).
+    Fresh,
+    /// The step's enable word plus a byte offset (misalignment).
+    WordOffset(i64),
+    /// A literal address.
+    Value(u64),
+}
+
+/// One field of a written payload. Integers are stored little-endian in the guest's byte
+/// order; `text` is the raw bytes, `cstr` adds a NUL, `bytes` is hex, `loc` is a
+/// `__data_loc`/`__rel_loc` word (`size << 16 | offset`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Value {
+    U8(u8),
+    U16(u16),
+    U32(u32),
+    U64(u64),
+    S8(i8),
+    S16(i16),
+    S32(i32),
+    S64(i64),
+    Text(String),
+    Cstr(String),
+    Bytes(String),
+    Loc { offset: u16, size: u16 },
+}
+
+impl Value {
+    /// The bytes this field contributes to a payload.
+    pub fn encode(&self) -> Result<Vec<u8>, String> {
+        Ok(match self {
+            Value::U8(v) => v.to_le_bytes().to_vec(),
+            Value::U16(v) => v.to_le_bytes().to_vec(),
+            Value::U32(v) => v.to_le_bytes().to_vec(),
+            Value::U64(v) => v.to_le_bytes().to_vec(),
+            Value::S8(v) => v.to_le_bytes().to_vec(),
+            Value::S16(v) => v.to_le_bytes().to_vec(),
+            Value::S32(v) => v.to_le_bytes().to_vec(),
+            Value::S64(v) => v.to_le_bytes().to_vec(),
+            Value::Text(t) => t.as_bytes().to_vec(),
+            Value::Cstr(t) => t.bytes().chain(std::iter::once(0)).collect(),
+            Value::Bytes(hex) => decode_hex(hex)?,
+            Value::Loc { offset, size } => ((u32::from(*size) << 16) | u32::from(*offset)).to_le_bytes().to_vec(),
+        })
+    }
+}
+
+/// Decodes hex digits, ignoring spaces (`"de ad be ef"`).
+pub fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
+    let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    if digits.len() % 2 != 0 {
+        return Err(format!("`{text}`: an odd number of hex digits"));
+    }
+    digits
+        .chunks(2)
+        .map(|pair| {
+            let s = std::str::from_utf8(pair).map_err(|_| format!("`{text}`: not hex"))?;
+            u8::from_str_radix(s, 16).map_err(|_| format!("`{text}`: `{s}` is not hex"))
+        })
+        .collect()
+}
+
+/// What a call must return: `ok` (success, the default), an errno name (`EINVAL`: the call
+/// fails with that errno), or an exact non-negative return value (`0`, `28`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Expect(pub String);
+
+impl Default for Expect {
+    fn default() -> Self {
+        Expect("ok".to_string())
+    }
+}
+
+/// A parsed [`Expect`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected {
+    Ok,
+    Errno(i32),
+    Value(i64),
+}
+
+impl Expect {
+    pub fn parse(&self) -> Result<Expected, String> {
+        let text = self.0.trim();
+        if text == "ok" {
+            return Ok(Expected::Ok);
+        }
+        if let Ok(v) = text.parse::<i64>() {
+            return if v >= 0 {
+                Ok(Expected::Value(v))
+            } else {
+                Err(format!("`{text}`: a failing call is stated by its errno name, not {v}"))
+            };
+        }
+        errno_number(text).map(Expected::Errno).ok_or_else(|| format!("`{text}` is not `ok`, a number or an errno name"))
+    }
+
+    /// Whether a call's result (`Ok(return value)` or `Err(errno)`) meets the expectation.
+    pub fn met_by(&self, result: Result<i64, i32>) -> bool {
+        match (self.parse(), result) {
+            (Ok(Expected::Ok), Ok(_)) => true,
+            (Ok(Expected::Value(want)), Ok(got)) => want == got,
+            (Ok(Expected::Errno(want)), Err(got)) => want == got,
+            _ => false,
+        }
+    }
+}
+
+/// errno names and numbers; x86_64 and arm64 share the asm-generic numbering for all of them.
+pub const ERRNOS: &[(&str, i32)] = &[
+    ("EPERM", 1),
+    ("ENOENT", 2),
+    ("ESRCH", 3),
+    ("EINTR", 4),
+    ("EIO", 5),
+    ("ENXIO", 6),
+    ("E2BIG", 7),
+    ("ENOEXEC", 8),
+    ("EBADF", 9),
+    ("ECHILD", 10),
+    ("EAGAIN", 11),
+    ("ENOMEM", 12),
+    ("EACCES", 13),
+    ("EFAULT", 14),
+    ("EBUSY", 16),
+    ("EEXIST", 17),
+    ("EXDEV", 18),
+    ("ENODEV", 19),
+    ("ENOTDIR", 20),
+    ("EISDIR", 21),
+    ("EINVAL", 22),
+    ("ENFILE", 23),
+    ("EMFILE", 24),
+    ("ENOTTY", 25),
+    ("EFBIG", 27),
+    ("ENOSPC", 28),
+    ("ESPIPE", 29),
+    ("EROFS", 30),
+    ("EMLINK", 31),
+    ("EPIPE", 32),
+    ("EDOM", 33),
+    ("ERANGE", 34),
+    ("ENAMETOOLONG", 36),
+    ("ENOSYS", 38),
+    ("EOVERFLOW", 75),
+    ("EILSEQ", 84),
+    ("EOPNOTSUPP", 95),
+    ("EADDRINUSE", 98),
+];
+
+pub fn errno_number(name: &str) -> Option<i32> {
+    ERRNOS.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+}
+
+pub fn errno_name(number: i32) -> Option<&'static str> {
+    ERRNOS.iter().find(|(_, v)| *v == number).map(|(n, _)| *n)
 }
 
 /// How a scenario ended, as the agent reports it.
@@ -200,6 +532,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn expectations_parse_and_match() {
+        assert!(Expect::default().met_by(Ok(3)));
+        assert!(!Expect::default().met_by(Err(22)));
+        assert!(Expect("EINVAL".into()).met_by(Err(22)));
+        assert!(!Expect("EINVAL".into()).met_by(Err(7)));
+        assert!(!Expect("EINVAL".into()).met_by(Ok(0)));
+        assert!(Expect("28".into()).met_by(Ok(28)));
+        assert!(!Expect("28".into()).met_by(Ok(27)));
+        assert!(Expect("-1".into()).parse().unwrap_err().contains("errno name"));
+        assert!(Expect("EWHAT".into()).parse().is_err());
+        assert_eq!(errno_name(98), Some("EADDRINUSE"));
+    }
+
+    #[test]
+    fn values_encode_little_endian() {
+        assert_eq!(Value::U32(0x0102_0304).encode().unwrap(), [4, 3, 2, 1]);
+        assert_eq!(Value::S16(-2).encode().unwrap(), [0xfe, 0xff]);
+        assert_eq!(Value::Cstr("ab".into()).encode().unwrap(), [b'a', b'b', 0]);
+        assert_eq!(Value::Loc { offset: 12, size: 3 }.encode().unwrap(), [12, 0, 3, 0]);
+        assert_eq!(Value::Bytes("de ad".into()).encode().unwrap(), [0xde, 0xad]);
+        assert!(Value::Bytes("abc".into()).encode().is_err());
+    }
+
+    #[test]
+    fn register_steps_take_defaults() {
+        let step: Step = serde_json::from_str(r#"{"register":{"format":"ev u32 a","word":"w"}}"#).unwrap();
+        let Step::Register { fd, size, bit, expect, raw, .. } = step else { panic!() };
+        assert_eq!((fd.as_str(), size, bit, expect.0.as_str()), ("data", 4, 0, "ok"));
+        assert_eq!(raw, RawReg::default());
+        let bad = serde_json::from_str::<Step>(r#"{"register":{"format":"x","wrod":"w"}}"#);
+        assert!(bad.unwrap_err().to_string().contains("wrod"));
+    }
+
+    #[test]
     fn every_line_round_trips() {
         let lines = [
             ResultLine::Header,
@@ -278,7 +644,7 @@ mod tests {
             shell: false,
         };
         let json = serde_json::to_string(&plan).unwrap();
-        assert!(json.contains(r#"{"op":"lkdtm","point":"WARNING"}"#), "{json}");
+        assert!(json.contains(r#"{"lkdtm":{"point":"WARNING"}}"#), "{json}");
         assert_eq!(serde_json::from_str::<Plan>(&json).unwrap(), plan);
     }
 }

@@ -290,11 +290,15 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
                 path: "/mnt/host/from-guest.txt".into(),
                 data: "written in the guest\n".into(),
                 create: true,
+                append: false,
+                expect: Default::default(),
             },
             Step::WriteFile {
                 path: format!("{}/raw.dat", protocol::ARTIFACTS_DIR),
                 data: "artifact bytes".into(),
                 create: true,
+                append: false,
+                expect: Default::default(),
             },
         ],
     )];
