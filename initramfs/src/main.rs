@@ -7,6 +7,7 @@ mod shell;
 mod steps;
 mod supervisor;
 mod sys;
+mod uevents;
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};

@@ -1,18 +1,22 @@
 //! Scenario child mode (`ue-agent --scenario INDEX`): runs one scenario's steps in order,
 //! one line per step on stdout, and exits 0 (pass), 1 (a step failed) or EXIT_SKIP.
 
-use std::fs::OpenOptions;
-use std::io::{self, Write};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use protocol::Step;
+use protocol::{Expect, Expected, Step};
 
+use crate::uevents::{self, judge, State};
 use crate::{supervisor, sys};
 
 pub const LKDTM_DIRECT: &str = "/sys/kernel/debug/provoke-crash/DIRECT";
+
+/// How many lines of a file a failed `read_file` shows.
+const SHOWN_LINES: usize = 20;
 
 /// How a step ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +46,11 @@ pub fn child_main(plan: &Path, index: usize) -> i32 {
 
 /// Runs the steps until one does not succeed; the exit status for the scenario.
 pub fn run_steps(steps: &[Step], out: &mut dyn Write) -> i32 {
+    run_steps_in(&mut State::new(), steps, out)
+}
+
+/// [`run_steps`] with the scenario's user_events state given.
+pub fn run_steps_in(state: &mut State, steps: &[Step], out: &mut dyn Write) -> i32 {
     for (i, step) in steps.iter().enumerate() {
         let n = i + 1;
         let mut say = |text: &str| {
@@ -49,7 +58,7 @@ pub fn run_steps(steps: &[Step], out: &mut dyn Write) -> i32 {
             // Before a program or a crash point runs, everything said so far must be out.
             let _ = out.flush();
         };
-        match run_step(step, &mut say) {
+        match run_step(step, state, &mut say) {
             Verdict::Ok => {}
             Verdict::Fail => return 1,
             Verdict::Skip => return protocol::EXIT_SKIP,
@@ -58,18 +67,40 @@ pub fn run_steps(steps: &[Step], out: &mut dyn Write) -> i32 {
     0
 }
 
-fn run_step(step: &Step, say: &mut dyn FnMut(&str)) -> Verdict {
+fn expectation(step: &Step) -> Option<&Expect> {
+    match step {
+        Step::WriteFile { expect, .. }
+        | Step::ReadFile { expect, .. }
+        | Step::Open { expect, .. }
+        | Step::Register { expect, .. }
+        | Step::Unregister { expect, .. }
+        | Step::Delete { expect, .. }
+        | Step::Write { expect, .. } => Some(expect),
+        _ => None,
+    }
+}
+
+fn run_step(step: &Step, state: &mut State, say: &mut dyn FnMut(&str)) -> Verdict {
+    // Checked before the call, which may have side effects.
+    if let Some(Err(e)) = expectation(step).map(Expect::parse) {
+        say(&format!("bad expectation: {e}"));
+        return Verdict::Fail;
+    }
     match step {
         Step::Exec { argv, expect_exit } => exec(argv, *expect_exit, say),
-        Step::WriteFile { path, data, create } => {
-            let (verdict, text) = write_file(Path::new(path), data, *create);
-            say(&text);
-            verdict
+        Step::WriteFile { path, data, create, append, expect } => {
+            write_file(Path::new(path), data, Mode { create: *create, append: *append }, expect, say)
+        }
+        Step::ReadFile { path, equals, contains, lacks, expect } => {
+            read_file(Path::new(path), equals.as_deref(), contains, lacks, expect, say)
         }
         Step::Lkdtm { point } => {
             // Said first: a PANIC or BUG may not let the write return.
             say(&format!("lkdtm {point}: triggering"));
-            let (verdict, text) = write_file(Path::new(LKDTM_DIRECT), point, false);
+            let mut text = String::new();
+            let verdict = write_file(Path::new(LKDTM_DIRECT), point, Mode::default(), &Expect::default(), &mut |t| {
+                text = t.to_string();
+            });
             say(&format!("lkdtm {point}: returned: {text}"));
             verdict
         }
@@ -79,6 +110,15 @@ fn run_step(step: &Step, say: &mut dyn FnMut(&str)) -> Verdict {
             std::thread::sleep(Duration::from_millis(*ms));
             Verdict::Ok
         }
+        Step::Open { .. }
+        | Step::Close { .. }
+        | Step::Register { .. }
+        | Step::Unregister { .. }
+        | Step::Delete { .. }
+        | Step::SetWord { .. }
+        | Step::CheckBit { .. }
+        | Step::CheckWord { .. }
+        | Step::Write { .. } => state.run(step, say),
     }
 }
 
@@ -116,19 +156,114 @@ fn exec(argv: &[String], expect: i32, say: &mut dyn FnMut(&str)) -> Verdict {
     }
 }
 
+/// How `write_file` opens.
+#[derive(Debug, Default, Clone, Copy)]
+struct Mode {
+    create: bool,
+    append: bool,
+}
+
 /// One write(2) of all of `data`, as tracefs control files want: no create, no truncate
-/// (O_TRUNC has side effects there, clearing `trace` or every dynamic event), unless `create`.
-fn write_file(path: &Path, data: &str, create: bool) -> (Verdict, String) {
-    let what = format!("write {data:?} to {}", path.display());
-    let mut file = match OpenOptions::new().write(true).create(create).truncate(create).open(path) {
-        Ok(f) => f,
-        Err(e) => return (Verdict::Fail, format!("{what}: open: {}", sys::error_name(&e))),
-    };
-    match file.write(data.as_bytes()) {
-        Ok(n) if n == data.len() => (Verdict::Ok, format!("{what}: ok")),
-        Ok(n) => (Verdict::Fail, format!("{what}: short write of {n} bytes")),
-        Err(e) => (Verdict::Fail, format!("{what}: {}", sys::error_name(&e))),
+/// (O_TRUNC has side effects there, clearing `trace` or every dynamic event), unless `create`,
+/// which creates or replaces an ordinary file (or, with `append`, creates or appends).
+fn write_file(path: &Path, data: &str, mode: Mode, expect: &Expect, say: &mut dyn FnMut(&str)) -> Verdict {
+    let mut what = format!("write {data:?} to {}", path.display());
+    for (on, word) in [(mode.create, " (create)"), (mode.append, " (append)")] {
+        if on {
+            what.push_str(word);
+        }
     }
+    let opened = OpenOptions::new()
+        .write(true)
+        .append(mode.append)
+        .create(mode.create)
+        .truncate(mode.create && !mode.append)
+        .open(path);
+    let (result, got) = match opened {
+        Err(e) => match e.raw_os_error() {
+            Some(errno) => (Err(errno), format!("open: {}", uevents::errno_text(errno))),
+            None => {
+                say(&format!("{what}: open: {e}"));
+                return Verdict::Fail;
+            }
+        },
+        Ok(mut file) => match file.write(data.as_bytes()) {
+            Ok(n) if n == data.len() => (Ok(n as i64), "ok".to_string()),
+            Ok(n) => (Ok(n as i64), format!("short write of {n} of {} bytes", data.len())),
+            Err(e) => {
+                let errno = e.raw_os_error().unwrap_or(0);
+                (Err(errno), uevents::errno_text(errno))
+            }
+        },
+    };
+    let verdict = judge(&what, &got, result, expect, say);
+    // `ok` means the whole of `data`; a count states a short write explicitly.
+    if expect.parse() == Ok(Expected::Ok) && result != Ok(data.len() as i64) {
+        return Verdict::Fail;
+    }
+    verdict
+}
+
+/// Reads a whole file (tracefs files until read returns 0) and compares it.
+fn read_file(
+    path: &Path,
+    equals: Option<&str>,
+    contains: &[String],
+    lacks: &[String],
+    expect: &Expect,
+    say: &mut dyn FnMut(&str),
+) -> Verdict {
+    let what = format!("read {}", path.display());
+    let mut content = Vec::new();
+    let read = File::open(path).map_err(|e| ("open: ", e)).and_then(|mut f| {
+        // read_to_end loops until read returns 0 and retries EINTR.
+        f.read_to_end(&mut content).map_err(|e| ("", e))
+    });
+    let result = match read {
+        Ok(n) => Ok(n as i64),
+        Err((call, e)) => match e.raw_os_error() {
+            Some(errno) => {
+                return judge(&what, &format!("{call}{}", uevents::errno_text(errno)), Err(errno), expect, say);
+            }
+            None => {
+                say(&format!("{what}: {call}{e}"));
+                return Verdict::Fail;
+            }
+        },
+    };
+    let text = String::from_utf8_lossy(&content);
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    let got = format!("{} bytes, {} lines", content.len(), lines.len());
+    if judge(&what, &got, result, expect, say) == Verdict::Fail {
+        return Verdict::Fail;
+    }
+    let mut failed = false;
+    if let Some(want) = equals {
+        if content != want.as_bytes() {
+            say(&format!("{what}: content is not the expected {want:?}"));
+            failed = true;
+        }
+    }
+    for want in contains {
+        if !lines.contains(&want.trim_end()) {
+            say(&format!("{what}: no line {want:?}"));
+            failed = true;
+        }
+    }
+    for unwanted in lacks {
+        if lines.contains(&unwanted.trim_end()) {
+            say(&format!("{what}: has line {unwanted:?}"));
+            failed = true;
+        }
+    }
+    if !failed {
+        return Verdict::Ok;
+    }
+    say(&format!("{what}: first {} of {} lines:", lines.len().min(SHOWN_LINES), lines.len()));
+    for line in text.lines().take(SHOWN_LINES) {
+        say(&format!("| {line}"));
+    }
+    Verdict::Fail
 }
 
 #[cfg(test)]
@@ -172,23 +307,46 @@ mod tests {
         assert_eq!(run(&[Step::Exec { argv: vec![], expect_exit: 0 }]).0, 1);
     }
 
+    fn write_file(path: &Path, data: &str, create: bool, append: bool, expect: &str) -> Step {
+        let path = path.display().to_string();
+        Step::WriteFile { path, data: data.into(), create, append, expect: Expect(expect.into()) }
+    }
+
+    fn read_file(path: &Path, equals: Option<&str>, contains: &[&str], lacks: &[&str], expect: &str) -> Step {
+        let strings = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
+        Step::ReadFile {
+            path: path.display().to_string(),
+            equals: equals.map(String::from),
+            contains: strings(contains),
+            lacks: strings(lacks),
+            expect: Expect(expect.into()),
+        }
+    }
+
+    fn temp_path(name: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("ue-agent-step-{}-{name}", std::process::id()))
+    }
+
     #[test]
     fn write_file_writes_without_truncating() {
-        let path = std::env::temp_dir().join(format!("ue-agent-step-{}", std::process::id()));
+        let path = temp_path("write");
         fs::write(&path, "0123456789").unwrap();
-        let step = Step::WriteFile { path: path.display().to_string(), data: "ab\n".into(), create: false };
-        let (status, lines) = run(&[step, Step::Sleep { ms: 1 }]);
+        let (status, lines) = run(&[write_file(&path, "ab\n", false, false, "ok"), Step::Sleep { ms: 1 }]);
         assert_eq!(status, 0);
-        assert_eq!(lines, [format!("step 1: write \"ab\\n\" to {}: ok", path.display()), "step 2: sleep 1 ms".into()]);
+        assert_eq!(
+            lines,
+            [format!("step 1: write \"ab\\n\" to {}: ok (expected ok)", path.display()), "step 2: sleep 1 ms".into()]
+        );
         assert_eq!(fs::read_to_string(&path).unwrap(), "ab\n3456789");
         fs::remove_file(&path).unwrap();
 
-        let (status, lines) =
-            run(&[Step::WriteFile { path: path.display().to_string(), data: "x".into(), create: false }]);
+        let (status, lines) = run(&[write_file(&path, "x", false, false, "ok")]);
         assert_eq!(status, 1);
-        assert!(lines[0].ends_with(": open: ENOENT"), "{lines:?}");
+        assert!(lines[0].ends_with(": open: ENOENT (expected ok)"), "{lines:?}");
+        let (status, lines) = run(&[write_file(&path, "x", false, false, "ENOENT")]);
+        assert_eq!(status, 0, "{lines:?}");
 
-        let created = Step::WriteFile { path: path.display().to_string(), data: "new".into(), create: true };
+        let created = write_file(&path, "new", true, false, "ok");
         assert_eq!(run(std::slice::from_ref(&created)).0, 0);
         fs::write(&path, "longer old content").unwrap();
         assert_eq!(run(&[created]).0, 0);
@@ -197,11 +355,101 @@ mod tests {
     }
 
     #[test]
+    fn write_file_appends_and_counts() {
+        let path = temp_path("append");
+        fs::write(&path, "one\n").unwrap();
+        let (status, lines) = run(&[write_file(&path, "two\n", false, true, "4")]);
+        assert_eq!(status, 0, "{lines:?}");
+        assert_eq!(lines, [format!("step 1: write \"two\\n\" to {} (append): ok (expected 4)", path.display())]);
+        assert_eq!(run(&[write_file(&path, "3\n", true, true, "ok")]).0, 0, "create with append keeps the content");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "one\ntwo\n3\n");
+        assert_eq!(run(&[write_file(&path, "x", false, true, "2")]).0, 1, "a count is exact");
+        assert_eq!(run(&[write_file(&path, "x", false, true, "EINVAL")]).0, 1, "success is not an errno");
+        fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
     fn write_errors_name_the_errno() {
         // A directory opens for writing with EISDIR.
-        let step = Step::WriteFile { path: "/".into(), data: "x".into(), create: false };
-        let (status, lines) = run(&[step]);
+        let (status, lines) = run(&[write_file(Path::new("/"), "x", false, false, "ok")]);
         assert_eq!(status, 1);
-        assert_eq!(lines, ["step 1: write \"x\" to /: open: EISDIR"]);
+        assert_eq!(lines, ["step 1: write \"x\" to /: open: EISDIR (expected ok)"]);
+        let (status, lines) = run(&[write_file(Path::new("/"), "x", false, false, "EWHAT")]);
+        assert_eq!(status, 1);
+        assert_eq!(lines, ["step 1: bad expectation: `EWHAT` is not `ok`, a number or an errno name"]);
+    }
+
+    #[test]
+    fn read_file_compares_whole_content_and_lines() {
+        let path = temp_path("read");
+        fs::write(&path, "name: ev\nfield:u32 a;  \n\tprint fmt\n").unwrap();
+        let whole = "name: ev\nfield:u32 a;  \n\tprint fmt\n";
+        let (status, lines) = run(&[read_file(&path, Some(whole), &["field:u32 a;", "name: ev  "], &["u32 a"], "ok")]);
+        assert_eq!(status, 0, "{lines:?}");
+        assert_eq!(lines, [format!("step 1: read {}: 35 bytes, 3 lines (expected ok)", path.display())]);
+        assert_eq!(run(&[read_file(&path, None, &["\tprint fmt"], &[], "35")]).0, 0);
+
+        let (status, lines) = run(&[read_file(&path, Some("name: ev\n"), &["name"], &["name: ev"], "ok")]);
+        assert_eq!(status, 1);
+        let p = path.display();
+        assert_eq!(
+            lines,
+            [
+                format!("step 1: read {p}: 35 bytes, 3 lines (expected ok)"),
+                format!("step 1: read {p}: content is not the expected \"name: ev\\n\""),
+                format!("step 1: read {p}: no line \"name\""),
+                format!("step 1: read {p}: has line \"name: ev\""),
+                format!("step 1: read {p}: first 3 of 3 lines:"),
+                "step 1: | name: ev".into(),
+                "step 1: | field:u32 a;  ".into(),
+                "step 1: | \tprint fmt".into(),
+            ]
+        );
+        fs::remove_file(&path).unwrap();
+
+        let (status, lines) = run(&[read_file(&path, None, &[], &[], "ENOENT")]);
+        assert_eq!((status, lines), (0, vec![format!("step 1: read {p}: open: ENOENT (expected ENOENT)")]));
+        assert_eq!(run(&[read_file(&path, None, &[], &[], "ok")]).0, 1);
+        let (status, lines) = run(&[read_file(Path::new("/"), None, &[], &[], "EISDIR")]);
+        assert_eq!((status, lines), (0, vec!["step 1: read /: EISDIR (expected EISDIR)".into()]));
+    }
+
+    #[test]
+    fn a_long_mismatch_shows_the_first_lines() {
+        let path = temp_path("long");
+        let content: String = (0..50).map(|i| format!("line {i}\n")).collect();
+        fs::write(&path, &content).unwrap();
+        let (status, lines) = run(&[read_file(&path, None, &["line 50"], &[], "ok")]);
+        assert_eq!(status, 1);
+        assert_eq!(lines.len(), 3 + SHOWN_LINES, "{lines:?}");
+        assert!(lines[2].ends_with("first 20 of 50 lines:"), "{lines:?}");
+        assert_eq!(lines.last().unwrap(), "step 1: | line 19");
+        fs::remove_file(&path).unwrap();
+    }
+
+    /// The user_events steps keep their state across steps of one scenario.
+    #[test]
+    fn user_events_steps_share_the_scenario_state() {
+        let path = temp_path("state");
+        fs::write(&path, "").unwrap();
+        let mut state = State::with_data_path(path.clone());
+        let steps = [
+            Step::SetWord { word: "w".into(), value: 6 },
+            Step::CheckBit { word: "w".into(), bit: 2, set: true, within_ms: 0 },
+            Step::Write {
+                fd: protocol::DATA_FD.into(),
+                index: None,
+                index_value: Some(1),
+                fields: vec![protocol::Value::Text("x".into())],
+                vectored: true,
+                expect: Expect::default(),
+            },
+            Step::Close { fd: protocol::DATA_FD.into() },
+            read_file(&path, Some("\u{1}\0\0\0x"), &[], &[], "5"),
+        ];
+        let mut out = Vec::new();
+        let status = run_steps_in(&mut state, &steps, &mut out);
+        assert_eq!(status, 0, "{}", String::from_utf8_lossy(&out));
+        fs::remove_file(&path).unwrap();
     }
 }

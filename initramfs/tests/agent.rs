@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use protocol::{Outcome, Plan, ResultLine, Scenario, Step};
+use protocol::{Expect, Outcome, Plan, ResultLine, Scenario, Step, Value};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ue-agent-e2e-{}-{name}", std::process::id()));
@@ -45,7 +45,13 @@ fn runs_a_plan_end_to_end() {
                 vec![
                     exec(&["/bin/true"], 0),
                     exec(&["/bin/false"], 1),
-                    Step::WriteFile { path: target.display().to_string(), data: "written".into(), create: false },
+                    Step::WriteFile {
+                        path: target.display().to_string(),
+                        data: "written".into(),
+                        create: false,
+                        append: false,
+                        expect: Expect::default(),
+                    },
                 ],
             ),
             scenario("e2e/fail", 5000, vec![exec(&["/bin/false"], 0)]),
@@ -90,6 +96,76 @@ fn runs_a_plan_end_to_end() {
     assert!(diags.contains(&"step 1: sleep 30000 ms"), "{diags:#?}");
     assert!(diags.contains(&"no feature"), "{diags:#?}");
     assert_eq!(lines.last(), Some(&ResultLine::Sentinel { total: 4, passed: 1, failed: 1, skipped: 1, timeout: 1 }));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The user_events steps in the real child, against an ordinary file (the host has no
+/// user_events): state carries across steps, and an ioctl's errno meets the expectation.
+#[test]
+fn user_events_steps_run_in_the_child() {
+    let dir = temp_dir("uevents");
+    let file = dir.join("file");
+    fs::write(&file, "").unwrap();
+    let path = file.display().to_string();
+    let open = Step::Open { fd: "f".into(), path: path.clone(), read_only: false, expect: Expect::default() };
+    let register = |expect: &str| Step::Register {
+        fd: "f".into(),
+        format: "ev u32 a".into(),
+        word: Some("w".into()),
+        bit: 0,
+        size: 4,
+        flags: 0,
+        index_as: None,
+        raw: Default::default(),
+        expect: Expect(expect.into()),
+    };
+    let steps = vec![
+        open.clone(),
+        register("ENOTTY"),
+        Step::SetWord { word: "w".into(), value: 1 },
+        Step::CheckBit { word: "w".into(), bit: 0, set: true, within_ms: 10 },
+        Step::Write {
+            fd: "f".into(),
+            index: None,
+            index_value: Some(0x6968_6968),
+            fields: vec![Value::Text("\nline".into())],
+            vectored: false,
+            expect: Expect("9".into()),
+        },
+        Step::ReadFile {
+            path: path.clone(),
+            equals: None,
+            contains: vec!["hihi".into(), "line".into()],
+            lacks: vec![],
+            expect: Expect::default(),
+        },
+    ];
+    let scenario = |name: &str, steps| Scenario { name: name.into(), deadline_ms: 5000, steps };
+    let plan = Plan {
+        version: protocol::PROTOCOL_VERSION,
+        label: "host".into(),
+        scenarios: vec![scenario("ue/pass", steps), scenario("ue/fail", vec![open, register("ok")])],
+        share: None,
+        artifacts_virtiofs: false,
+        shell: false,
+    };
+    fs::write(dir.join("plan.json"), serde_json::to_string(&plan).unwrap()).unwrap();
+    let (code, lines) = agent(&dir.join("plan.json"));
+    assert_eq!(code, 1, "{lines:#?}");
+    assert_eq!(lines.last(), Some(&ResultLine::Sentinel { total: 2, passed: 1, failed: 1, skipped: 0, timeout: 0 }));
+    let diags: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| match l {
+            ResultLine::Diag(d) => Some(d.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        diags.contains(&"step 2: register \"ev u32 a\" word w bit 0 size 4 on fd f: ENOTTY (expected ok)"),
+        "{diags:#?}"
+    );
+    let check = diags.iter().find(|d| d.starts_with("step 4: check word w bit 0: set after ")).expect("step 4");
+    assert!(check.ends_with(" ms, word 0x1 (expected set within 10 ms)"), "{check}");
     fs::remove_dir_all(&dir).unwrap();
 }
 

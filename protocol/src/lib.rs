@@ -233,7 +233,8 @@ pub struct RawUnreg {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Addr {
-    Null,
+    /// Address 0 (`null_pointer` in YAML, where a bare `null` means "not given").
+    NullPointer,
     /// An address in the kernel half (fails `access_ok`).
     Kernel,
     /// A page that was mapped and unmapped again.
