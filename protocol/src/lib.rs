@@ -18,6 +18,7 @@ pub const ARTIFACTS_DIR: &str = "/artifacts";
 pub const EXIT_SKIP: i32 = 4;
 
 /// What the agent runs, compiled by the host (the guest never parses YAML).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
@@ -37,6 +38,7 @@ pub struct Plan {
 }
 
 /// One scenario: run in its own process group, killed at its deadline.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
@@ -49,11 +51,15 @@ pub struct Scenario {
 /// A step of a scenario. Each step that fails ends the scenario as failed. Externally tagged,
 /// so a step reads in YAML as `- register: { format: "ev u32 a", word: w, expect: ok }`.
 /// Names (`fd`, `word`, `index_as`) refer to objects earlier steps of the scenario made.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Step {
     /// Runs a program (a path in the guest) and expects its exit status.
-    Exec { argv: Vec<String>, expect_exit: i32 },
+    Exec {
+        argv: Vec<String>,
+        expect_exit: i32,
+    },
     /// Writes bytes to a file in one write(2). Without `create` the file must exist and is
     /// neither created nor truncated (tracefs control files, sysctls: O_TRUNC clears `trace`
     /// or every dynamic event); with it, an ordinary file is created or replaced. `append`
@@ -83,9 +89,13 @@ pub enum Step {
     },
     /// Triggers an LKDTM crash point (`PANIC`, `WARNING`, `BUG`, ...) through
     /// `/sys/kernel/debug/provoke-crash/DIRECT`.
-    Lkdtm { point: String },
+    Lkdtm {
+        point: String,
+    },
     /// Sleeps; a scenario that sleeps past its deadline is how the deadline is tested.
-    Sleep { ms: u64 },
+    Sleep {
+        ms: u64,
+    },
     /// Opens a file and keeps the descriptor under a name. The name `data` is opened on
     /// `/sys/kernel/tracing/user_events_data` (read-write) by the first step that uses it.
     Open {
@@ -96,7 +106,9 @@ pub enum Step {
         #[serde(default)]
         expect: Expect,
     },
-    Close { fd: String },
+    Close {
+        fd: String,
+    },
     /// `ioctl(fd, DIAG_IOCSREG, &struct user_reg)`. `word` names an enable word in the
     /// scenario's memory (made on first use, zeroed, 8-byte aligned); `raw` overrides any
     /// field of the struct as sent, for malformed input. On success the returned
@@ -142,7 +154,10 @@ pub enum Step {
         expect: Expect,
     },
     /// Stores a value into an enable word (to pre-set bits the kernel must clear or keep).
-    SetWord { word: String, value: u64 },
+    SetWord {
+        word: String,
+        value: u64,
+    },
     /// Checks one bit of an enable word, at once (`within_ms: 0`) or polling until the deadline.
     CheckBit {
         word: String,
@@ -152,7 +167,10 @@ pub enum Step {
         within_ms: u64,
     },
     /// Checks a whole enable word (8 bytes, little-endian in memory as the CPU stores it).
-    CheckWord { word: String, value: u64 },
+    CheckWord {
+        word: String,
+        value: u64,
+    },
     /// `write()` (or `writev()` with one iovec per field when `vectored`) of the write index
     /// (`index`: a name from `index_as`, or `index_value`) followed by the fields.
     Write {
@@ -185,6 +203,7 @@ pub const USER_EVENTS_DATA: &str = "/sys/kernel/tracing/user_events_data";
 
 /// Overrides of `struct user_reg` fields as sent to the kernel (unset fields keep the
 /// values the step's other fields give).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawReg {
@@ -214,6 +233,7 @@ pub struct RawReg {
 }
 
 /// Overrides of `struct user_unreg` fields.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawUnreg {
@@ -230,6 +250,7 @@ pub struct RawUnreg {
 }
 
 /// A user address for malformed input.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Addr {
@@ -252,6 +273,7 @@ pub enum Addr {
 /// One field of a written payload. Integers are stored little-endian in the guest's byte
 /// order; `text` is the raw bytes, `cstr` adds a NUL, `bytes` is hex, `loc` is a
 /// `__data_loc`/`__rel_loc` word (`size << 16 | offset`).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Value {
@@ -292,7 +314,7 @@ impl Value {
 /// Decodes hex digits, ignoring spaces (`"de ad be ef"`).
 pub fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
     let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!("`{text}`: an odd number of hex digits"));
     }
     digits
@@ -309,6 +331,26 @@ pub fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Expect(pub String);
+
+/// Editors offer `ok` and the errno names, and accept a number (YAML reads `0` as one).
+#[cfg(feature = "schemars")]
+impl schemars::JsonSchema for Expect {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Expect".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = std::iter::once("ok").chain(ERRNOS.iter().map(|(n, _)| *n)).collect();
+        schemars::json_schema!({
+            "description": "`ok` (the default), an errno name, or an exact non-negative return value",
+            "anyOf": [
+                { "enum": names },
+                { "type": "integer", "minimum": 0 },
+                { "type": "string", "pattern": "^[0-9]+$" }
+            ]
+        })
+    }
+}
 
 impl Default for Expect {
     fn default() -> Self {
@@ -337,7 +379,9 @@ impl Expect {
                 Err(format!("`{text}`: a failing call is stated by its errno name, not {v}"))
             };
         }
-        errno_number(text).map(Expected::Errno).ok_or_else(|| format!("`{text}` is not `ok`, a number or an errno name"))
+        errno_number(text)
+            .map(Expected::Errno)
+            .ok_or_else(|| format!("`{text}` is not `ok`, a number or an errno name"))
     }
 
     /// Whether a call's result (`Ok(return value)` or `Err(errno)`) meets the expectation.

@@ -1,6 +1,7 @@
 //! The boot phase: the agent and a plan become an initramfs, each arch boots in its own VM
 //! (in parallel), and the console and result channel become one verdict per boot.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -290,14 +291,39 @@ pub fn run_plan_on(
     vm: &crate::flags::VmArgs,
     cache_dir: Option<&Path>,
 ) -> Result<Vec<Judged>> {
+    let plans = built.iter().map(|b| PlanFor { built: b, plan: plan.clone(), xfail: BTreeMap::new() }).collect();
+    run_plans(plans, extra, vm, cache_dir)
+}
+
+/// A kernel and the plan compiled for it (suites compile per kernel: `requires` differ).
+pub struct PlanFor<'a> {
+    pub built: &'a Built,
+    pub plan: protocol::Plan,
+    /// Planned scenarios expected to fail: `suite/scenario` -> reason.
+    pub xfail: BTreeMap<String, String>,
+}
+
+/// Boots each kernel with its own plan, the arches in parallel, and judges each boot.
+pub fn run_plans(
+    plans: Vec<PlanFor>,
+    extra: &[(String, Vec<u8>)],
+    vm: &crate::flags::VmArgs,
+    cache_dir: Option<&Path>,
+) -> Result<Vec<Judged>> {
     let opts = options(vm, cache_dir)?;
     let run_dir = new_run_dir(&results_root(vm))?;
-    let jobs = built
+    let jobs = plans
         .iter()
-        .map(|b| Job { built: b, plan: plan.clone(), extra: extra.to_vec(), out_dir: run_dir.join(b.arch.name) })
+        .map(|p| Job {
+            built: p.built,
+            plan: p.plan.clone(),
+            extra: extra.to_vec(),
+            out_dir: run_dir.join(p.built.arch.name),
+        })
         .collect();
     let outcomes = run_all(jobs, &opts)?;
-    let judged: Vec<Judged> = outcomes.into_iter().map(|o| judge(o, plan)).collect::<Result<_>>()?;
+    let judged: Vec<Judged> =
+        outcomes.into_iter().zip(plans).map(|(o, p)| judge(o, &p.plan, p.xfail)).collect::<Result<_>>()?;
     for j in &judged {
         print_boot(j);
     }
@@ -392,10 +418,14 @@ pub fn shell(built: &Built, vm: &crate::flags::VmArgs, cache_dir: Option<&Path>)
 pub struct Judged {
     pub outcome: Outcome,
     pub result: crate::verdict::BootResult,
+    /// The result with the plan's expected failures counted (the verdict that sets the exit code).
+    pub counted: crate::verdict::WithXfail,
+    /// The plan's expected failures: `suite/scenario` -> reason.
+    pub xfail: BTreeMap<String, String>,
 }
 
 /// Reads a boot's logs back and decides its verdict; writes `verdict.json` beside them.
-pub fn judge(outcome: Outcome, plan: &protocol::Plan) -> Result<Judged> {
+pub fn judge(outcome: Outcome, plan: &protocol::Plan, xfail: BTreeMap<String, String>) -> Result<Judged> {
     use crate::verdict::HostEnd;
     let console = String::from_utf8_lossy(&std::fs::read(&outcome.vm.console_log)?).into_owned();
     let results = String::from_utf8_lossy(&std::fs::read(&outcome.vm.results_log)?).into_owned();
@@ -406,6 +436,9 @@ pub fn judge(outcome: Outcome, plan: &protocol::Plan) -> Result<Judged> {
     };
     let result =
         crate::verdict::decide(&planned, &crate::ktap::read(&results), &crate::console::scan(&console), &console, &end);
+    let counted = crate::verdict::with_xfail(&result, &xfail);
+    let marks: BTreeMap<&str, _> =
+        result.scenarios.iter().zip(&counted.marks).filter_map(|(s, m)| m.map(|m| (s.name.as_str(), m))).collect();
     let record = serde_json::json!({
         "arch": outcome.arch.name,
         "accel": outcome.accel.name(),
@@ -415,25 +448,35 @@ pub fn judge(outcome: Outcome, plan: &protocol::Plan) -> Result<Judged> {
         "boot_ms": outcome.vm.boot.map(|b| b.as_millis() as u64),
         "artifacts_shared": outcome.artifacts_shared,
         "result": result,
+        "xfail": xfail,
+        "xfail_marks": marks,
+        "verdict_with_xfail": counted.verdict,
     });
     std::fs::write(outcome.out_dir.join("verdict.json"), serde_json::to_vec_pretty(&record)?)?;
-    Ok(Judged { outcome, result })
+    Ok(Judged { outcome, result, counted, xfail })
 }
 
 fn print_boot(j: &Judged) {
-    use crate::verdict::Status;
+    use crate::verdict::{Expected, Status};
     let arch = j.outcome.arch.name;
-    for s in &j.result.scenarios {
-        let tag = match s.status {
-            Status::Pass => "PASSED",
-            Status::Fail => "FAILED",
-            Status::Skip => "SKIPPED",
-            Status::Timeout => "TIMEOUT",
-            Status::NotRun => "NOT RUN",
-            Status::Crashed => "CRASHED",
+    for (s, mark) in j.result.scenarios.iter().zip(&j.counted.marks) {
+        let tag = match (mark, s.status) {
+            (Some(Expected::Xfail), _) => "XFAIL",
+            (Some(Expected::Xpass), _) => "XPASS",
+            (None, Status::Pass) => "PASSED",
+            (None, Status::Fail) => "FAILED",
+            (None, Status::Skip) => "SKIPPED",
+            (None, Status::Timeout) => "TIMEOUT",
+            (None, Status::NotRun) => "NOT RUN",
+            (None, Status::Crashed) => "CRASHED",
         };
         let ms = s.time_ms.map_or(String::new(), |t| format!(" ({t} ms)"));
-        line(format!("[{tag}] {arch}/{}{ms}", s.name));
+        let why = match (mark, j.xfail.get(&s.name)) {
+            (Some(Expected::Xfail), Some(r)) => format!(": {r}"),
+            (Some(Expected::Xpass), Some(r)) => format!(": marked xfail ({r}) but passed; remove the mark"),
+            _ => String::new(),
+        };
+        line(format!("[{tag}] {arch}/{}{ms}{why}", s.name));
         if s.status != Status::Pass && s.status != Status::Skip {
             for d in s.diagnostics.iter().rev().take(8).collect::<Vec<_>>().into_iter().rev() {
                 eprintln!("           | {d}");
@@ -450,9 +493,14 @@ fn print_boot(j: &Judged) {
         line(format!("{arch}: problem: {p}"));
     }
     let boot = j.outcome.vm.boot.map_or("never".to_string(), |b| format!("{:.2} s", b.as_secs_f64()));
+    let count = |e: Expected| j.counted.marks.iter().filter(|m| **m == Some(e)).count();
+    let expected = match (count(Expected::Xfail), count(Expected::Xpass)) {
+        (0, 0) => String::new(),
+        (f, p) => format!(", {f} xfail, {p} xpass"),
+    };
     line(format!(
-        "{arch}: verdict {} ({} scenario(s), /init reached at {boot}, VM {:.2} s, {})",
-        j.result.verdict.as_str(),
+        "{arch}: verdict {} ({} scenario(s){expected}, /init reached at {boot}, VM {:.2} s, {})",
+        j.counted.verdict.as_str(),
         j.result.scenarios.len(),
         j.outcome.vm.wall.as_secs_f64(),
         j.outcome.accel.name()
@@ -462,7 +510,7 @@ fn print_boot(j: &Judged) {
 /// The process exit code for a set of boots (see `exit.rs`).
 pub fn exit_code(judged: &[Judged]) -> u8 {
     use crate::verdict::Verdict;
-    let worst = judged.iter().map(|j| match j.result.verdict {
+    let worst = judged.iter().map(|j| match j.counted.verdict {
         Verdict::Pass => 0,
         Verdict::Fail | Verdict::KernelPanic { .. } | Verdict::Timeout => Kind::TestFailed.code(),
         Verdict::InfraError(_) => Kind::Infra.code(),

@@ -28,8 +28,10 @@ pub enum Cmd {
     Kernel(KernelArgs),
     /// The main job: build the kernels, boot them and run the suites.
     Run(RunArgs),
-    /// Boot each kernel once with the guest agent and run a compiled plan (default: empty).
+    /// Boot each kernel once with the guest agent and run suites or a compiled plan (default: empty).
     Boot(BootArgs),
+    /// Validate suite files without booting (default: every suites/*.yaml).
+    CheckSuites(CheckSuitesArgs),
     /// Run a static binary in the guest and return its exit code.
     Exec(ExecArgs),
     /// An interactive console in the guest (tracefs is mounted); Ctrl-A x quits.
@@ -100,6 +102,16 @@ pub struct BootArgs {
     /// A compiled plan (JSON, the guest agent's input) instead of the empty plan.
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
+    /// Suite files (YAML) to validate, compile against each kernel and run.
+    #[arg(long = "suite", value_name = "FILE", num_args = 1.., conflicts_with = "plan")]
+    pub suites: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckSuitesArgs {
+    /// Suite files (default: every suites/*.yaml in the checkout).
+    #[arg(value_name = "FILES")]
+    pub files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -202,5 +214,16 @@ mod tests {
         let r = Xtask::try_parse_from(["x", "exec", "--arch", "arm64", "--", "./t", "-v", "--x"]).unwrap();
         let Cmd::Exec(e) = r.command else { panic!() };
         assert_eq!(e.command, ["./t", "-v", "--x"]);
+    }
+
+    #[test]
+    fn suites_are_files_and_exclude_a_plan() {
+        let r = Xtask::try_parse_from(["x", "boot", "--suite", "a.yaml", "b.yaml", "--suite", "c.yaml"]).unwrap();
+        let Cmd::Boot(b) = r.command else { panic!() };
+        assert_eq!(b.suites, [PathBuf::from("a.yaml"), "b.yaml".into(), "c.yaml".into()]);
+        assert!(Xtask::try_parse_from(["x", "boot", "--suite", "a.yaml", "--plan", "p.json"]).is_err());
+        let r = Xtask::try_parse_from(["x", "check-suites"]).unwrap();
+        let Cmd::CheckSuites(c) = r.command else { panic!() };
+        assert!(c.files.is_empty());
     }
 }

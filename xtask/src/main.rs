@@ -16,6 +16,7 @@ mod progress;
 mod qemu;
 mod setup;
 mod source;
+mod suites;
 mod test;
 mod verdict;
 
@@ -71,17 +72,32 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
         }
         Cmd::Run(args) => {
             setup::run(false)?;
+            let files = suite_files()?;
+            let suites = load_suites(&files)?;
             let built = kernels(&args.kernel)?;
-            // Until the suites exist, a run is a health boot of every kernel with the agent.
-            let judged =
-                boot::run_plan_on(&built, &empty_plan("run"), &[], &args.vm, args.kernel.cache_dir.as_deref())?;
-            progress::line(
-                "no conformance suite was run: the scenario language and the suites are not implemented yet \
-                 (each kernel was only booted with the agent and checked for kernel health)",
-            );
-            Ok(boot::exit_code(&judged))
+            if files.is_empty() {
+                // No suites yet: a run is a health boot of every kernel with the agent.
+                let judged =
+                    boot::run_plan_on(&built, &empty_plan("run"), &[], &args.vm, args.kernel.cache_dir.as_deref())?;
+                progress::line(
+                    "no conformance suite was run: suites/ has no *.yaml \
+                     (each kernel was only booted with the agent and checked for kernel health)",
+                );
+                return Ok(boot::exit_code(&judged));
+            }
+            run_suites(&suites, &built, &args.vm, args.kernel.cache_dir.as_deref())
+        }
+        Cmd::CheckSuites(args) => {
+            let files = if args.files.is_empty() { suite_files()? } else { args.files };
+            Ok(check_suites(&files))
         }
         Cmd::Test(args) => test::run(&args),
+        Cmd::Boot(args) if !args.suites.is_empty() => {
+            let suites = load_suites(&args.suites)?;
+            setup::run(false)?;
+            let built = kernels(&args.kernel)?;
+            run_suites(&suites, &built, &args.vm, args.kernel.cache_dir.as_deref())
+        }
         Cmd::Boot(args) => {
             setup::run(false)?;
             let plan = match &args.plan {
@@ -111,6 +127,72 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             boot::shell(&built[0], &args.vm, args.kernel.cache_dir.as_deref())
         }
     }
+}
+
+/// Every `suites/*.yaml` of the checkout.
+fn suite_files() -> Result<Vec<PathBuf>> {
+    let dir = project_root().join("suites");
+    suites::files_in(&dir).map_err(|e| error(Kind::BadInput, format!("{}: {e}", dir.display())))
+}
+
+/// Loads and validates suites; every error of every file ends the command with exit code 2.
+fn load_suites(files: &[PathBuf]) -> Result<Vec<suites::Suite>> {
+    suites::load_all(files).map_err(|e| error(Kind::BadInput, format!("invalid suite files:\n{e}")))
+}
+
+/// `cargo xtask check-suites`: one line per good file, every error of the bad ones.
+fn check_suites(files: &[PathBuf]) -> u8 {
+    if files.is_empty() {
+        println!("no suite files (suites/*.yaml) to check");
+        return 0;
+    }
+    let mut bad = 0;
+    for file in files {
+        match suites::load_all(std::slice::from_ref(file)) {
+            Ok(s) => println!("ok {}: {} scenarios", suites::shown(file), s[0].scenarios.len()),
+            Err(e) => {
+                bad += 1;
+                eprintln!("{e}\n");
+            }
+        }
+    }
+    // Two good files may still clash on their suite name.
+    if bad == 0 {
+        if let Err(e) = suites::load_all(files) {
+            eprintln!("{e}");
+            bad += 1;
+        }
+    }
+    if bad == 0 {
+        0
+    } else {
+        eprintln!("{bad} of {} suite file(s) have errors", files.len());
+        Kind::BadInput.code()
+    }
+}
+
+/// Compiles the suites against each kernel (its release and `.config`), prints what is
+/// skipped and why, boots every kernel with its plan and returns the exit code.
+fn run_suites(
+    suites: &[suites::Suite],
+    built: &[kernel::Built],
+    vm: &flags::VmArgs,
+    cache_dir: Option<&Path>,
+) -> Result<u8> {
+    let mut plans = Vec::new();
+    for b in built {
+        let text = std::fs::read_to_string(&b.config)
+            .map_err(|e| error(Kind::Infra, format!("{}: reading the kernel's .config: {e}", b.config.display())))?;
+        let config = kconfig::parse_config(&text);
+        let facts = suites::KernelFacts { release: &b.metadata.kernelrelease, config: &config };
+        let compiled = suites::compile(suites, &facts, b.arch.name);
+        for s in &compiled.skipped {
+            progress::line(format!("[SKIPPED] {}/{}: {}", b.arch.name, s.name, s.reason));
+        }
+        plans.push(boot::PlanFor { built: b, plan: compiled.plan, xfail: compiled.xfail });
+    }
+    let judged = boot::run_plans(plans, &[], vm, cache_dir)?;
+    Ok(boot::exit_code(&judged))
 }
 
 fn single_arch(arch: &str, verb: &str) -> Result<()> {
@@ -205,4 +287,19 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
         out.push(kernel::build(&req)?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_suites_exits_2_on_any_bad_file() {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/suites");
+        let good = data.join("good/registration.yaml");
+        assert_eq!(check_suites(std::slice::from_ref(&good)), 0);
+        assert_eq!(check_suites(&[good.clone(), data.join("bad/bad-hex.yaml")]), 2);
+        assert_eq!(check_suites(&[good.clone(), good]), 2, "one suite name in two files");
+        assert_eq!(check_suites(&[]), 0);
+    }
 }

@@ -2,6 +2,8 @@
 //! ended; every planned scenario is accounted for, with a reason when it has no result.
 //! Sans-IO: the caller reads the logs and watches QEMU.
 
+use std::collections::BTreeMap;
+
 use protocol::Outcome;
 use serde::Serialize;
 
@@ -278,6 +280,59 @@ pub fn decide(planned: &[String], stream: &Stream, scan: &Scan, console: &str, e
     }
 
     BootResult { verdict, scenarios, findings, problems }
+}
+
+/// A scenario the suite expects to fail, as it turned out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Expected {
+    /// It failed as expected: not a failure of the run.
+    Xfail,
+    /// It passed: the reason it was marked is gone, which is a failure until the mark goes.
+    Xpass,
+}
+
+/// A boot's verdict once expected failures are counted, and each scenario's mark (parallel to
+/// `result.scenarios`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WithXfail {
+    pub verdict: Verdict,
+    pub marks: Vec<Option<Expected>>,
+}
+
+/// Applies the suites' `xfail` marks (`suite/scenario` -> reason). Only an ordinary failure
+/// is forgiven: a timeout, a crash, a kernel finding or a taint change in an xfail scenario is
+/// still a failure, since the mark is about the ABI's answers, not about the kernel's health.
+pub fn with_xfail(result: &BootResult, xfail: &BTreeMap<String, String>) -> WithXfail {
+    let marks: Vec<Option<Expected>> = result
+        .scenarios
+        .iter()
+        .map(|s| {
+            if !xfail.contains_key(&s.name) {
+                return None;
+            }
+            match s.status {
+                Status::Pass => Some(Expected::Xpass),
+                Status::Fail if s.findings.is_empty() && s.taint_before == s.taint_after => Some(Expected::Xfail),
+                _ => None,
+            }
+        })
+        .collect();
+    let mut verdict = result.verdict.clone();
+    let only_xfails_failed = result.problems.is_empty()
+        && result.findings.is_empty()
+        && result
+            .scenarios
+            .iter()
+            .zip(&marks)
+            .all(|(s, m)| matches!(s.status, Status::Pass | Status::Skip) || *m == Some(Expected::Xfail));
+    if verdict == Verdict::Fail && only_xfails_failed {
+        verdict = Verdict::Pass;
+    }
+    if verdict == Verdict::Pass && marks.contains(&Some(Expected::Xpass)) {
+        verdict = Verdict::Fail;
+    }
+    WithXfail { verdict, marks }
 }
 
 fn stop(stream: &Stream, scan: &Scan, end: &HostEnd) -> Option<Stop> {
@@ -597,6 +652,46 @@ mod tests {
             .problems
             .contains(&"scenario 3 (abi/enable) has no result although the stream has its sentinel".into()));
         assert_eq!(r.scenarios[2].console_tail.len(), TAIL_LINES.min(PASS_LOG.lines().count()));
+    }
+
+    #[test]
+    fn xfail_forgives_plain_failures_and_xpass_fails() {
+        let marked = |names: &[&str]| -> BTreeMap<String, String> {
+            names.iter().map(|n| (n.to_string(), "known kernel bug".to_string())).collect()
+        };
+        let failing = run(&ABI, FAIL, FAIL_LOG, &EXITED);
+        assert_eq!(failing.verdict, Verdict::Fail);
+
+        let x = with_xfail(&failing, &marked(&[]));
+        assert_eq!((x.verdict, x.marks), (Verdict::Fail, vec![None, None, None]), "no marks change nothing");
+
+        let x = with_xfail(&failing, &marked(&["abi/write"]));
+        assert_eq!((x.verdict, x.marks), (Verdict::Pass, vec![None, Some(Expected::Xfail), None]));
+
+        let x = with_xfail(&failing, &marked(&["abi/write", "abi/register"]));
+        assert_eq!(x.verdict, Verdict::Fail, "an xpass fails the boot");
+        assert_eq!(x.marks, [Some(Expected::Xpass), Some(Expected::Xfail), None]);
+
+        let x = with_xfail(&run(&ABI, PASS, PASS_LOG, &EXITED), &marked(&["abi/enable"]));
+        assert_eq!((x.verdict, x.marks), (Verdict::Fail, vec![None, None, Some(Expected::Xpass)]));
+
+        // A WARNING and a taint change are the kernel's health, which no mark excuses.
+        let warned = run(&ABI, WARN, WARN_LOG, &EXITED);
+        let x = with_xfail(&warned, &marked(&["abi/write"]));
+        assert_eq!((x.verdict, x.marks), (Verdict::Fail, vec![None, None, None]));
+
+        // Nor a timeout or a crash.
+        let x = with_xfail(&run(&ABI, TIMEOUT, PASS_LOG, &EXITED), &marked(&["abi/write"]));
+        assert_eq!((x.verdict, x.marks), (Verdict::Timeout, vec![None, None, None]));
+        let names = ["abi/register", "fault/panic", "abi/write", "abi/enable"];
+        let x = with_xfail(&run(&names, TRUNCATED, PANIC_LOG, &EXITED), &marked(&["fault/panic", "abi/write"]));
+        assert_eq!(x.verdict.as_str(), "kernel-panic");
+        assert_eq!(x.marks, [None, None, None, None]);
+
+        // A boot-level problem stays a failure even when every failing scenario is marked.
+        let mismatched = run(&ABI[..2], FAIL, FAIL_LOG, &EXITED);
+        let x = with_xfail(&mismatched, &marked(&["abi/write"]));
+        assert_eq!((x.verdict, x.marks), (Verdict::Fail, vec![None, Some(Expected::Xfail)]));
     }
 
     #[test]
