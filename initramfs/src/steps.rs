@@ -91,8 +91,9 @@ fn run_step(step: &Step, state: &mut State, say: &mut dyn FnMut(&str)) -> Verdic
         Step::WriteFile { path, data, create, append, expect } => {
             write_file(Path::new(path), data, Mode { create: *create, append: *append }, expect, say)
         }
-        Step::ReadFile { path, equals, contains, lacks, expect } => {
-            read_file(Path::new(path), equals.as_deref(), contains, lacks, expect, say)
+        Step::ReadFile { path, equals, contains, lacks, includes, excludes, expect } => {
+            let checks = Checks { equals: equals.as_deref(), contains, lacks, includes, excludes };
+            read_file(Path::new(path), &checks, expect, say)
         }
         Step::Lkdtm { point } => {
             // Said first: a PANIC or BUG may not let the write return.
@@ -204,15 +205,17 @@ fn write_file(path: &Path, data: &str, mode: Mode, expect: &Expect, say: &mut dy
     verdict
 }
 
+/// What a read file must hold (see `Step::ReadFile`).
+struct Checks<'a> {
+    equals: Option<&'a str>,
+    contains: &'a [String],
+    lacks: &'a [String],
+    includes: &'a [String],
+    excludes: &'a [String],
+}
+
 /// Reads a whole file (tracefs files until read returns 0) and compares it.
-fn read_file(
-    path: &Path,
-    equals: Option<&str>,
-    contains: &[String],
-    lacks: &[String],
-    expect: &Expect,
-    say: &mut dyn FnMut(&str),
-) -> Verdict {
+fn read_file(path: &Path, checks: &Checks, expect: &Expect, say: &mut dyn FnMut(&str)) -> Verdict {
     let what = format!("read {}", path.display());
     let mut content = Vec::new();
     let read = File::open(path).map_err(|e| ("open: ", e)).and_then(|mut f| {
@@ -238,19 +241,31 @@ fn read_file(
         return Verdict::Fail;
     }
     let mut failed = false;
-    if let Some(want) = equals {
+    if let Some(want) = checks.equals {
         if content != want.as_bytes() {
             say(&format!("{what}: content is not the expected {want:?}"));
             failed = true;
         }
     }
-    for want in contains {
+    for want in checks.includes {
+        if !text.contains(want.as_str()) {
+            say(&format!("{what}: does not include {want:?}"));
+            failed = true;
+        }
+    }
+    for unwanted in checks.excludes {
+        if text.contains(unwanted.as_str()) {
+            say(&format!("{what}: includes {unwanted:?}"));
+            failed = true;
+        }
+    }
+    for want in checks.contains {
         if !lines.contains(&want.trim_end()) {
             say(&format!("{what}: no line {want:?}"));
             failed = true;
         }
     }
-    for unwanted in lacks {
+    for unwanted in checks.lacks {
         if lines.contains(&unwanted.trim_end()) {
             say(&format!("{what}: has line {unwanted:?}"));
             failed = true;
@@ -319,8 +334,33 @@ mod tests {
             equals: equals.map(String::from),
             contains: strings(contains),
             lacks: strings(lacks),
+            includes: vec![],
+            excludes: vec![],
             expect: Expect(expect.into()),
         }
+    }
+
+    #[test]
+    fn read_file_includes_and_excludes_text_anywhere() {
+        let path = temp_path("includes");
+        fs::write(&path, "  ue-agent-12  [000] .....  1.234: ev: a=5 b=6\n").unwrap();
+        let step = |includes: &[&str], excludes: &[&str]| Step::ReadFile {
+            path: path.display().to_string(),
+            equals: None,
+            contains: vec![],
+            lacks: vec![],
+            includes: includes.iter().map(|s| s.to_string()).collect(),
+            excludes: excludes.iter().map(|s| s.to_string()).collect(),
+            expect: Expect::default(),
+        };
+        assert_eq!(run(&[step(&["ev: a=5 b=6"], &["a=7"])]).0, 0);
+        let (status, lines) = run(&[step(&["a=7"], &[])]);
+        assert_eq!(status, 1);
+        assert!(lines.iter().any(|l| l.contains("does not include \"a=7\"")), "{lines:?}");
+        let (status, lines) = run(&[step(&[], &["b=6"])]);
+        assert_eq!(status, 1);
+        assert!(lines.iter().any(|l| l.contains("includes \"b=6\"")), "{lines:?}");
+        fs::remove_file(&path).unwrap();
     }
 
     fn temp_path(name: &str) -> std::path::PathBuf {

@@ -137,6 +137,8 @@ fn user_events_steps_run_in_the_child() {
             equals: None,
             contains: vec!["hihi".into(), "line".into()],
             lacks: vec![],
+            includes: vec!["hi\nline".into()],
+            excludes: vec![],
             expect: Expect::default(),
         },
     ];

@@ -74,8 +74,9 @@ pub enum Step {
         #[serde(default)]
         expect: Expect,
     },
-    /// Reads a whole file and compares it: exactly (`equals`), or lines it must hold
-    /// (`contains`) and must not hold (`lacks`), each compared as a whole line.
+    /// Reads a whole file and compares it: exactly (`equals`), lines it must hold (`contains`)
+    /// and must not hold (`lacks`), each compared as a whole line, and text it must and must
+    /// not include anywhere (`includes`, `excludes`: for lines with timestamps and pids).
     ReadFile {
         path: String,
         #[serde(default)]
@@ -84,6 +85,12 @@ pub enum Step {
         contains: Vec<String>,
         #[serde(default)]
         lacks: Vec<String>,
+        /// Text that must occur somewhere (in any line, or across lines).
+        #[serde(default)]
+        includes: Vec<String>,
+        /// Text that must not occur anywhere.
+        #[serde(default)]
+        excludes: Vec<String>,
         #[serde(default)]
         expect: Expect,
     },

@@ -130,13 +130,13 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
 }
 
 /// Every `suites/*.yaml` of the checkout.
-fn suite_files() -> Result<Vec<PathBuf>> {
+pub fn suite_files() -> Result<Vec<PathBuf>> {
     let dir = project_root().join("suites");
     suites::files_in(&dir).map_err(|e| error(Kind::BadInput, format!("{}: {e}", dir.display())))
 }
 
 /// Loads and validates suites; every error of every file ends the command with exit code 2.
-fn load_suites(files: &[PathBuf]) -> Result<Vec<suites::Suite>> {
+pub fn load_suites(files: &[PathBuf]) -> Result<Vec<suites::Suite>> {
     suites::load_all(files).map_err(|e| error(Kind::BadInput, format!("invalid suite files:\n{e}")))
 }
 
@@ -173,7 +173,7 @@ fn check_suites(files: &[PathBuf]) -> u8 {
 
 /// Compiles the suites against each kernel (its release and `.config`), prints what is
 /// skipped and why, boots every kernel with its plan and returns the exit code.
-fn run_suites(
+pub fn run_suites(
     suites: &[suites::Suite],
     built: &[kernel::Built],
     vm: &flags::VmArgs,

@@ -218,6 +218,18 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     }
 
     let started = Instant::now();
+    let result = (|| {
+        let suites = crate::load_suites(&crate::suite_files()?)?;
+        let count: usize = suites.iter().map(|s| s.scenarios.len()).sum();
+        anyhow::ensure!(count > 0, "suites/ holds no scenario");
+        let built = crate::kernels(&KernelArgs { arch: "all".into(), ..base.clone() })?;
+        let code = crate::run_suites(&suites, &built, &vm, args.cache_dir.as_deref())?;
+        anyhow::ensure!(code == 0, "the suites ended with exit code {code} (see the lines above)");
+        Ok(())
+    })();
+    record(outcomes, "every suite in suites/ passes on both arches", started, result);
+
+    let started = Instant::now();
     let result = exec_and_share(&vm, base, args, results.path());
     record(outcomes, "exec returns the binary's status; --share and artifacts cross virtio-fs", started, result);
 
