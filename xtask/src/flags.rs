@@ -36,6 +36,12 @@ pub enum Cmd {
     Exec(ExecArgs),
     /// An interactive console in the guest (tracefs is mounted); Ctrl-A x quits.
     Shell(ShellArgs),
+    /// The catalogue's behaviours against the suites: covering scenarios, excuses, last results.
+    Coverage {
+        /// Where run folders are (default: results/ in the checkout).
+        #[arg(long, value_name = "DIR")]
+        results: Option<PathBuf>,
+    },
     /// Benchmarks: `boot` times the agent's empty-plan boot against a bare static C /init.
     Bench(BenchArgs),
     /// The project's tests: unit tests, then real kernel builds and checks on both arches.

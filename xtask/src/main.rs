@@ -6,6 +6,7 @@ mod bench;
 mod boot;
 mod cache;
 mod console;
+mod coverage;
 mod exit;
 mod flags;
 mod initramfs;
@@ -92,6 +93,17 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             Ok(check_suites(&files))
         }
         Cmd::Test(args) => test::run(&args),
+        Cmd::Coverage { results } => {
+            let root = project_root();
+            let (items, excused) = coverage::load(&root)?;
+            let suites = load_suites(&suite_files()?)?;
+            let latest = coverage::latest(&results.unwrap_or_else(|| root.join("results")));
+            for problem in coverage::unknown_ids(&items, &suites, &excused) {
+                eprintln!("error: {problem}");
+            }
+            coverage::print(&items, &coverage::table(&items, &suites, &excused, &latest));
+            Ok(0)
+        }
         Cmd::Boot(args) if !args.suites.is_empty() => {
             let suites = load_suites(&args.suites)?;
             setup::run(false)?;

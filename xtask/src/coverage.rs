@@ -1,0 +1,200 @@
+//! `cargo xtask coverage`: each behaviour of the ABI catalogue (`suites/catalogue.tsv`), the
+//! scenarios whose `covers:` name it or its excuse (`suites/coverage-excused.yaml`), and the
+//! last result of those scenarios per arch (`results/latest/<arch>/verdict.json`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::exit::{error, Kind};
+use crate::suites::Suite;
+
+/// One catalogue behaviour.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub id: String,
+    /// How the upstream selftests cover it: `full`, `partial` or `none`.
+    pub upstream: String,
+    pub summary: String,
+}
+
+/// Parses `catalogue.tsv` (`id<TAB>upstream<TAB>summary`, `#` comments, a header line).
+pub fn parse_catalogue(text: &str) -> Result<Vec<Item>> {
+    let mut items = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.is_empty() || line.starts_with('#') || line.starts_with("id\t") {
+            continue;
+        }
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() != 3 {
+            return Err(error(Kind::BadInput, format!("catalogue.tsv:{}: expected 3 tab-separated fields", i + 1)));
+        }
+        items.push(Item { id: f[0].into(), upstream: f[1].into(), summary: f[2].into() });
+    }
+    Ok(items)
+}
+
+/// The excuses: item id -> why it cannot be tested from user space.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Excused {
+    #[serde(default)]
+    pub excused: BTreeMap<String, String>,
+}
+
+/// One row of the table.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Row {
+    pub id: String,
+    /// `suite/scenario` names that cover the item.
+    pub scenarios: Vec<String>,
+    pub excuse: Option<String>,
+    /// arch -> status of the covering scenarios in the last run (`pass`, `fail`, `pass+fail`, ...).
+    pub results: BTreeMap<String, String>,
+}
+
+/// Scenario statuses of the latest run per arch: arch -> scenario name -> status.
+pub type Latest = BTreeMap<String, BTreeMap<String, String>>;
+
+pub fn table(items: &[Item], suites: &[Suite], excused: &Excused, latest: &Latest) -> Vec<Row> {
+    items
+        .iter()
+        .map(|item| {
+            let scenarios: Vec<String> = suites
+                .iter()
+                .flat_map(|s| s.scenarios.iter().map(move |sc| (s, sc)))
+                .filter(|(_, sc)| sc.covers.iter().any(|c| c == &item.id))
+                .map(|(s, sc)| format!("{}/{}", s.suite, sc.name))
+                .collect();
+            let results = latest
+                .iter()
+                .filter_map(|(arch, statuses)| {
+                    let mut seen: Vec<&str> =
+                        scenarios.iter().filter_map(|n| statuses.get(n).map(String::as_str)).collect();
+                    seen.sort_unstable();
+                    seen.dedup();
+                    (!seen.is_empty()).then(|| (arch.clone(), seen.join("+")))
+                })
+                .collect();
+            Row { id: item.id.clone(), scenarios, excuse: excused.excused.get(&item.id).cloned(), results }
+        })
+        .collect()
+}
+
+/// `covers:` ids and excuse ids that name no catalogue item.
+pub fn unknown_ids(items: &[Item], suites: &[Suite], excused: &Excused) -> Vec<String> {
+    let known = |id: &str| items.iter().any(|i| i.id == id);
+    let mut out = Vec::new();
+    for s in suites {
+        for sc in &s.scenarios {
+            for c in sc.covers.iter().filter(|c| !known(c)) {
+                out.push(format!("{}/{} covers {c}, which is not in the catalogue", s.suite, sc.name));
+            }
+        }
+    }
+    for id in excused.excused.keys().filter(|id| !known(id)) {
+        out.push(format!("coverage-excused.yaml excuses {id}, which is not in the catalogue"));
+    }
+    out
+}
+
+/// Reads `results/latest/<arch>/verdict.json` for each arch that has one.
+pub fn latest(results: &Path) -> Latest {
+    let mut out = Latest::new();
+    for arch in crate::arch::ARCHES {
+        let Ok(bytes) = std::fs::read(results.join("latest").join(arch.name).join("verdict.json")) else { continue };
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
+        let statuses = v["result"]["scenarios"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| Some((s["name"].as_str()?.to_string(), s["status"].as_str()?.to_string())))
+            .collect();
+        out.insert(arch.name.to_string(), statuses);
+    }
+    out
+}
+
+/// Loads the catalogue, the excuses and the suites from the checkout.
+pub fn load(root: &Path) -> Result<(Vec<Item>, Excused)> {
+    let path = root.join("suites/catalogue.tsv");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let items = parse_catalogue(&text)?;
+    let path = root.join("suites/coverage-excused.yaml");
+    let excused = match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            serde_saphyr::from_str(&text).map_err(|e| error(Kind::BadInput, format!("{}: {e}", path.display())))?
+        }
+        Err(_) => Excused::default(),
+    };
+    Ok((items, excused))
+}
+
+/// Prints the table and a summary; returns how many items are neither covered nor excused.
+pub fn print(items: &[Item], rows: &[Row]) -> usize {
+    let mut missing = 0;
+    let (mut covered, mut excused) = (0, 0);
+    for (item, row) in items.iter().zip(rows) {
+        let results: Vec<String> = row.results.iter().map(|(a, s)| format!("{a}: {s}")).collect();
+        let what = if !row.scenarios.is_empty() {
+            covered += 1;
+            format!(
+                "{}  [{}]",
+                row.scenarios.join(", "),
+                if results.is_empty() { "no result yet".into() } else { results.join(", ") }
+            )
+        } else if let Some(why) = &row.excuse {
+            excused += 1;
+            format!("excused: {why}")
+        } else {
+            missing += 1;
+            "NOT COVERED".to_string()
+        };
+        println!("{:<4} {:<7} {what}", item.id, item.upstream);
+    }
+    let upstream = items.iter().filter(|i| i.upstream != "none").count();
+    println!(
+        "{covered} of {} items covered by scenarios, {excused} excused, {missing} neither (upstream selftests: {upstream} covered fully or partly)",
+        items.len()
+    );
+    missing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn suite(text: &str) -> Suite {
+        crate::suites::parse("t.yaml", text).unwrap()
+    }
+
+    const SUITE: &str = "suite: t\nscenarios:\n  - name: one\n    covers: [A1, A2]\n    steps: [{ sleep: { ms: 1 } }]\n  - name: two\n    covers: [A2, Z9]\n    steps: [{ sleep: { ms: 1 } }]\n";
+
+    #[test]
+    fn rows_map_items_to_scenarios_excuses_and_results() {
+        let items = parse_catalogue("# c\nid\tupstream\tsummary\nA1\tnone\tx\nA2\tfull\ty\nI1\tnone\tz\n").unwrap();
+        let suites = [suite(SUITE)];
+        let excused = Excused { excused: [("I1".to_string(), "needs eBPF".to_string())].into() };
+        let mut latest = Latest::new();
+        latest.insert("arm64".into(), [("t/one".into(), "pass".into()), ("t/two".into(), "fail".into())].into());
+        let rows = table(&items, &suites, &excused, &latest);
+        assert_eq!(rows[0].scenarios, ["t/one"]);
+        assert_eq!(rows[1].scenarios, ["t/one", "t/two"]);
+        assert_eq!(rows[1].results["arm64"], "fail+pass");
+        assert_eq!(rows[2].excuse.as_deref(), Some("needs eBPF"));
+        assert_eq!(print(&items, &rows), 0);
+        assert_eq!(unknown_ids(&items, &suites, &excused), ["t/two covers Z9, which is not in the catalogue"]);
+    }
+
+    /// Every `covers:` id in suites/ names a catalogue item, and the catalogue has all 140.
+    #[test]
+    fn repository_covers_name_real_items() {
+        let root = crate::project_root();
+        let (items, excused) = load(&root).unwrap();
+        assert_eq!(items.len(), 140);
+        let files = crate::suites::files_in(&root.join("suites")).unwrap();
+        let suites = crate::suites::load_all(&files).unwrap();
+        assert_eq!(unknown_ids(&items, &suites, &excused), Vec::<String>::new());
+    }
+}
