@@ -19,7 +19,8 @@ use sys::console;
 
 const USAGE: &str = "\
 usage: ue-agent [--plan PATH] [--results PATH|-]   run a plan (as /init, or on a host for testing)
-       ue-agent --scenario INDEX [--plan PATH]      run one scenario's steps (the supervisor's child)";
+       ue-agent --scenario INDEX [--plan PATH]      run one scenario's steps (the supervisor's child)
+       ue-agent --steps JSON                        run steps given as JSON (an exec_agent step)";
 
 /// How long PID 1 waits for the host to name the result port.
 const PORT_WAIT: Duration = Duration::from_secs(5);
@@ -28,12 +29,19 @@ const PORT_WAIT: Duration = Duration::from_secs(5);
 enum Mode {
     Agent { plan: PathBuf, results: Option<PathBuf> },
     Scenario { plan: PathBuf, index: usize },
+    Steps { json: String },
 }
 
 fn parse_args(args: &[String]) -> Result<Mode, String> {
     let mut plan = PathBuf::from(protocol::PLAN_PATH);
     let mut results = None;
     let mut scenario = None;
+    if args.first().map(String::as_str) == Some(steps::STEPS_ARG) {
+        return match args {
+            [_, json] => Ok(Mode::Steps { json: json.clone() }),
+            _ => Err(format!("{} takes exactly one JSON argument", steps::STEPS_ARG)),
+        };
+    }
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
@@ -61,6 +69,13 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = match parse_args(&args) {
         Ok(Mode::Scenario { plan, index }) => steps::child_main(&plan, index),
+        Ok(Mode::Steps { json }) => match serde_json::from_str::<Vec<protocol::Step>>(&json) {
+            Ok(list) => steps::run_nested_main(&list),
+            Err(e) => {
+                println!("exec agent: bad steps: {e}");
+                1
+            }
+        },
         Ok(Mode::Agent { plan, results }) => host_agent(plan, results),
         Err(e) => {
             console(&format!("ue-agent: {e}\n{USAGE}"));

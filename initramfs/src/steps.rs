@@ -44,6 +44,11 @@ pub fn child_main(plan: &Path, index: usize) -> i32 {
     run_steps(&scenario.steps, &mut io::stdout())
 }
 
+/// The exec'd agent's main: steps with a fresh state, their lines marked as after the exec.
+pub fn run_nested_main(steps: &[Step]) -> i32 {
+    run_nested(&mut State::new(), steps, &mut io::stdout(), "exec ")
+}
+
 /// Runs the steps until one does not succeed; the exit status for the scenario.
 pub fn run_steps(steps: &[Step], out: &mut dyn Write) -> i32 {
     run_steps_in(&mut State::new(), steps, out)
@@ -51,10 +56,16 @@ pub fn run_steps(steps: &[Step], out: &mut dyn Write) -> i32 {
 
 /// [`run_steps`] with the scenario's user_events state given.
 pub fn run_steps_in(state: &mut State, steps: &[Step], out: &mut dyn Write) -> i32 {
+    run_nested(state, steps, out, "")
+}
+
+/// Runs steps whose lines start with `prefix` (`fork child `, `thread `): nested steps of a
+/// fork, a thread or an exec'd agent number their own steps from 1.
+fn run_nested(state: &mut State, steps: &[Step], out: &mut dyn Write, prefix: &str) -> i32 {
     for (i, step) in steps.iter().enumerate() {
         let n = i + 1;
         let mut say = |text: &str| {
-            let _ = writeln!(out, "step {n}: {text}");
+            let _ = writeln!(out, "{prefix}step {n}: {text}");
             // Before a program or a crash point runs, everything said so far must be out.
             let _ = out.flush();
         };
@@ -91,9 +102,39 @@ fn run_step(step: &Step, state: &mut State, say: &mut dyn FnMut(&str)) -> Verdic
         Step::WriteFile { path, data, create, append, expect } => {
             write_file(Path::new(path), data, Mode { create: *create, append: *append }, expect, say)
         }
-        Step::ReadFile { path, equals, contains, lacks, includes, excludes, expect } => {
+        Step::ReadFile { path, equals, contains, lacks, includes, excludes, expect, within_ms } => {
             let checks = Checks { equals: equals.as_deref(), contains, lacks, includes, excludes };
-            read_file(Path::new(path), &checks, expect, say)
+            // Retry quietly until the deadline, then once more saying why it failed.
+            let deadline = std::time::Instant::now() + Duration::from_millis(*within_ms);
+            let started = std::time::Instant::now();
+            while std::time::Instant::now() < deadline {
+                if read_file(Path::new(path), &checks, expect, &mut |_| {}) == Verdict::Ok {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let verdict = read_file(Path::new(path), &checks, expect, say);
+            if *within_ms > 0 {
+                say(&format!(
+                    "read {path}: settled after {} ms (allowed {within_ms} ms)",
+                    started.elapsed().as_millis()
+                ));
+            }
+            verdict
+        }
+        Step::Fork { name, steps } => fork(name, steps, state, say),
+        Step::Wait { name, expect_exit, within_ms } => wait(name, *expect_exit, *within_ms, state, say),
+        Step::ExecAgent { steps } => exec_agent(steps, say),
+        Step::Thread { steps } => {
+            let code = std::thread::scope(|s| {
+                s.spawn(|| run_nested(state, steps, &mut io::stdout(), "thread ")).join().unwrap_or(1)
+            });
+            say(&format!("thread: its steps ended with status {code}"));
+            match code {
+                0 => Verdict::Ok,
+                c if c == protocol::EXIT_SKIP => Verdict::Skip,
+                _ => Verdict::Fail,
+            }
         }
         Step::Lkdtm { point } => {
             // Said first: a PANIC or BUG may not let the write return.
@@ -203,6 +244,92 @@ fn write_file(path: &Path, data: &str, mode: Mode, expect: &Expect, say: &mut dy
         return Verdict::Fail;
     }
     verdict
+}
+
+/// `fork()`: the child runs `steps` on its copy of the state and exits with their status.
+fn fork(name: &str, steps: &[Step], state: &mut State, say: &mut dyn FnMut(&str)) -> Verdict {
+    if state.children.contains_key(name) {
+        say(&format!("fork {name}: a child of that name is still running"));
+        return Verdict::Fail;
+    }
+    // Anything buffered would be written twice, once by each process.
+    let _ = io::stdout().flush();
+    // SAFETY: the scenario process is single-threaded here (thread steps join before
+    // returning), so the child does not inherit a lock held by another thread.
+    match unsafe { libc::fork() } {
+        -1 => {
+            say(&format!("fork {name}: {}", sys::error_name(&io::Error::last_os_error())));
+            Verdict::Fail
+        }
+        0 => {
+            let code = run_nested(state, steps, &mut io::stdout(), &format!("fork {name} "));
+            let _ = io::stdout().flush();
+            // SAFETY: _exit skips the parent's atexit handlers and buffers, as a forked child must.
+            unsafe { libc::_exit(code) }
+        }
+        pid => {
+            say(&format!("fork {name}: child pid {pid}"));
+            state.children.insert(name.to_string(), pid);
+            Verdict::Ok
+        }
+    }
+}
+
+/// Collects a forked child and compares its exit status.
+fn wait(name: &str, expect_exit: i32, within_ms: u64, state: &mut State, say: &mut dyn FnMut(&str)) -> Verdict {
+    let Some(pid) = state.children.remove(name) else {
+        say(&format!("wait {name}: no such child"));
+        return Verdict::Fail;
+    };
+    let deadline = std::time::Instant::now() + Duration::from_millis(within_ms);
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes only the status integer.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            let got = if libc::WIFEXITED(status) {
+                format!("exit {}", libc::WEXITSTATUS(status))
+            } else {
+                format!("killed by signal {}", libc::WTERMSIG(status))
+            };
+            let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == expect_exit;
+            say(&format!("wait {name}: {got} (expected exit {expect_exit})"));
+            return if ok { Verdict::Ok } else { Verdict::Fail };
+        }
+        if r < 0 {
+            say(&format!("wait {name}: {}", sys::error_name(&io::Error::last_os_error())));
+            return Verdict::Fail;
+        }
+        if std::time::Instant::now() > deadline {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            say(&format!("wait {name}: still running after {within_ms} ms; killed it"));
+            return Verdict::Fail;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The argument that makes the agent run steps given as JSON (see `main.rs`).
+pub const STEPS_ARG: &str = "--steps";
+
+/// `execve()` of the agent itself with `steps` as JSON: the enablers this process had are
+/// dropped by the exec, and the new image runs the steps with an empty state.
+fn exec_agent(steps: &[Step], say: &mut dyn FnMut(&str)) -> Verdict {
+    use std::os::unix::process::CommandExt;
+    let json = match serde_json::to_string(steps) {
+        Ok(j) => j,
+        Err(e) => {
+            say(&format!("exec agent: {e}"));
+            return Verdict::Fail;
+        }
+    };
+    say(&format!("exec agent: {} step(s) in a fresh image", steps.len()));
+    let _ = io::stdout().flush();
+    // On success exec does not return: the new image's exit status is the scenario's.
+    let e = Command::new("/proc/self/exe").arg0("ue-agent").arg(STEPS_ARG).arg(json).exec();
+    say(&format!("exec agent: {}", sys::error_name(&e)));
+    Verdict::Fail
 }
 
 /// What a read file must hold (see `Step::ReadFile`).
@@ -337,6 +464,7 @@ mod tests {
             includes: vec![],
             excludes: vec![],
             expect: Expect(expect.into()),
+            within_ms: 0,
         }
     }
 
@@ -352,6 +480,7 @@ mod tests {
             includes: includes.iter().map(|s| s.to_string()).collect(),
             excludes: excludes.iter().map(|s| s.to_string()).collect(),
             expect: Expect::default(),
+            within_ms: 0,
         };
         assert_eq!(run(&[step(&["ev: a=5 b=6"], &["a=7"])]).0, 0);
         let (status, lines) = run(&[step(&["a=7"], &[])]);

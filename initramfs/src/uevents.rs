@@ -220,7 +220,13 @@ pub struct State {
     indexes: HashMap<String, u32>,
     /// Fresh and read-only pages handed to the kernel: mapped until the scenario ends.
     kept: Vec<Page>,
+    /// Forked children by name, until a `wait` collects them.
+    pub children: HashMap<String, libc::pid_t>,
 }
+
+// SAFETY: the pages are plain anonymous mappings owned by this state; a `thread` step lends the
+// whole state to one thread at a time (the parent blocks in join), so nothing is shared racily.
+unsafe impl Send for State {}
 
 impl Default for State {
     fn default() -> Self {
@@ -240,6 +246,7 @@ impl State {
             words: None,
             slots: HashMap::new(),
             next_slot: 0,
+            children: HashMap::new(),
             indexes: HashMap::new(),
             kept: Vec::new(),
         }

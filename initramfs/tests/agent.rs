@@ -140,6 +140,7 @@ fn user_events_steps_run_in_the_child() {
             includes: vec!["hi\nline".into()],
             excludes: vec![],
             expect: Expect::default(),
+            within_ms: 0,
         },
     ];
     let scenario = |name: &str, steps| Scenario { name: name.into(), deadline_ms: 5000, steps };
@@ -168,6 +169,74 @@ fn user_events_steps_run_in_the_child() {
     );
     let check = diags.iter().find(|d| d.starts_with("step 4: check word w bit 0: set after ")).expect("step 4");
     assert!(check.ends_with(" ms, word 0x1 (expected set within 10 ms)"), "{check}");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// fork/wait, thread and exec_agent in the real child: a forked child works on a copy of the
+/// state and its status is collected, a thread shares it, and an exec'd agent starts fresh.
+#[test]
+fn fork_thread_and_exec_agent_steps() {
+    let dir = temp_dir("fork");
+    let marker = dir.join("from-child");
+    let write = |path: &std::path::Path, data: &str| Step::WriteFile {
+        path: path.display().to_string(),
+        data: data.into(),
+        create: true,
+        append: false,
+        expect: Expect::default(),
+    };
+    let read = |path: &std::path::Path, equals: &str| Step::ReadFile {
+        path: path.display().to_string(),
+        equals: Some(equals.into()),
+        contains: vec![],
+        lacks: vec![],
+        includes: vec![],
+        excludes: vec![],
+        expect: Expect::default(),
+        within_ms: 0,
+    };
+    let steps = vec![
+        Step::SetWord { word: "w".into(), value: 1 },
+        Step::Fork {
+            name: "c".into(),
+            steps: vec![
+                Step::CheckWord { word: "w".into(), value: 1 },
+                Step::SetWord { word: "w".into(), value: 2 },
+                write(&marker, "child"),
+            ],
+        },
+        Step::Wait { name: "c".into(), expect_exit: 0, within_ms: 5000 },
+        // The child's store went to its own copy.
+        Step::CheckWord { word: "w".into(), value: 1 },
+        read(&marker, "child"),
+        Step::Fork { name: "bad".into(), steps: vec![Step::CheckWord { word: "w".into(), value: 9 }] },
+        Step::Wait { name: "bad".into(), expect_exit: 1, within_ms: 5000 },
+        Step::Thread { steps: vec![Step::SetWord { word: "w".into(), value: 3 }] },
+        Step::CheckWord { word: "w".into(), value: 3 },
+        Step::ExecAgent { steps: vec![write(&dir.join("after-exec"), "fresh")] },
+    ];
+    let plan = Plan {
+        version: protocol::PROTOCOL_VERSION,
+        label: "host".into(),
+        scenarios: vec![Scenario { name: "proc/fork".into(), deadline_ms: 10_000, steps }],
+        share: None,
+        artifacts_virtiofs: false,
+        shell: false,
+    };
+    fs::write(dir.join("plan.json"), serde_json::to_string(&plan).unwrap()).unwrap();
+    let (code, lines) = agent(&dir.join("plan.json"));
+    assert_eq!(code, 0, "{lines:#?}");
+    assert_eq!(fs::read_to_string(dir.join("after-exec")).unwrap(), "fresh");
+    let diags: Vec<String> = lines
+        .iter()
+        .filter_map(|l| match l {
+            ResultLine::Diag(d) => Some(d.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(diags.iter().any(|d| d == "fork c step 2: set word w = 0x2: ok"), "{diags:#?}");
+    assert!(diags.iter().any(|d| d == "step 7: wait bad: exit 1 (expected exit 1)"), "{diags:#?}");
+    assert!(diags.iter().any(|d| d.starts_with("exec step 1: write \"fresh\"")), "{diags:#?}");
     fs::remove_dir_all(&dir).unwrap();
 }
 

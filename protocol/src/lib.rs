@@ -93,6 +93,10 @@ pub enum Step {
         excludes: Vec<String>,
         #[serde(default)]
         expect: Expect,
+        /// Retry every millisecond until the expectation and every check hold, up to this long
+        /// (for effects the kernel applies asynchronously, such as auto-delete).
+        #[serde(default)]
+        within_ms: u64,
     },
     /// Triggers an LKDTM crash point (`PANIC`, `WARNING`, `BUG`, ...) through
     /// `/sys/kernel/debug/provoke-crash/DIRECT`.
@@ -178,6 +182,32 @@ pub enum Step {
         word: String,
         value: u64,
     },
+    /// Forks: the child runs `steps` with a copy of everything the scenario made so far (fds,
+    /// enable words, indexes), then exits 0 if they all passed, 1 otherwise; the parent goes on
+    /// at once. `wait` collects it.
+    Fork {
+        name: String,
+        steps: Vec<Step>,
+    },
+    /// Waits for a forked child and checks its exit status (0: all its steps passed).
+    Wait {
+        name: String,
+        #[serde(default)]
+        expect_exit: i32,
+        /// Give up (and fail) after this long.
+        #[serde(default = "ten_seconds")]
+        within_ms: u64,
+    },
+    /// Replaces this process's image with a fresh agent (execve of itself) that runs `steps`
+    /// with an empty state; the scenario's result is theirs. Steps after this one never run.
+    ExecAgent {
+        steps: Vec<Step>,
+    },
+    /// Runs `steps` in a new thread (sharing memory and descriptors) and joins it; the step
+    /// passes when all of the thread's steps did.
+    Thread {
+        steps: Vec<Step>,
+    },
     /// `write()` (or `writev()` with one iovec per field when `vectored`) of the write index
     /// (`index`: a name from `index_as`, or `index_value`) followed by the fields.
     Write {
@@ -202,6 +232,10 @@ fn data_fd() -> String {
 
 fn four() -> u8 {
     4
+}
+
+fn ten_seconds() -> u64 {
+    10_000
 }
 
 /// The descriptor name opened on `user_events_data` on first use.
