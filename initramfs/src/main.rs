@@ -3,6 +3,7 @@
 //! optionally opens a shell, and reboots; `--scenario N` is the child that runs one scenario.
 
 mod mounts;
+mod perf;
 mod shell;
 mod steps;
 mod supervisor;

@@ -86,7 +86,10 @@ fn expectation(step: &Step) -> Option<&Expect> {
         | Step::Register { expect, .. }
         | Step::Unregister { expect, .. }
         | Step::Delete { expect, .. }
-        | Step::Write { expect, .. } => Some(expect),
+        | Step::Write { expect, .. }
+        | Step::PerfOpen { expect, .. }
+        | Step::PerfControl { expect, .. }
+        | Step::PerfFilter { expect, .. } => Some(expect),
         _ => None,
     }
 }
@@ -123,6 +126,13 @@ fn run_step(step: &Step, state: &mut State, say: &mut dyn FnMut(&str)) -> Verdic
             verdict
         }
         Step::Fork { name, steps } => fork(name, steps, state, say),
+        Step::Credentials { uid, gid, keep_caps } => crate::perf::credentials(*uid, *gid, keep_caps, say),
+        Step::PerfOpen { name, event, disabled, expect } => {
+            crate::perf::open(state, name, event, *disabled, expect, say)
+        }
+        Step::PerfControl { name, action, expect } => crate::perf::control(state, name, *action, expect, say),
+        Step::PerfFilter { name, filter, expect } => crate::perf::filter(state, name, filter, expect, say),
+        Step::PerfRead { name, samples } => crate::perf::read(state, name, samples, say),
         Step::Wait { name, expect_exit, within_ms } => wait(name, *expect_exit, *within_ms, state, say),
         Step::ExecAgent { steps } => exec_agent(steps, say),
         Step::Thread { steps } => {

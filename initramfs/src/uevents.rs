@@ -222,6 +222,8 @@ pub struct State {
     kept: Vec<Page>,
     /// Forked children by name, until a `wait` collects them.
     pub children: HashMap<String, libc::pid_t>,
+    /// Open perf events by name.
+    pub perf: HashMap<String, crate::perf::PerfEvent>,
 }
 
 // SAFETY: the pages are plain anonymous mappings owned by this state; a `thread` step lends the
@@ -247,6 +249,7 @@ impl State {
             slots: HashMap::new(),
             next_slot: 0,
             children: HashMap::new(),
+            perf: HashMap::new(),
             indexes: HashMap::new(),
             kept: Vec::new(),
         }

@@ -208,6 +208,48 @@ pub enum Step {
     Thread {
         steps: Vec<Step>,
     },
+    /// Becomes another user: clears the supplementary groups, sets real, effective and saved
+    /// gid and uid, and keeps only the capabilities named in `keep_caps` (`CAP_PERFMON`,
+    /// `CAP_SYS_ADMIN`, ...; none by default). Descriptors opened before stay open.
+    Credentials {
+        uid: u32,
+        #[serde(default)]
+        gid: Option<u32>,
+        #[serde(default)]
+        keep_caps: Vec<String>,
+    },
+    /// `perf_event_open(PERF_TYPE_TRACEPOINT)` on `event` (`user_events/NAME`, its `id` file
+    /// read from tracefs) for this process on any CPU, sampling every record with
+    /// PERF_SAMPLE_RAW into a ring buffer; kept under `name`.
+    PerfOpen {
+        name: String,
+        event: String,
+        #[serde(default)]
+        disabled: bool,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// `PERF_EVENT_IOC_ENABLE` / `PERF_EVENT_IOC_DISABLE`, or closes and unmaps the event.
+    PerfControl {
+        name: String,
+        action: PerfAction,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// `PERF_EVENT_IOC_SET_FILTER` with an ftrace filter expression.
+    PerfFilter {
+        name: String,
+        filter: String,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// Drains the ring buffer and compares the samples, in order: each one's raw data must be
+    /// an 8-byte trace entry of this event's type followed by exactly the given fields' bytes
+    /// (then only alignment padding).
+    PerfRead {
+        name: String,
+        samples: Vec<Vec<Value>>,
+    },
     /// `write()` (or `writev()` with one iovec per field when `vectored`) of the write index
     /// (`index`: a name from `index_as`, or `index_value`) followed by the fields.
     Write {
@@ -236,6 +278,16 @@ fn four() -> u8 {
 
 fn ten_seconds() -> u64 {
     10_000
+}
+
+/// What `perf_control` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PerfAction {
+    Enable,
+    Disable,
+    Close,
 }
 
 /// The descriptor name opened on `user_events_data` on first use.
