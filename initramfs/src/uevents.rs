@@ -276,7 +276,7 @@ impl State {
             Step::Unregister { fd, word, bit, raw, expect } => {
                 self.unregister(fd, word.as_deref(), *bit, raw, expect, say)
             }
-            Step::Delete { fd, name, expect } => self.delete(fd, name, expect, say),
+            Step::Delete { fd, name, expect, within_ms } => self.delete(fd, name, expect, *within_ms, say),
             Step::SetWord { word, value } => self.set_word(word, *value, say),
             Step::CheckBit { word, bit, set, within_ms } => self.check_bit(word, *bit, *set, *within_ms, say),
             Step::CheckWord { word, value } => self.check_word(word, *value, say),
@@ -525,7 +525,7 @@ impl State {
         Ok(judge(&what, &result_text(result), result, expect, say))
     }
 
-    fn delete(&mut self, fd: &str, name: &str, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
+    fn delete(&mut self, fd: &str, name: &str, expect: &Expect, within_ms: u64, say: &mut dyn FnMut(&str)) -> Done {
         let mut what = format!("delete {name:?}");
         if fd != protocol::DATA_FD {
             what.push_str(&format!(" on fd {fd}"));
@@ -533,7 +533,15 @@ impl State {
         let fd = self.fd(fd).map_err(|e| format!("{what}: {e}"))?;
         let mut text = name.as_bytes().to_vec();
         text.push(0);
-        let result = ioctl(fd, DIAG_IOCSDEL, text.as_ptr() as u64);
+        let started = std::time::Instant::now();
+        let mut result = ioctl(fd, DIAG_IOCSDEL, text.as_ptr() as u64);
+        while !expect.met_by(result) && started.elapsed() < Duration::from_millis(within_ms) {
+            std::thread::sleep(Duration::from_millis(1));
+            result = ioctl(fd, DIAG_IOCSDEL, text.as_ptr() as u64);
+        }
+        if within_ms > 0 {
+            what.push_str(&format!(" after {} ms", started.elapsed().as_millis()));
+        }
         Ok(judge(&what, &result_text(result), result, expect, say))
     }
 
@@ -1017,7 +1025,8 @@ mod tests {
         assert!(lines[0].ends_with(": ENOTTY (expected ENOTTY)"), "{lines:?}");
         assert_eq!(run(&mut s, unreg("ok")).0, Verdict::Fail);
 
-        let del = |e: &str| Step::Delete { fd: protocol::DATA_FD.into(), name: "ev".into(), expect: expect(e) };
+        let del =
+            |e: &str| Step::Delete { fd: protocol::DATA_FD.into(), name: "ev".into(), expect: expect(e), within_ms: 0 };
         assert_eq!(run(&mut s, del("ENOTTY")), (Verdict::Ok, vec!["delete \"ev\": ENOTTY (expected ENOTTY)".into()]));
         assert_eq!(run(&mut s, del("ok")), (Verdict::Fail, vec!["delete \"ev\": ENOTTY (expected ok)".into()]));
         assert_eq!(run(&mut s, del("EBUSY")).0, Verdict::Fail);

@@ -156,13 +156,17 @@ pub enum Step {
         #[serde(default)]
         expect: Expect,
     },
-    /// `ioctl(fd, DIAG_IOCSDEL, name)`.
+    /// `ioctl(fd, DIAG_IOCSDEL, name)`. With `within_ms`, retried every millisecond while the
+    /// result differs from `expect` (references dropped at exit or unregister go away only
+    /// after an RCU grace period).
     Delete {
         #[serde(default = "data_fd")]
         fd: String,
         name: String,
         #[serde(default)]
         expect: Expect,
+        #[serde(default)]
+        within_ms: u64,
     },
     /// Stores a value into an enable word (to pre-set bits the kernel must clear or keep).
     SetWord {
