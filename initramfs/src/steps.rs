@@ -167,6 +167,7 @@ fn run_step(step: &Step, state: &mut State, say: &mut dyn FnMut(&str)) -> Verdic
         | Step::Register { .. }
         | Step::Unregister { .. }
         | Step::Delete { .. }
+        | Step::Memory { .. }
         | Step::SetWord { .. }
         | Step::CheckBit { .. }
         | Step::CheckWord { .. }

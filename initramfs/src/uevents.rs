@@ -224,6 +224,11 @@ pub struct State {
     pub children: HashMap<String, libc::pid_t>,
     /// Open perf events by name.
     pub perf: HashMap<String, crate::perf::PerfEvent>,
+    /// After `memory: unmap` the words keep their addresses but must not be touched, and the
+    /// page is not unmapped again; after `read_only` they must not be stored to.
+    words_gone: bool,
+    words_read_only: bool,
+    unmapped_base: Option<u64>,
 }
 
 // SAFETY: the pages are plain anonymous mappings owned by this state; a `thread` step lends the
@@ -250,6 +255,9 @@ impl State {
             next_slot: 0,
             children: HashMap::new(),
             perf: HashMap::new(),
+            words_gone: false,
+            words_read_only: false,
+            unmapped_base: None,
             indexes: HashMap::new(),
             kept: Vec::new(),
         }
@@ -260,7 +268,7 @@ impl State {
         let done = match step {
             Step::Open { fd, path, read_only, expect } => self.open(fd, path, *read_only, expect, say),
             Step::Close { fd } => self.close(fd, say),
-            Step::Register { fd, format, word, bit, size, flags, index_as, raw, expect } => {
+            Step::Register { fd, format, word, bit, size, flags, index_as, expect_index, raw, expect } => {
                 let reg = Reg {
                     fd,
                     format,
@@ -269,6 +277,7 @@ impl State {
                     size: *size,
                     flags: *flags,
                     index_as: index_as.as_deref(),
+                    expect_index: *expect_index,
                     raw,
                 };
                 self.register(&reg, expect, say)
@@ -278,6 +287,7 @@ impl State {
             }
             Step::Delete { fd, name, expect, within_ms } => self.delete(fd, name, expect, *within_ms, say),
             Step::SetWord { word, value } => self.set_word(word, *value, say),
+            Step::Memory { op } => self.memory(*op, say),
             Step::CheckBit { word, bit, set, within_ms } => self.check_bit(word, *bit, *set, *within_ms, say),
             Step::CheckWord { word, value } => self.check_word(word, *value, say),
             Step::Write { fd, index, index_value, fields, vectored, expect } => {
@@ -315,7 +325,11 @@ impl State {
     /// `None` gives a new private scratch word.
     pub fn word(&mut self, name: Option<&str>) -> Result<u64, String> {
         if let Some(&offset) = name.and_then(|n| self.slots.get(n)) {
-            return Ok(self.words.as_ref().map_or(0, Page::addr) + offset as u64);
+            let base = self.words.as_ref().map(Page::addr).or(self.unmapped_base).unwrap_or(0);
+            return Ok(base + offset as u64);
+        }
+        if self.words_gone {
+            return Err("the words page was unmapped: no new words".into());
         }
         if self.words.is_none() {
             self.words = Some(Page::map(libc::PROT_READ | libc::PROT_WRITE)?);
@@ -332,7 +346,48 @@ impl State {
         Ok(page.addr() + offset as u64)
     }
 
+    /// `Step::Memory` on the words page.
+    fn memory(&mut self, op: protocol::MemoryOp, say: &mut dyn FnMut(&str)) -> Done {
+        use protocol::MemoryOp;
+        if self.words.is_none() {
+            self.word(None)?;
+        }
+        let page = self.words.as_ref().expect("mapped above");
+        let what = format!("memory {op:?} on the words page {:#x}", page.addr()).to_lowercase();
+        // SAFETY: these calls change only the words page, which this state owns; after an unmap
+        // `words_gone` stops every later access through `cell`, and the page is not unmapped twice.
+        let r = unsafe {
+            match op {
+                MemoryOp::DontNeed => libc::madvise(page.addr, page.len, libc::MADV_DONTNEED),
+                MemoryOp::ReadOnly => libc::mprotect(page.addr, page.len, libc::PROT_READ),
+                MemoryOp::ReadWrite => libc::mprotect(page.addr, page.len, libc::PROT_READ | libc::PROT_WRITE),
+                MemoryOp::Unmap => libc::munmap(page.addr, page.len),
+            }
+        };
+        if r != 0 {
+            say(&format!("{what}: {}", errno_text(errno())));
+            return Ok(Verdict::Fail);
+        }
+        match op {
+            MemoryOp::Unmap => {
+                // Gone already: keep its address for later steps, but never unmap it again.
+                let page = self.words.take().expect("mapped above");
+                self.unmapped_base = Some(page.addr());
+                std::mem::forget(page);
+                self.words_gone = true;
+            }
+            MemoryOp::ReadOnly => self.words_read_only = true,
+            MemoryOp::ReadWrite => self.words_read_only = false,
+            MemoryOp::DontNeed => {}
+        }
+        say(&format!("{what}: ok"));
+        Ok(Verdict::Ok)
+    }
+
     fn cell(&mut self, name: &str) -> Result<&AtomicU64, String> {
+        if self.words_gone {
+            return Err(format!("word {name}: the words page was unmapped"));
+        }
         let addr = self.word(Some(name))?;
         // SAFETY: an 8-aligned slot of the words page, which stays mapped while `self` lives.
         // The kernel updates it asynchronously, hence atomics.
@@ -460,6 +515,10 @@ impl State {
                     self.indexes.insert(n.to_string(), index);
                     got.push_str(&format!(" as {n}"));
                 }
+                if let Some(want) = r.expect_index.filter(|&w| w != index) {
+                    say(&format!("{what}: {got}, but write_index {want} was expected"));
+                    return Ok(Verdict::Fail);
+                }
                 got
             }
             Err(e) => errno_text(e),
@@ -546,6 +605,9 @@ impl State {
     }
 
     fn set_word(&mut self, name: &str, value: u64, say: &mut dyn FnMut(&str)) -> Done {
+        if self.words_read_only {
+            return Err(format!("set word {name}: the words page is read-only"));
+        }
         self.cell(name)?.store(value, Ordering::SeqCst);
         say(&format!("set word {name} = {value:#x}: ok"));
         Ok(Verdict::Ok)
@@ -644,6 +706,7 @@ struct Reg<'a> {
     size: u8,
     flags: u16,
     index_as: Option<&'a str>,
+    expect_index: Option<u32>,
     raw: &'a RawReg,
 }
 
@@ -736,6 +799,7 @@ mod tests {
             size: 4,
             flags: 0,
             index_as: Some("i".into()),
+            expect_index: None,
             raw,
             expect: expect(e),
         }
@@ -789,6 +853,26 @@ mod tests {
         if cfg!(target_endian = "little") {
             assert_eq!(unreg.encode(), [16, 0, 0, 0, 5, 1, 3, 2, 0xb0, 0xa0, 0, 0, 0, 0, 0, 0]);
         }
+    }
+
+    #[test]
+    fn memory_ops_change_the_words_page() {
+        use protocol::MemoryOp;
+        let mut s = State::new();
+        let mut lines = Vec::new();
+        let mut say = |l: &str| lines.push(l.to_string());
+        s.set_word("w", 5, &mut say).unwrap();
+        assert_eq!(s.memory(MemoryOp::DontNeed, &mut say).unwrap(), Verdict::Ok);
+        assert_eq!(s.cell("w").unwrap().load(Ordering::SeqCst), 0, "MADV_DONTNEED gives a zero page back");
+        assert_eq!(s.memory(MemoryOp::ReadOnly, &mut say).unwrap(), Verdict::Ok);
+        assert!(s.set_word("w", 1, &mut say).is_err(), "no store to a read-only page");
+        assert_eq!(s.memory(MemoryOp::ReadWrite, &mut say).unwrap(), Verdict::Ok);
+        s.set_word("w", 1, &mut say).unwrap();
+        let addr = s.word(Some("w")).unwrap();
+        assert_eq!(s.memory(MemoryOp::Unmap, &mut say).unwrap(), Verdict::Ok);
+        assert_eq!(s.word(Some("w")).unwrap(), addr, "the word keeps its address");
+        assert!(s.cell("w").is_err(), "but cannot be read");
+        assert!(s.word(Some("new")).is_err());
     }
 
     #[test]

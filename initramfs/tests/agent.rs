@@ -116,6 +116,7 @@ fn user_events_steps_run_in_the_child() {
         size: 4,
         flags: 0,
         index_as: None,
+        expect_index: None,
         raw: Default::default(),
         expect: Expect(expect.into()),
     };

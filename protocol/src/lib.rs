@@ -138,6 +138,9 @@ pub enum Step {
         flags: u16,
         #[serde(default)]
         index_as: Option<String>,
+        /// On success, the `write_index` the kernel must have returned.
+        #[serde(default)]
+        expect_index: Option<u32>,
         #[serde(default)]
         raw: RawReg,
         #[serde(default)]
@@ -167,6 +170,12 @@ pub enum Step {
         expect: Expect,
         #[serde(default)]
         within_ms: u64,
+    },
+    /// Changes the page that holds the scenario's enable words: `dont_need` (madvise
+    /// MADV_DONTNEED: the next access faults in a zero page), `read_only`, `read_write`
+    /// (mprotect), or `unmap` (munmap; the words keep their addresses but cannot be read).
+    Memory {
+        op: MemoryOp,
     },
     /// Stores a value into an enable word (to pre-set bits the kernel must clear or keep).
     SetWord {
@@ -282,6 +291,17 @@ fn four() -> u8 {
 
 fn ten_seconds() -> u64 {
     10_000
+}
+
+/// What `memory` does to the enable words' page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryOp {
+    DontNeed,
+    ReadOnly,
+    ReadWrite,
+    Unmap,
 }
 
 /// What `perf_control` does.
