@@ -328,7 +328,7 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
 
 /// Runs this xtask binary as a user would, with QEMU hidden.
 fn missing_qemu(results: &Path) -> Result<()> {
-    let out = Command::new(std::env::current_exe()?)
+    let out = Command::new(this_xtask()?)
         .args(["boot", "--arch", "arm64", "--accel", "tcg", "--results"])
         .arg(results)
         .env("XTASK_QEMU_DIR", "/nonexistent")
@@ -353,7 +353,7 @@ fn ctrl_c_leaves_nothing(results: &Path) -> Result<()> {
     plan.scenarios = vec![scenario("ctrl-c/hang", 600_000, vec![Step::Sleep { ms: 600_000 }])];
     std::fs::write(&plan_path, serde_json::to_vec(&plan)?)?;
     let (key, value) = marker.split_once('=').unwrap_or_default();
-    let mut cmd = Command::new(std::env::current_exe()?);
+    let mut cmd = Command::new(this_xtask()?);
     cmd.args(["boot", "--arch", "x86_64", "--accel", "tcg", "--plan"])
         .arg(&plan_path)
         .arg("--results")
@@ -392,6 +392,14 @@ fn ctrl_c_leaves_nothing(results: &Path) -> Result<()> {
     anyhow::ensure!(left.is_empty(), "left behind after Ctrl-C: {left:?} (before: {running:?})");
     anyhow::ensure!(status.code() == Some(130), "xtask exited with {status}, expected 130");
     Ok(())
+}
+
+/// This xtask's binary, to run it as a user would. When cargo rebuilt it meanwhile, the
+/// running image reads as `... (deleted)`; the new binary at the same path does as well.
+fn this_xtask() -> Result<std::path::PathBuf> {
+    let exe = std::env::current_exe()?;
+    let text = exe.display().to_string();
+    Ok(text.strip_suffix(" (deleted)").map_or(exe, std::path::PathBuf::from))
 }
 
 /// Command lines of live (not zombie) processes whose environment holds `marker`.
