@@ -257,7 +257,7 @@ pub fn definitions_in(text: &str, symbol: &str) -> Vec<Definition> {
     // Help text runs until the first non-blank line indented less than its first line.
     let mut help_indent: Option<Option<usize>> = None;
     for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
+        let line = strip_comment(raw.trim());
         if let Some(indent) = help_indent {
             if line.is_empty() {
                 continue;
@@ -332,6 +332,19 @@ pub fn definitions_in(text: &str, symbol: &str) -> Vec<Definition> {
     }
     out.extend(current);
     out
+}
+
+/// A Kconfig line without its `#` comment (a `#` inside quotes is text).
+fn strip_comment(line: &str) -> &str {
+    let mut quoted = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '#' if !quoted => return line[..i].trim_end(),
+            _ => {}
+        }
+    }
+    line
 }
 
 /// Evaluates a Kconfig expression against a `.config` (tristate logic, `n` < `m` < `y`).
@@ -573,7 +586,7 @@ menu \"Probes\"
 
 config EPROBE_EVENTS
 \tbool
-\tdepends on TRACING && !FOO
+\tdepends on TRACING && !FOO # a comment, and \"#\" in it
 endmenu
 
 endif # FTRACE

@@ -342,7 +342,17 @@ fn check_config(
 }
 
 fn missing_error(arch: &Arch, when: &str, missing: &[Missing], config: &Path) -> anyhow::Error {
-    let lines: Vec<String> = missing.iter().map(|m| format!("  - {m}")).collect();
+    let mut lines: Vec<String> = missing.iter().map(|m| format!("  - {m}")).collect();
+    let pre_6_4 = missing
+        .iter()
+        .any(|m| m.option == "CONFIG_USER_EVENTS" && m.why.as_deref().is_some_and(|w| w.contains("BROKEN")));
+    if pre_6_4 {
+        lines.push(
+            "verdict: this kernel predates the user_events ABI of 6.4 (there CONFIG_USER_EVENTS depends on BROKEN, \
+             and the original status-page design it carries is not what the suites test): nothing to build or boot"
+                .to_string(),
+        );
+    }
     error(
         Kind::CannotBuild,
         format!(
