@@ -1,5 +1,5 @@
 //! `cargo xtask coverage`: each behaviour of the ABI catalogue (`suites/catalogue.tsv`), the
-//! scenarios whose `covers:` name it or its excuse (`suites/coverage-excused.yaml`), and the
+//! scenarios whose `covers:` name it or its excuse (`suites/catalogue-excused.tsv`), and the
 //! last result of those scenarios per arch (`results/latest/<arch>/verdict.json`).
 
 use std::collections::BTreeMap;
@@ -36,11 +36,24 @@ pub fn parse_catalogue(text: &str) -> Result<Vec<Item>> {
 }
 
 /// The excuses: item id -> why it cannot be tested from user space.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Default)]
 pub struct Excused {
-    #[serde(default)]
     pub excused: BTreeMap<String, String>,
+}
+
+/// Parses `catalogue-excused.tsv` (`id<TAB>reason`, `#` comments).
+pub fn parse_excused(text: &str) -> Result<Excused> {
+    let mut excused = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((id, why)) = line.split_once('\t').filter(|(_, w)| !w.trim().is_empty()) else {
+            return Err(error(Kind::BadInput, format!("catalogue-excused.tsv:{}: expected `id<TAB>reason`", i + 1)));
+        };
+        excused.insert(id.to_string(), why.to_string());
+    }
+    Ok(Excused { excused })
 }
 
 /// One row of the table.
@@ -94,7 +107,7 @@ pub fn unknown_ids(items: &[Item], suites: &[Suite], excused: &Excused) -> Vec<S
         }
     }
     for id in excused.excused.keys().filter(|id| !known(id)) {
-        out.push(format!("coverage-excused.yaml excuses {id}, which is not in the catalogue"));
+        out.push(format!("catalogue-excused.tsv excuses {id}, which is not in the catalogue"));
     }
     out
 }
@@ -121,11 +134,9 @@ pub fn load(root: &Path) -> Result<(Vec<Item>, Excused)> {
     let path = root.join("suites/catalogue.tsv");
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let items = parse_catalogue(&text)?;
-    let path = root.join("suites/coverage-excused.yaml");
+    let path = root.join("suites/catalogue-excused.tsv");
     let excused = match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            serde_saphyr::from_str(&text).map_err(|e| error(Kind::BadInput, format!("{}: {e}", path.display())))?
-        }
+        Ok(text) => parse_excused(&text)?,
         Err(_) => Excused::default(),
     };
     Ok((items, excused))
@@ -185,6 +196,8 @@ mod tests {
         assert_eq!(rows[2].excuse.as_deref(), Some("needs eBPF"));
         assert_eq!(print(&items, &rows), 0);
         assert_eq!(unknown_ids(&items, &suites, &excused), ["t/two covers Z9, which is not in the catalogue"]);
+        assert_eq!(parse_excused("# c\nM4\twhy\n").unwrap().excused["M4"], "why");
+        assert!(parse_excused("M4\n").is_err());
     }
 
     /// Every `covers:` id in suites/ names a catalogue item, and the catalogue has all 140.
