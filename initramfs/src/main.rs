@@ -2,6 +2,7 @@
 //! systems, runs the plan's scenarios under a supervisor that reports KTAP on a virtio port,
 //! optionally opens a shell, and reboots; `--scenario N` is the child that runs one scenario.
 
+mod fuzz;
 mod mounts;
 mod perf;
 mod shell;

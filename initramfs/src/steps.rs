@@ -126,6 +126,7 @@ fn run_step(step: &Step, state: &mut State, say: &mut dyn FnMut(&str)) -> Verdic
             verdict
         }
         Step::Fork { name, steps } => fork(name, steps, state, say),
+        Step::Fuzz { seed, iterations } => crate::fuzz::run(*seed, *iterations, say),
         Step::Credentials { uid, gid, keep_caps } => crate::perf::credentials(*uid, *gid, keep_caps, say),
         Step::PerfOpen { name, event, disabled, expect } => {
             crate::perf::open(state, name, event, *disabled, expect, say)

@@ -221,6 +221,13 @@ pub enum Step {
     Thread {
         steps: Vec<Step>,
     },
+    /// A bounded, seeded stream of random registrations, writes, enables, unregisters and
+    /// deletes on its own `user_events_data` descriptor; fails if any call ends in an errno the
+    /// ABI does not document. Kernel health is judged from the console as for every step.
+    Fuzz {
+        seed: u64,
+        iterations: u32,
+    },
     /// Becomes another user: clears the supplementary groups, sets real, effective and saved
     /// gid and uid, and keeps only the capabilities named in `keep_caps` (`CAP_PERFMON`,
     /// `CAP_SYS_ADMIN`, ...; none by default). Descriptors opened before stay open.

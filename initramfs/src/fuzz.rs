@@ -1,0 +1,249 @@
+//! The `fuzz` step: a bounded, seeded stream of random registrations (format strings and
+//! `struct user_reg` fields), writes (sizes, indexes, payloads), enables, unregisters and
+//! deletes. Every call must end in success or a documented errno; the kernel's health (no
+//! WARN, Oops or taint change) is judged by the host from the console, as for every scenario.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+
+use crate::steps::Verdict;
+use crate::uevents::{errno_text, UserReg, DIAG_IOCSDEL, DIAG_IOCSREG, DIAG_IOCSUNREG, USER_REG_SIZE};
+
+/// The errnos the ABI documents for these calls (abi-catalogue.md sections a, b, e, f).
+const DOCUMENTED: &[&str] =
+    &["EINVAL", "E2BIG", "EFAULT", "ENOMEM", "EADDRINUSE", "ENOENT", "EBADF", "EBUSY", "EMFILE", "ENOTTY", "EPERM"];
+
+/// xorshift64*: small, seeded, the same sequence on every arch.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+const TYPES: &[&str] = &[
+    "u8",
+    "s8",
+    "u16",
+    "s16",
+    "u32",
+    "s32",
+    "u64",
+    "s64",
+    "int",
+    "unsigned int",
+    "short",
+    "unsigned short",
+    "char",
+    "unsigned char",
+    "char[4]",
+    "char[20]",
+    "char[0x10]",
+    "unsigned char[3]",
+    "__data_loc char[]",
+    "__rel_loc char[]",
+    "__data_loc u32[]",
+    "struct s 8",
+    "struct s 0",
+    "long",
+    "bool",
+    "u32[4]",
+    "char[0]",
+    "char[2000]",
+    "char[]",
+    "struct s",
+];
+const SEPARATORS: &[&str] = &[";", "; ", ";;", " ; ", ";\t"];
+
+/// A random format string: mostly valid, sometimes not (types, separators, names, colons).
+pub fn format(rng: &mut Rng) -> String {
+    let mut s = format!("fz_{}", rng.below(24));
+    if rng.below(20) == 0 {
+        s.push_str(":flag");
+    }
+    let fields = rng.below(5);
+    for i in 0..fields {
+        s.push_str(if i == 0 { " " } else { rng.pick(SEPARATORS) });
+        s.push_str(rng.pick(TYPES));
+        if rng.below(15) != 0 {
+            s.push(' ');
+            s.push((b'a' + rng.below(6) as u8) as char);
+        }
+    }
+    s
+}
+
+/// Runs `iterations` random calls; fails on any undocumented errno.
+pub fn run(seed: u64, iterations: u32, say: &mut dyn FnMut(&str)) -> Verdict {
+    let what = format!("fuzz seed {seed}, {iterations} calls");
+    let data = match OpenOptions::new().read(true).write(true).open(protocol::USER_EVENTS_DATA) {
+        Ok(f) => f,
+        Err(e) => {
+            say(&format!("{what}: open {}: {}", protocol::USER_EVENTS_DATA, crate::sys::error_name(&e)));
+            return Verdict::Fail;
+        }
+    };
+    let fd = data.as_raw_fd();
+    let mut rng = Rng::new(seed);
+    // Enable words live in one page so random addresses can be valid, misaligned or shared.
+    let mut words = vec![0u64; 64];
+    let mut counts: std::collections::BTreeMap<String, u32> = Default::default();
+    let mut violations = Vec::new();
+    let mut enabled: Vec<String> = Vec::new();
+    for i in 0..iterations {
+        let (call, result) = match rng.below(10) {
+            0..=3 => {
+                let fmt = format(&mut rng);
+                let name = std::ffi::CString::new(fmt.clone()).expect("no NUL in generated formats");
+                let slot = rng.below(words.len() as u64) as usize;
+                let base = words.as_mut_ptr() as u64 + 8 * slot as u64;
+                let enable_addr = match rng.below(12) {
+                    0 => base + 1 + rng.below(3),
+                    1 => 0,
+                    2 => u64::MAX - 7,
+                    _ => base,
+                };
+                let reg = UserReg {
+                    size: match rng.below(16) {
+                        0 => rng.below(64) as u32,
+                        1 => 4097,
+                        _ => USER_REG_SIZE as u32,
+                    },
+                    enable_bit: if rng.below(10) == 0 { rng.below(256) as u8 } else { rng.below(32) as u8 },
+                    enable_size: *[4u8, 8, 4, 8, 4, 0, 1, 16].get(rng.below(8) as usize).unwrap_or(&4),
+                    flags: if rng.below(10) == 0 { rng.below(8) as u16 } else { 0 },
+                    enable_addr,
+                    name_args: if rng.below(25) == 0 { 0 } else { name.as_ptr() as u64 },
+                };
+                let tail: Vec<u8> = (0..rng.below(3) * 4).map(|_| (rng.below(4) == 0) as u8).collect();
+                let mut buf = reg.encode(&tail);
+                let r = ioctl(fd, DIAG_IOCSREG, buf.as_mut_ptr() as u64);
+                if r.is_ok() && rng.below(3) == 0 {
+                    // Attach ftrace now and then, so writes reach the validators.
+                    let event = fmt.split([' ', ':']).next().unwrap_or("").to_string();
+                    let path = format!("/sys/kernel/tracing/events/user_events/{event}/enable");
+                    if OpenOptions::new().write(true).open(&path).and_then(|mut f| f.write_all(b"1")).is_ok() {
+                        enabled.push(path);
+                    }
+                }
+                (format!("register {fmt:?} size {} enable {}/{}", reg.size, reg.enable_size, reg.enable_bit), r)
+            }
+            4..=7 => {
+                let index = if rng.below(8) == 0 { rng.below(u32::MAX as u64) as u32 } else { rng.below(6) as u32 };
+                let len = match rng.below(6) {
+                    0 => rng.below(4) as usize,
+                    1 => rng.below(5000) as usize,
+                    _ => 4 + rng.below(64) as usize,
+                };
+                let mut payload: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
+                let n = payload.len().min(4);
+                payload[..n].copy_from_slice(&index.to_ne_bytes()[..n]);
+                // SAFETY: writes from a live buffer of `len` bytes.
+                let r = unsafe { libc::write(fd, payload.as_ptr().cast(), payload.len()) };
+                let r = if r >= 0 { Ok(r as i64) } else { Err(last_errno()) };
+                (format!("write index {index} {len} bytes"), r)
+            }
+            8 => {
+                let slot = rng.below(words.len() as u64) as usize;
+                let mut unreg = [0u8; 16];
+                unreg[0..4].copy_from_slice(&16u32.to_ne_bytes());
+                unreg[4] = rng.below(32) as u8;
+                unreg[8..16].copy_from_slice(&(words.as_ptr() as u64 + 8 * slot as u64).to_ne_bytes());
+                let r = ioctl(fd, DIAG_IOCSUNREG, unreg.as_mut_ptr() as u64);
+                (format!("unregister word {slot} bit {}", unreg[4]), r)
+            }
+            _ => {
+                let name = std::ffi::CString::new(format!("fz_{}", rng.below(24))).expect("no NUL");
+                let r = ioctl(fd, DIAG_IOCSDEL, name.as_ptr() as u64);
+                (format!("delete {name:?}"), r)
+            }
+        };
+        let label = match result {
+            Ok(_) => "ok".to_string(),
+            Err(e) => errno_text(e),
+        };
+        if result.is_err() && !DOCUMENTED.contains(&label.as_str()) {
+            violations.push(format!("call {i}: {call}: {label}"));
+        }
+        *counts.entry(label).or_default() += 1;
+    }
+    for path in &enabled {
+        let _ = OpenOptions::new().write(true).open(path).and_then(|mut f| f.write_all(b"0"));
+    }
+    let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    say(&format!("{what}: {}; {} enable(s)", summary.join(", "), enabled.len()));
+    for v in violations.iter().take(20) {
+        say(&format!("{what}: undocumented result: {v}"));
+    }
+    drop(words);
+    if violations.is_empty() {
+        Verdict::Ok
+    } else {
+        Verdict::Fail
+    }
+}
+
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn ioctl(fd: std::os::fd::RawFd, cmd: u64, arg: u64) -> Result<i64, i32> {
+    // SAFETY: `arg` points into a live buffer or is deliberately invalid; the kernel checks
+    // user pointers, so a bad one yields EFAULT.
+    let r = unsafe { libc::ioctl(fd, cmd as _, arg as usize as *mut libc::c_void) };
+    if r >= 0 {
+        Ok(i64::from(r))
+    } else {
+        Err(last_errno())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sequence_is_seeded() {
+        let a: Vec<u64> = (0..5)
+            .map({
+                let mut r = Rng::new(7);
+                move |_| r.next()
+            })
+            .collect();
+        let b: Vec<u64> = (0..5)
+            .map({
+                let mut r = Rng::new(7);
+                move |_| r.next()
+            })
+            .collect();
+        assert_eq!(a, b);
+        assert_ne!(Rng::new(8).next(), Rng::new(7).next());
+    }
+
+    #[test]
+    fn formats_start_with_a_fuzz_name() {
+        let mut r = Rng::new(1);
+        for _ in 0..200 {
+            let f = format(&mut r);
+            assert!(f.starts_with("fz_"), "{f}");
+            assert!(!f.contains('\0'));
+        }
+    }
+}
