@@ -70,11 +70,13 @@ const TYPES: &[&str] = &[
     "char[]",
     "struct s",
 ];
+/// Event names are `fz_0` .. `fz_{NAMES-1}`, so registrations collide and cleanup is bounded.
+const NAMES: u64 = 24;
 const SEPARATORS: &[&str] = &[";", "; ", ";;", " ; ", ";\t"];
 
 /// A random format string: mostly valid, sometimes not (types, separators, names, colons).
 pub fn format(rng: &mut Rng) -> String {
-    let mut s = format!("fz_{}", rng.below(24));
+    let mut s = format!("fz_{}", rng.below(NAMES));
     if rng.below(20) == 0 {
         s.push_str(":flag");
     }
@@ -170,7 +172,7 @@ pub fn run(seed: u64, iterations: u32, say: &mut dyn FnMut(&str)) -> Verdict {
                 (format!("unregister word {slot} bit {}", unreg[4]), r)
             }
             _ => {
-                let name = std::ffi::CString::new(format!("fz_{}", rng.below(24))).expect("no NUL");
+                let name = std::ffi::CString::new(format!("fz_{}", rng.below(NAMES))).expect("no NUL");
                 let r = ioctl(fd, DIAG_IOCSDEL, name.as_ptr() as u64);
                 (format!("delete {name:?}"), r)
             }
@@ -187,6 +189,25 @@ pub fn run(seed: u64, iterations: u32, say: &mut dyn FnMut(&str)) -> Verdict {
     for path in &enabled {
         let _ = OpenOptions::new().write(true).open(path).and_then(|mut f| f.write_all(b"0"));
     }
+    // PERSIST registrations outlive the scenario: delete every name the fuzz can make, from a
+    // fresh descriptor once ours (and its references) is gone. Unregisters and this process's
+    // enablers drop their references only after an RCU grace period, hence the retries.
+    // Every enabler sits on a word slot (other addresses fail to register): remove them all.
+    for slot in 0..words.len() {
+        for bit in 0..64u8 {
+            let mut unreg = [0u8; 16];
+            unreg[0..4].copy_from_slice(&16u32.to_ne_bytes());
+            unreg[4] = bit;
+            unreg[8..16].copy_from_slice(&(words.as_ptr() as u64 + 8 * slot as u64).to_ne_bytes());
+            let _ = ioctl(fd, DIAG_IOCSUNREG, unreg.as_mut_ptr() as u64);
+        }
+    }
+    drop(data);
+    let left = cleanup();
+    if !left.is_empty() {
+        say(&format!("{what}: could not delete {}", left.join(", ")));
+        violations.push(format!("persistent events left behind: {}", left.join(", ")));
+    }
     let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
     say(&format!("{what}: {}; {} enable(s)", summary.join(", "), enabled.len()));
     for v in violations.iter().take(20) {
@@ -198,6 +219,33 @@ pub fn run(seed: u64, iterations: u32, say: &mut dyn FnMut(&str)) -> Verdict {
     } else {
         Verdict::Fail
     }
+}
+
+/// Deletes every `fz_N` event; returns the names still there after two seconds.
+fn cleanup() -> Vec<String> {
+    let Ok(data) = OpenOptions::new().read(true).write(true).open(protocol::USER_EVENTS_DATA) else {
+        return vec!["(cannot open user_events_data)".into()];
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let mut left = Vec::new();
+    for n in 0..NAMES {
+        let name = std::ffi::CString::new(format!("fz_{n}")).expect("no NUL");
+        loop {
+            match ioctl(data.as_raw_fd(), DIAG_IOCSDEL, name.as_ptr() as u64) {
+                // ENOENT: none (left) of that name; success deletes one of possibly several.
+                Err(e) if e == libc::ENOENT => break,
+                Ok(_) => continue,
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                Err(_) => {
+                    left.push(format!("fz_{n}"));
+                    break;
+                }
+            }
+        }
+    }
+    left
 }
 
 fn last_errno() -> i32 {
