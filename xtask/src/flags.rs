@@ -28,6 +28,8 @@ pub enum Cmd {
     Kernel(KernelArgs),
     /// The main job: build the kernels, boot them and run the suites.
     Run(RunArgs),
+    /// The kernel's own user_events selftests, one boot per binary, per test case (not gating).
+    Upstream(UpstreamArgs),
     /// Boot each kernel once with the guest agent and run suites or a compiled plan (default: empty).
     Boot(BootArgs),
     /// Validate suite files without booting (default: every suites/*.yaml).
@@ -93,6 +95,17 @@ pub struct VmArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+    #[command(flatten)]
+    pub vm: VmArgs,
+    /// After the suites, also run the kernel's own user_events selftests (not gating).
+    #[arg(long)]
+    pub upstream_selftests: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct UpstreamArgs {
     #[command(flatten)]
     pub kernel: KernelArgs,
     #[command(flatten)]
@@ -231,5 +244,9 @@ mod tests {
         let r = Xtask::try_parse_from(["x", "check-suites"]).unwrap();
         let Cmd::CheckSuites(c) = r.command else { panic!() };
         assert!(c.files.is_empty());
+        let r = Xtask::try_parse_from(["x", "run", "--upstream-selftests", "--arch", "arm64"]).unwrap();
+        let Cmd::Run(r) = r.command else { panic!() };
+        assert!(r.upstream_selftests);
+        assert!(Xtask::try_parse_from(["x", "upstream", "--arch", "x86_64", "--patch", "p"]).is_ok());
     }
 }

@@ -81,6 +81,32 @@ pub struct Built {
     pub metadata: Metadata,
     /// True when no `make` ran at all.
     pub cache_hit: bool,
+    /// Where the source came from, to bring its mirror back (`None` for a prebuilt image).
+    pub source: Option<SourceRef>,
+}
+
+/// Enough to rebuild a kernel's private mirror: the upstream selftests must be built from the
+/// very tree (source and patches) the kernel was, and on a cache hit nothing synced it.
+#[derive(Debug, Clone)]
+pub struct SourceRef {
+    pub spec: Spec,
+    pub identity: Identity,
+    pub patches: Vec<Patch>,
+    pub cache_dir: PathBuf,
+}
+
+/// A kernel's source mirror, synced to its source and patches, and the lock that keeps it so.
+pub fn source_tree(src: &SourceRef) -> Result<(PathBuf, cache::Lock)> {
+    let tree_dir = src.cache_dir.join("trees").join(location(&src.identity));
+    let lock = cache::Lock::acquire(&tree_dir.join("lock"))?;
+    let pristine = source::pristine_root(&src.spec, &src.identity, &src.cache_dir)?;
+    let mirror = tree_dir.join("src");
+    source::sync_mirror(&pristine, &mirror, &tree_dir.join("state.json"), &src.patches)?;
+    Ok((mirror, lock))
+}
+
+fn location(source: &Identity) -> String {
+    hex(&Sha256::digest(format!("{}\0{}", source.kind, source.location.display())))[..16].to_string()
 }
 
 pub fn compiler(arch: &Arch) -> Result<Compiler> {
@@ -113,8 +139,15 @@ pub fn build(req: &Request) -> Result<Built> {
         compiler_version: &compiler.version,
     });
     let store = req.cache_dir.join("kernels").join(arch.name).join(&key[..24]);
+    let source_ref = SourceRef {
+        spec: req.spec.clone(),
+        identity: req.source.clone(),
+        patches: req.patches.to_vec(),
+        cache_dir: req.cache_dir.to_path_buf(),
+    };
     if !req.config_only {
-        if let Some(built) = load(arch, &store)? {
+        if let Some(mut built) = load(arch, &store)? {
+            built.source = Some(source_ref);
             progress::line(format!(
                 "{}: cache hit, {} ({})",
                 arch.name,
@@ -126,8 +159,7 @@ pub fn build(req: &Request) -> Result<Built> {
     }
 
     // The mirror and its build directories belong to one source location; one lock covers them.
-    let location =
-        hex(&Sha256::digest(format!("{}\0{}", req.source.kind, req.source.location.display())))[..16].to_string();
+    let location = location(req.source);
     let tree_dir = req.cache_dir.join("trees").join(&location);
     let _lock = cache::Lock::acquire(&tree_dir.join("lock"))?;
     let mut durations = BTreeMap::new();
@@ -212,7 +244,8 @@ pub fn build(req: &Request) -> Result<Built> {
         image: file_name(arch.image_path),
     };
     if req.config_only {
-        return Ok(Built { arch, image: PathBuf::new(), config: config_path, metadata, cache_hit: false });
+        let (image, source) = (PathBuf::new(), Some(source_ref));
+        return Ok(Built { arch, image, config: config_path, metadata, cache_hit: false, source });
     }
 
     let t = Instant::now();
@@ -238,7 +271,9 @@ pub fn build(req: &Request) -> Result<Built> {
 
     let t = Instant::now();
     install(&store, &build_dir, &mut metadata, req, t)?;
-    load(arch, &store)?.context("the freshly installed build cannot be read back")
+    let mut built = load(arch, &store)?.context("the freshly installed build cannot be read back")?;
+    built.source = Some(source_ref);
+    Ok(built)
 }
 
 struct Make<'a> {
@@ -439,7 +474,7 @@ fn load(arch: &'static Arch, store: &Path) -> Result<Option<Built>> {
     if !image.is_file() {
         return Ok(None);
     }
-    Ok(Some(Built { arch, image, config: store.join("config"), metadata, cache_hit: true }))
+    Ok(Some(Built { arch, image, config: store.join("config"), metadata, cache_hit: true, source: None }))
 }
 
 fn file_name(path: &str) -> String {
@@ -613,7 +648,7 @@ pub fn prebuilt(
         image: file_name(&image.display().to_string()),
     };
     progress::line(format!("{}: using prebuilt {} ({})", arch.name, image.display(), metadata.kernelrelease));
-    Ok(Built { arch, image, config: config_path, metadata, cache_hit: true })
+    Ok(Built { arch, image, config: config_path, metadata, cache_hit: true, source: None })
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod setup;
 mod source;
 mod suites;
 mod test;
+mod upstream;
 mod verdict;
 
 use std::path::{Path, PathBuf};
@@ -76,7 +77,7 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             let files = suite_files()?;
             let suites = load_suites(&files)?;
             let built = kernels(&args.kernel)?;
-            if files.is_empty() {
+            let judged = if files.is_empty() {
                 // No suites yet: a run is a health boot of every kernel with the agent.
                 let judged =
                     boot::run_plan_on(&built, &empty_plan("run"), &[], &args.vm, args.kernel.cache_dir.as_deref())?;
@@ -84,9 +85,27 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
                     "no conformance suite was run: suites/ has no *.yaml \
                      (each kernel was only booted with the agent and checked for kernel health)",
                 );
-                return Ok(boot::exit_code(&judged));
+                judged
+            } else {
+                run_suites_judged(&suites, &built, &args.vm, args.kernel.cache_dir.as_deref())?
+            };
+            let code = boot::exit_code(&judged);
+            // Into the suites' run folder (`<run-id>/<arch>` is each boot's out_dir); never gating.
+            let run_dir = judged.first().and_then(|j| j.outcome.out_dir.parent());
+            match run_dir {
+                Some(dir) if args.upstream_selftests => {
+                    let upstream = upstream::run(&built, &args.vm, args.kernel.cache_dir.as_deref(), dir)?;
+                    Ok(if code != 0 { code } else { upstream })
+                }
+                _ => Ok(code),
             }
-            run_suites(&suites, &built, &args.vm, args.kernel.cache_dir.as_deref())
+        }
+        Cmd::Upstream(args) => {
+            setup::run(false)?;
+            let built = kernels(&args.kernel)?;
+            let results = args.vm.results.clone().unwrap_or_else(|| project_root().join("results"));
+            let run_dir = boot::new_run_dir(&results)?;
+            upstream::run(&built, &args.vm, args.kernel.cache_dir.as_deref(), &run_dir)
         }
         Cmd::CheckSuites(args) => {
             let files = if args.files.is_empty() { suite_files()? } else { args.files };
@@ -191,6 +210,16 @@ pub fn run_suites(
     vm: &flags::VmArgs,
     cache_dir: Option<&Path>,
 ) -> Result<u8> {
+    Ok(boot::exit_code(&run_suites_judged(suites, built, vm, cache_dir)?))
+}
+
+/// `run_suites` with the judged boots, whose `out_dir` is `results/<run-id>/<arch>`.
+pub fn run_suites_judged(
+    suites: &[suites::Suite],
+    built: &[kernel::Built],
+    vm: &flags::VmArgs,
+    cache_dir: Option<&Path>,
+) -> Result<Vec<boot::Judged>> {
     let mut plans = Vec::new();
     for b in built {
         let text = std::fs::read_to_string(&b.config)
@@ -203,8 +232,7 @@ pub fn run_suites(
         }
         plans.push(boot::PlanFor { built: b, plan: compiled.plan, xfail: compiled.xfail });
     }
-    let judged = boot::run_plans(plans, &[], vm, cache_dir)?;
-    Ok(boot::exit_code(&judged))
+    boot::run_plans(plans, &[], vm, cache_dir)
 }
 
 fn single_arch(arch: &str, verb: &str) -> Result<()> {
