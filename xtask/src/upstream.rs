@@ -247,6 +247,8 @@ struct BinaryReport {
     /// The scenario's status as the agent saw it (the binary's exit status decides it).
     status: String,
     out_dir: PathBuf,
+    /// The kernel it ran on, for the known-failure table.
+    kernelrelease: String,
     #[serde(flatten)]
     parsed: Parsed,
 }
@@ -287,7 +289,11 @@ pub fn run(built: &[Built], vm: &crate::flags::VmArgs, cache_dir: Option<&Path>,
             if matches!(judged.result.verdict, crate::verdict::Verdict::InfraError(_)) {
                 code = Kind::Infra.code();
             }
-            let report = report(&name, &judged);
+            let release = built
+                .iter()
+                .find(|b| b.arch.name == judged.outcome.arch.name)
+                .map_or(String::new(), |b| b.metadata.kernelrelease.clone());
+            let report = report(&name, &release, &judged);
             print(judged.outcome.arch.name, &report, &judged);
             reports.entry(judged.outcome.arch.name).or_default().push(report);
         }
@@ -318,7 +324,7 @@ pub fn run(built: &[Built], vm: &crate::flags::VmArgs, cache_dir: Option<&Path>,
     Ok(code)
 }
 
-fn report(name: &str, j: &Judged) -> BinaryReport {
+fn report(name: &str, kernelrelease: &str, j: &Judged) -> BinaryReport {
     let s = j.result.scenarios.first();
     let diagnostics = s.map(|s| s.diagnostics.clone()).unwrap_or_default();
     let mut parsed = parse(&diagnostics);
@@ -333,11 +339,26 @@ fn report(name: &str, j: &Judged) -> BinaryReport {
         verdict: j.result.verdict.as_str().to_string(),
         status: s.map_or("not-run", |s| s.status.as_str()).to_string(),
         out_dir: j.outcome.out_dir.clone(),
+        kernelrelease: kernelrelease.to_string(),
         parsed,
     }
 }
 
+/// `suites/upstream-known.tsv`: (binary, case, kernelrelease) -> the known reason for its failure.
+pub fn known_failures(text: &str) -> BTreeMap<(String, String, String), String> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.splitn(4, '\t').collect();
+            (f.len() == 4).then(|| ((f[0].into(), f[1].into(), f[2].into()), f[3].into()))
+        })
+        .collect()
+}
+
 fn print(arch: &str, r: &BinaryReport, j: &Judged) {
+    let known = known_failures(
+        &std::fs::read_to_string(crate::project_root().join("suites/upstream-known.tsv")).unwrap_or_default(),
+    );
     for c in &r.parsed.cases {
         let tag = match c.status {
             CaseStatus::Pass => "PASSED",
@@ -351,6 +372,10 @@ fn print(arch: &str, r: &BinaryReport, j: &Judged) {
             let shown = if c.assertions.is_empty() { &c.output } else { &c.assertions };
             for l in shown.iter().rev().take(8).collect::<Vec<_>>().into_iter().rev() {
                 eprintln!("           | {l}");
+            }
+            let key = (r.name.clone(), c.name.clone(), r.kernelrelease.clone());
+            if let Some(why) = known.get(&key) {
+                eprintln!("           | known on {}: {why}", r.kernelrelease);
             }
         }
     }
@@ -368,6 +393,14 @@ fn print(arch: &str, r: &BinaryReport, j: &Judged) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn known_failures_are_read_per_binary_case_and_kernel() {
+        let text = std::fs::read_to_string(crate::project_root().join("suites/upstream-known.tsv")).unwrap();
+        let known = known_failures(&text);
+        assert_eq!(known.len(), 3);
+        assert!(known[&("abi_test".into(), "user.flags".into(), "6.12.117".into())].contains("EBUSY"));
+    }
 
     fn lines(text: &str) -> Vec<String> {
         text.lines().map(str::to_string).collect()
