@@ -142,6 +142,38 @@ pub fn load(root: &Path) -> Result<(Vec<Item>, Excused)> {
     Ok((items, excused))
 }
 
+/// The upstream selftest cases (`FILE:NAME`) and the scenarios whose `upstream:` name each.
+pub fn upstream_table(cases_text: &str, suites: &[Suite]) -> Vec<(String, Vec<String>)> {
+    cases_text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|case| {
+            let scenarios = suites
+                .iter()
+                .flat_map(|s| s.scenarios.iter().map(move |sc| (s, sc)))
+                .filter(|(_, sc)| sc.upstream.iter().any(|u| u == case))
+                .map(|(s, sc)| format!("{}/{}", s.suite, sc.name))
+                .collect();
+            (case.to_string(), scenarios)
+        })
+        .collect()
+}
+
+/// `upstream:` names that are not cases of the upstream selftests.
+pub fn unknown_upstream(cases_text: &str, suites: &[Suite]) -> Vec<String> {
+    let known: Vec<&str> = cases_text.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+    suites
+        .iter()
+        .flat_map(|s| s.scenarios.iter().map(move |sc| (s, sc)))
+        .flat_map(|(s, sc)| {
+            sc.upstream
+                .iter()
+                .filter(|u| !known.contains(&u.as_str()))
+                .map(move |u| format!("{}/{} names upstream {u}, which is not an upstream case", s.suite, sc.name))
+        })
+        .collect()
+}
+
 /// Prints the table and a summary; returns how many items are neither covered nor excused.
 pub fn print(items: &[Item], rows: &[Row]) -> usize {
     let mut missing = 0;
@@ -200,7 +232,8 @@ mod tests {
         assert!(parse_excused("M4\n").is_err());
     }
 
-    /// Every `covers:` id in suites/ names a catalogue item, and the catalogue has all 140.
+    /// Every `covers:` id in suites/ names a catalogue item, and the catalogue has all 140;
+    /// every `upstream:` name is an upstream selftest case.
     #[test]
     fn repository_covers_name_real_items() {
         let root = crate::project_root();
@@ -209,5 +242,8 @@ mod tests {
         let files = crate::suites::files_in(&root.join("suites")).unwrap();
         let suites = crate::suites::load_all(&files).unwrap();
         assert_eq!(unknown_ids(&items, &suites, &excused), Vec::<String>::new());
+        let cases = std::fs::read_to_string(root.join("suites/upstream-cases.txt")).unwrap();
+        assert_eq!(unknown_upstream(&cases, &suites), Vec::<String>::new());
+        assert_eq!(upstream_table(&cases, &suites).len(), 18);
     }
 }

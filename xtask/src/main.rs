@@ -121,6 +121,18 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
                 eprintln!("error: {problem}");
             }
             coverage::print(&items, &coverage::table(&items, &suites, &excused, &latest));
+            let cases = std::fs::read_to_string(root.join("suites/upstream-cases.txt")).unwrap_or_default();
+            for problem in coverage::unknown_upstream(&cases, &suites) {
+                eprintln!("error: {problem}");
+            }
+            let upstream = coverage::upstream_table(&cases, &suites);
+            println!("\nupstream selftest case -> counterpart scenarios:");
+            for (case, scenarios) in &upstream {
+                let what = if scenarios.is_empty() { "NO COUNTERPART".to_string() } else { scenarios.join(", ") };
+                println!("{case:<36} {what}");
+            }
+            let mirrored = upstream.iter().filter(|(_, s)| !s.is_empty()).count();
+            println!("{mirrored} of {} upstream selftest cases have a counterpart scenario", upstream.len());
             Ok(0)
         }
         Cmd::Boot(args) if !args.suites.is_empty() => {
