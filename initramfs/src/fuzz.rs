@@ -8,7 +8,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 
 use crate::steps::Verdict;
-use crate::uevents::{errno_text, UserReg, DIAG_IOCSDEL, DIAG_IOCSREG, DIAG_IOCSUNREG, USER_REG_SIZE};
+use crate::uevents::{errno_text, ioctl, UserReg, DIAG_IOCSDEL, DIAG_IOCSREG, DIAG_IOCSUNREG, USER_REG_SIZE};
 
 /// The errnos the ABI documents for these calls (abi-catalogue.md sections a, b, e, f).
 const DOCUMENTED: &[&str] =
@@ -159,7 +159,7 @@ pub fn run(seed: u64, iterations: u32, say: &mut dyn FnMut(&str)) -> Verdict {
                 payload[..n].copy_from_slice(&index.to_ne_bytes()[..n]);
                 // SAFETY: writes from a live buffer of `len` bytes.
                 let r = unsafe { libc::write(fd, payload.as_ptr().cast(), payload.len()) };
-                let r = if r >= 0 { Ok(r as i64) } else { Err(last_errno()) };
+                let r = if r >= 0 { Ok(r as i64) } else { Err(crate::uevents::errno()) };
                 (format!("write index {index} {len} bytes"), r)
             }
             8 => {
@@ -246,21 +246,6 @@ fn cleanup() -> Vec<String> {
         }
     }
     left
-}
-
-fn last_errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
-
-fn ioctl(fd: std::os::fd::RawFd, cmd: u64, arg: u64) -> Result<i64, i32> {
-    // SAFETY: `arg` points into a live buffer or is deliberately invalid; the kernel checks
-    // user pointers, so a bad one yields EFAULT.
-    let r = unsafe { libc::ioctl(fd, cmd as _, arg as usize as *mut libc::c_void) };
-    if r >= 0 {
-        Ok(i64::from(r))
-    } else {
-        Err(last_errno())
-    }
 }
 
 #[cfg(test)]

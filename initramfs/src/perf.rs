@@ -2,7 +2,7 @@
 //! mmap'd ring buffer, and credentials changes (uid, gid, kept capabilities).
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{fence, Ordering};
 
@@ -55,10 +55,6 @@ pub fn attr(id: u64, disabled: bool) -> [u8; ATTR_SIZE] {
     a
 }
 
-fn last_errno() -> i32 {
-    io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
-
 pub fn open(
     state: &mut State,
     name: &str,
@@ -96,7 +92,7 @@ pub fn open(
         )
     };
     if fd < 0 {
-        let errno = last_errno();
+        let errno = crate::uevents::errno();
         return judge(&what, &errno_text(errno), Err(errno), expect, say);
     }
     // SAFETY: the syscall returned a new descriptor that nothing else owns.
@@ -116,7 +112,7 @@ pub fn open(
         )
     };
     if ring == libc::MAP_FAILED {
-        say(&format!("{what}: mmap of the ring buffer: {}", errno_text(last_errno())));
+        say(&format!("{what}: mmap of the ring buffer: {}", errno_text(crate::uevents::errno())));
         return Verdict::Fail;
     }
     state.perf.insert(name.to_string(), PerfEvent { fd, ring: ring.cast(), ring_len, page, id });
@@ -147,7 +143,7 @@ pub fn control(
     let request = if action == PerfAction::Enable { PERF_EVENT_IOC_ENABLE } else { PERF_EVENT_IOC_DISABLE };
     // SAFETY: these ioctls take no pointer argument.
     let r = unsafe { libc::ioctl(ev.fd.as_raw_fd(), request as _, 0) };
-    let result = if r < 0 { Err(last_errno()) } else { Ok(i64::from(r)) };
+    let result = if r < 0 { Err(crate::uevents::errno()) } else { Ok(i64::from(r)) };
     let got = result.map_or_else(errno_text, |_| "ok".to_string());
     judge(&what, &got, result, expect, say)
 }
@@ -164,7 +160,7 @@ pub fn filter(state: &mut State, name: &str, filter: &str, expect: &Expect, say:
     };
     // SAFETY: the kernel reads a NUL-terminated string from a live CString.
     let r = unsafe { libc::ioctl(ev.fd.as_raw_fd(), PERF_EVENT_IOC_SET_FILTER as _, text.as_ptr()) };
-    let result = if r < 0 { Err(last_errno()) } else { Ok(i64::from(r)) };
+    let result = if r < 0 { Err(crate::uevents::errno()) } else { Ok(i64::from(r)) };
     let got = result.map_or_else(errno_text, |_| "ok".to_string());
     judge(&what, &got, result, expect, say)
 }
@@ -316,7 +312,7 @@ pub fn credentials(uid: u32, gid: Option<u32>, keep: &[String], say: &mut dyn Fn
     };
     match failed {
         Some(call) => {
-            say(&format!("{what}: {call}: {}", errno_text(last_errno())));
+            say(&format!("{what}: {call}: {}", errno_text(crate::uevents::errno())));
             Verdict::Fail
         }
         None => {

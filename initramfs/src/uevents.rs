@@ -89,7 +89,7 @@ impl UserUnreg {
     }
 }
 
-fn errno() -> i32 {
+pub fn errno() -> i32 {
     io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
@@ -755,7 +755,7 @@ fn raw_reg_text(raw: &RawReg, reg: &UserReg, arg: u64) -> String {
 }
 
 /// `ioctl(fd, cmd, arg)`: Ok(return value) or Err(errno).
-fn ioctl(fd: RawFd, cmd: u64, arg: u64) -> Result<i64, i32> {
+pub fn ioctl(fd: RawFd, cmd: u64, arg: u64) -> Result<i64, i32> {
     // SAFETY: the argument is a pointer into a live buffer or an address chosen to be invalid;
     // the kernel validates user pointers, so a bad one gives EFAULT, not memory corruption.
     // The request type differs between libcs (c_int on musl, c_ulong on glibc).
