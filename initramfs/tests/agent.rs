@@ -19,6 +19,17 @@ fn exec(argv: &[&str], expect_exit: i32) -> Step {
     Step::Exec { argv: argv.iter().map(|s| s.to_string()).collect(), expect_exit }
 }
 
+/// The diagnostic lines of a result stream, in order.
+fn diags(lines: &[ResultLine]) -> Vec<&str> {
+    lines
+        .iter()
+        .filter_map(|l| match l {
+            ResultLine::Diag(d) => Some(d.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn agent(plan: &std::path::Path) -> (i32, Vec<ResultLine>) {
     let out = Command::new(env!("CARGO_BIN_EXE_ue-agent"))
         .args(["--plan", plan.to_str().unwrap(), "--results", "-"])
@@ -84,13 +95,7 @@ fn runs_a_plan_end_to_end() {
         ("e2e/skip", Outcome::Skip, "step 1: exec /bin/sh -c echo no feature; exit 4: exit 4 (skip; expected 0)"),
     ];
     assert_eq!(results, expected.map(|(n, o, r)| (n.to_string(), o, r.to_string())));
-    let diags: Vec<&str> = lines
-        .iter()
-        .filter_map(|l| match l {
-            ResultLine::Diag(d) => Some(d.as_str()),
-            _ => None,
-        })
-        .collect();
+    let diags = diags(&lines);
     assert!(diags.contains(&"step 1: exec /bin/false: exit 1 (expected 0)"), "{diags:#?}");
     assert!(diags.contains(&"exited with status 1"), "{diags:#?}");
     assert!(diags.contains(&"step 1: sleep 30000 ms"), "{diags:#?}");
@@ -157,13 +162,7 @@ fn user_events_steps_run_in_the_child() {
     let (code, lines) = agent(&dir.join("plan.json"));
     assert_eq!(code, 1, "{lines:#?}");
     assert_eq!(lines.last(), Some(&ResultLine::Sentinel { total: 2, passed: 1, failed: 1, skipped: 0, timeout: 0 }));
-    let diags: Vec<&str> = lines
-        .iter()
-        .filter_map(|l| match l {
-            ResultLine::Diag(d) => Some(d.as_str()),
-            _ => None,
-        })
-        .collect();
+    let diags = diags(&lines);
     assert!(
         diags.contains(&"step 2: register \"ev u32 a\" word w bit 0 size 4 on fd f: ENOTTY (expected ok)"),
         "{diags:#?}"
@@ -228,15 +227,9 @@ fn fork_thread_and_exec_agent_steps() {
     let (code, lines) = agent(&dir.join("plan.json"));
     assert_eq!(code, 0, "{lines:#?}");
     assert_eq!(fs::read_to_string(dir.join("after-exec")).unwrap(), "fresh");
-    let diags: Vec<String> = lines
-        .iter()
-        .filter_map(|l| match l {
-            ResultLine::Diag(d) => Some(d.clone()),
-            _ => None,
-        })
-        .collect();
-    assert!(diags.iter().any(|d| d == "fork c step 2: set word w = 0x2: ok"), "{diags:#?}");
-    assert!(diags.iter().any(|d| d == "step 7: wait bad: exit 1 (expected exit 1)"), "{diags:#?}");
+    let diags = diags(&lines);
+    assert!(diags.iter().any(|d| *d == "fork c step 2: set word w = 0x2: ok"), "{diags:#?}");
+    assert!(diags.iter().any(|d| *d == "step 7: wait bad: exit 1 (expected exit 1)"), "{diags:#?}");
     assert!(diags.iter().any(|d| d.starts_with("exec step 1: write \"fresh\"")), "{diags:#?}");
     fs::remove_dir_all(&dir).unwrap();
 }
