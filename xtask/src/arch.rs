@@ -24,6 +24,11 @@ pub struct Arch {
     pub qemu_package: &'static str,
     /// The Rust target the guest agent is built for.
     pub rust_target: &'static str,
+    /// Static glibc, for guest clients whose crates do not build on musl (the `tracepoint`
+    /// crate: `libc::ioctl`'s request is a `c_int` there).
+    pub glibc_target: HelperTarget,
+    /// A 32-bit target this arch's kernel runs as compat processes (catalogue M1).
+    pub compat32_target: HelperTarget,
     /// QEMU machine (and its options), CPU under TCG, and the serial console's name.
     pub qemu_machine: &'static str,
     pub qemu_cpu_tcg: &'static str,
@@ -33,6 +38,27 @@ pub struct Arch {
     /// The guest architecture as `uname -m` and the C cross compiler prefix for static test
     /// binaries (the floor /init).
     pub uname_machine: &'static str,
+}
+
+/// A Rust target a guest client binary is built for, and what links it statically.
+#[derive(Debug, PartialEq, Eq)]
+pub struct HelperTarget {
+    /// The Rust target triple (`rustup target add`).
+    pub triple: &'static str,
+    /// The linker cargo is told to use (`CARGO_TARGET_<TRIPLE>_LINKER`); empty: the target's
+    /// default (the host `cc`).
+    pub linker: &'static str,
+    /// Link glibc statically (`-C target-feature=+crt-static`); musl targets are static anyway.
+    pub static_glibc: bool,
+    /// The Debian packages that provide the linker and the static C library.
+    pub packages: &'static [&'static str],
+}
+
+impl HelperTarget {
+    /// The `CARGO_TARGET_<TRIPLE>_` prefix of cargo's per-target environment variables.
+    pub fn cargo_env_prefix(&self) -> String {
+        format!("CARGO_TARGET_{}_", self.triple.to_uppercase().replace(['-', '.'], "_"))
+    }
 }
 
 impl Arch {
@@ -63,6 +89,19 @@ pub const ARCHES: &[Arch] = &[
         qemu_binary: "qemu-system-x86_64",
         qemu_package: "qemu-system-x86",
         rust_target: "x86_64-unknown-linux-musl",
+        glibc_target: HelperTarget {
+            triple: "x86_64-unknown-linux-gnu",
+            linker: "",
+            static_glibc: true,
+            packages: &["gcc", "libc6-dev"],
+        },
+        // musl ships its C library and start files inside rust-std; rust-lld links it.
+        compat32_target: HelperTarget {
+            triple: "i686-unknown-linux-musl",
+            linker: "rust-lld",
+            static_glibc: false,
+            packages: &[],
+        },
         // microvm boots fastest under TCG (no PCI, firmware is qboot). With acpi=off QEMU
         // lists the virtio-mmio devices on the kernel command line (auto-kernel-cmdline);
         // with ACPI on it describes them only in ACPI tables, which a tiny kernel lacks.
@@ -84,6 +123,20 @@ pub const ARCHES: &[Arch] = &[
         qemu_binary: "qemu-system-aarch64",
         qemu_package: "qemu-system-arm",
         rust_target: "aarch64-unknown-linux-musl",
+        glibc_target: HelperTarget {
+            triple: "aarch64-unknown-linux-gnu",
+            linker: "aarch64-linux-gnu-gcc",
+            static_glibc: true,
+            packages: &["gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross"],
+        },
+        // Static glibc rather than armv7-unknown-linux-musleabihf: that target's rust-std
+        // answered HTTP 404 to `rustup target add` on this project's machines (Rust 1.95).
+        compat32_target: HelperTarget {
+            triple: "armv7-unknown-linux-gnueabihf",
+            linker: "arm-linux-gnueabihf-gcc",
+            static_glibc: true,
+            packages: &["gcc-arm-linux-gnueabihf", "libc6-dev-armhf-cross"],
+        },
         qemu_machine: "virt",
         // Pointer authentication with QEMU's own cheap algorithm: the architected one is
         // slow under TCG (the KUnit qemu_config does the same).
@@ -127,5 +180,18 @@ mod tests {
         assert_eq!(arm.compiler(), "aarch64-linux-gnu-gcc");
         assert_eq!(arm.make_vars(), ["ARCH=arm64", "CROSS_COMPILE=aarch64-linux-gnu-"]);
         assert_eq!(select("x86_64").unwrap()[0].make_vars(), ["ARCH=x86"]);
+    }
+
+    #[test]
+    fn helper_targets_name_their_cargo_variables() {
+        let arm = select("arm64").unwrap()[0];
+        assert_eq!(arm.glibc_target.cargo_env_prefix(), "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_");
+        assert_eq!(arm.compat32_target.cargo_env_prefix(), "CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_");
+        for arch in ARCHES {
+            assert!(
+                arch.compat32_target.triple.starts_with("i686") || arch.compat32_target.triple.starts_with("armv7")
+            );
+            assert!(arch.glibc_target.triple.ends_with("-linux-gnu") && arch.glibc_target.static_glibc);
+        }
     }
 }

@@ -92,8 +92,12 @@ pub fn run_all(jobs: Vec<Job>, opts: &Options) -> Result<Vec<Outcome>> {
         );
     }
     let mut prepared = Vec::new();
-    for job in jobs {
+    for mut job in jobs {
         let agent = crate::initramfs::build_agent(job.built.arch)?;
+        // The clients first, so a job's own file at the same path (`exec`) wins.
+        let mut extra = crate::initramfs::clients_for(job.built.arch, &job.plan, false)?;
+        extra.append(&mut job.extra);
+        job.extra = extra;
         let accel = accel_for(job.built, &agent, opts)?;
         prepared.push((job, agent, accel));
     }
@@ -401,8 +405,9 @@ pub fn shell(built: &Built, vm: &crate::flags::VmArgs, cache_dir: Option<&Path>)
     let scratch = tempfile::Builder::new().prefix("xtask-shell-").tempdir()?;
     let mut plan = crate::empty_plan("shell");
     plan.shell = true;
+    let clients = crate::initramfs::clients_for(built.arch, &plan, true)?;
     let virtiofsd = crate::setup::virtiofsd();
-    let spec = vm_spec(built, &mut plan, &[], None, &agent, accel, virtiofsd.as_deref(), &opts, scratch.path())?;
+    let spec = vm_spec(built, &mut plan, &clients, None, &agent, accel, virtiofsd.as_deref(), &opts, scratch.path())?;
     line(format!(
         "{}: shell on {} ({}); type `help`, `exit` ends it, Ctrl-A x kills QEMU",
         built.arch.name,

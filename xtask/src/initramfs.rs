@@ -1,5 +1,6 @@
-//! The initramfs: builds the guest agent for an arch and packs it, the plan and any extra
-//! files into a deterministic newc cpio (sorted, fixed mtimes, uid 0, device nodes without root).
+//! The initramfs: builds the guest agent and the guest clients for an arch and packs them, the
+//! plan and any extra files into a deterministic newc cpio (sorted, fixed mtimes, uid 0, device
+//! nodes without root).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -7,7 +8,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
-use crate::arch::Arch;
+use crate::arch::{Arch, HelperTarget};
 use crate::exit::{error, Kind};
 
 /// One file system object in the archive.
@@ -106,6 +107,133 @@ pub fn build_agent(arch: &Arch) -> Result<PathBuf> {
     Ok(target_dir.join(arch.rust_target).join("release/ue-agent"))
 }
 
+/// A guest client other than the agent: a static binary from the separate workspace
+/// `initramfs/clients/` (its Cargo.toml says why it is separate), put at `guest_path`.
+pub struct Client {
+    /// The cargo package, whose binary has the same name.
+    pub package: &'static str,
+    pub guest_path: &'static str,
+    /// Which of the arch's helper targets it is built for.
+    pub target: fn(&Arch) -> &HelperTarget,
+}
+
+pub const CLIENTS: &[Client] = &[
+    // Microsoft's `tracepoint` crate, which does not build on musl.
+    Client { package: "ue-tracepoint", guest_path: "/bin/ue-tracepoint", target: |a| &a.glibc_target },
+    // The 32-bit compat ioctl probe (catalogue M1).
+    Client { package: "ue-compat32", guest_path: "/bin/ue-compat32", target: |a| &a.compat32_target },
+];
+
+/// The clients a plan runs (its JSON names their guest path, in any step at any depth), built
+/// for `arch`, as extra initramfs files. `all` takes every client (the interactive shell).
+pub fn clients_for(arch: &Arch, plan: &protocol::Plan, all: bool) -> Result<Vec<(String, Vec<u8>)>> {
+    let json = serde_json::to_string(plan)?;
+    let mut files = Vec::new();
+    for client in CLIENTS.iter().filter(|c| all || json.contains(&format!("\"{}\"", c.guest_path))) {
+        files.push((client.guest_path.to_string(), build_client(arch, client)?));
+    }
+    Ok(files)
+}
+
+/// Builds one client for `arch` (release, static) and returns the binary.
+///
+/// The static-glibc flags and the linker go into this cargo's environment only, as
+/// `CARGO_TARGET_<TRIPLE>_RUSTFLAGS`/`_LINKER`: in a config file that the host build also
+/// reads, `+crt-static` for the host triple breaks proc-macro builds. The target directory is
+/// `target/clients`, apart from the project's: the clients' workspace has its own profiles, so
+/// sharing host build-script outputs with it would rebuild them on every switch.
+pub fn build_client(arch: &Arch, client: &Client) -> Result<Vec<u8>> {
+    let target = (client.target)(arch);
+    let what = format!("{} for {} ({})", client.package, arch.name, target.triple);
+    if !target.linker.is_empty()
+        && target.linker != "rust-lld"
+        && Command::new(target.linker).arg("--version").output().is_err()
+    {
+        return Err(error(
+            Kind::Infra,
+            format!(
+                "building {what}: the linker {} is missing; install the Debian packages {} (`cargo xtask setup` does)",
+                target.linker,
+                target.packages.join(" ")
+            ),
+        ));
+    }
+    let root = crate::project_root();
+    let target_dir = clients_target_dir();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(&cargo);
+    cmd.args(["build", "--quiet", "--release", "--manifest-path"])
+        .arg(root.join("initramfs/clients/Cargo.toml"))
+        .args(["-p", client.package, "--target", target.triple, "--target-dir"])
+        .arg(&target_dir)
+        // These would replace the per-target rustflags (and so drop +crt-static).
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .current_dir(&root);
+    let prefix = target.cargo_env_prefix();
+    if !target.linker.is_empty() {
+        cmd.env(format!("{prefix}LINKER"), target.linker);
+    }
+    if target.static_glibc {
+        cmd.env(format!("{prefix}RUSTFLAGS"), "-C target-feature=+crt-static");
+    }
+    let out = cmd.output().with_context(|| format!("running cargo build for {what}"))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let hint = build_hint(&stderr, target).map(|h| format!(" ({h})")).unwrap_or_default();
+        return Err(error(Kind::Infra, format!("building {what}{hint}:\n{stderr}")));
+    }
+    let path = target_dir.join(target.triple).join("release").join(client.package);
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    if elf_interpreter(&bytes) != Some(false) {
+        return Err(error(
+            Kind::Infra,
+            format!("building {what}: {} is not a static ELF executable, so the guest cannot run it", path.display()),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// `target/clients` (under `CARGO_TARGET_DIR` when set): the clients' own target directory.
+pub fn clients_target_dir() -> PathBuf {
+    let root = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from);
+    root.unwrap_or_else(|| crate::project_root().join("target")).join("clients")
+}
+
+/// What a failed client build lacks, from cargo's and the linker's messages.
+fn build_hint(stderr: &str, target: &HelperTarget) -> Option<String> {
+    if stderr.contains("may not be installed") || stderr.contains("can't find crate for `std`") {
+        Some(format!("the rust target is missing: rustup target add {} (`cargo xtask setup` does)", target.triple))
+    } else if stderr.contains("cannot find -lc") || stderr.contains("crt1.o") || stderr.contains("crti.o") {
+        Some(format!(
+            "the static C library is missing: install the Debian packages {} (`cargo xtask setup` does)",
+            target.packages.join(" ")
+        ))
+    } else {
+        None
+    }
+}
+
+/// Whether an ELF executable (32- or 64-bit, little-endian) asks for a program interpreter
+/// (`PT_INTERP`, a dynamic loader); `None` when it is not such an ELF file.
+fn elf_interpreter(bytes: &[u8]) -> Option<bool> {
+    if bytes.get(..4)? != b"\x7fELF" || *bytes.get(5)? != 1 {
+        return None;
+    }
+    let u16_at = |o: usize| Some(u16::from_le_bytes(bytes.get(o..o + 2)?.try_into().ok()?) as usize);
+    let u32_at = |o: usize| Some(u32::from_le_bytes(bytes.get(o..o + 4)?.try_into().ok()?) as usize);
+    let (phoff, phentsize, phnum) = match bytes.get(4)? {
+        1 => (u32_at(0x1c)?, u16_at(0x2a)?, u16_at(0x2c)?),
+        2 => (u64::from_le_bytes(bytes.get(0x20..0x28)?.try_into().ok()?) as usize, u16_at(0x36)?, u16_at(0x38)?),
+        _ => return None,
+    };
+    let mut interp = false;
+    for i in 0..phnum {
+        interp |= u32_at(phoff + i * phentsize)? == 3;
+    }
+    Some(interp)
+}
+
 /// Writes the initramfs for one boot: the agent as `/init`, the plan, and extra files.
 pub fn write(dest: &Path, agent: &Path, plan: &protocol::Plan, extra: &[(String, Vec<u8>)]) -> Result<()> {
     let mut archive = Archive::base();
@@ -128,6 +256,38 @@ mod tests {
         a.add("plan.json", Node::File { data: b"{}".to_vec(), executable: false });
         a.add("bin/tool/deep", Node::File { data: vec![1, 2, 3], executable: true });
         a
+    }
+
+    #[test]
+    fn missing_pieces_are_named() {
+        let arm = &crate::arch::ARCHES[1];
+        let hint = build_hint("error[E0463]: can't find crate for `std`", &arm.glibc_target).unwrap();
+        assert_eq!(
+            hint,
+            "the rust target is missing: rustup target add aarch64-unknown-linux-gnu (`cargo xtask setup` does)"
+        );
+        let hint = build_hint("ld: cannot find -lc: No such file or directory", &arm.compat32_target).unwrap();
+        assert!(hint.contains("gcc-arm-linux-gnueabihf libc6-dev-armhf-cross"), "{hint}");
+        assert_eq!(build_hint("error: mismatched types", &arm.glibc_target), None);
+    }
+
+    /// The ELF files this test binary's own host tools give: a dynamic executable, and headers
+    /// cut down to a static 32-bit one.
+    #[test]
+    fn static_and_dynamic_executables_are_told_apart() {
+        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        assert_eq!(elf_interpreter(&exe), Some(true), "a cargo test binary is dynamically linked");
+        // A 32-bit header with one PT_LOAD program header and no PT_INTERP.
+        let mut elf32 = vec![0u8; 0x54];
+        elf32[..6].copy_from_slice(b"\x7fELF\x01\x01");
+        elf32[0x1c..0x20].copy_from_slice(&0x34u32.to_le_bytes());
+        elf32[0x2a..0x2c].copy_from_slice(&0x20u16.to_le_bytes());
+        elf32[0x2c..0x2e].copy_from_slice(&1u16.to_le_bytes());
+        elf32[0x34..0x38].copy_from_slice(&1u32.to_le_bytes());
+        assert_eq!(elf_interpreter(&elf32), Some(false));
+        elf32[0x34..0x38].copy_from_slice(&3u32.to_le_bytes());
+        assert_eq!(elf_interpreter(&elf32), Some(true));
+        assert_eq!(elf_interpreter(b"#!/bin/sh\n"), None);
     }
 
     #[test]

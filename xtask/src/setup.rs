@@ -14,8 +14,11 @@ use crate::progress::line;
 /// Debian packages the build and boot phases need, with what each is for.
 const PACKAGES: &[(&str, &str)] = &[
     ("gcc", "the x86_64 kernel build"),
+    ("libc6-dev", "static x86_64 glibc binaries (ue-tracepoint, the floor /init)"),
     ("gcc-aarch64-linux-gnu", "the arm64 kernel cross build"),
-    ("libc6-dev-arm64-cross", "static arm64 test binaries (the floor /init, upstream selftests)"),
+    ("libc6-dev-arm64-cross", "static arm64 test binaries (the floor /init, upstream selftests, ue-tracepoint)"),
+    ("gcc-arm-linux-gnueabihf", "the 32-bit arm compat probe (ue-compat32)"),
+    ("libc6-dev-armhf-cross", "the 32-bit arm compat probe (ue-compat32)"),
     ("make", "the kernel build"),
     ("flex", "the kernel build (kconfig, dtc)"),
     ("bison", "the kernel build (kconfig, dtc)"),
@@ -115,17 +118,23 @@ pub fn check() -> Result<Missing> {
         _ => {
             return Err(error(
                 Kind::Infra,
-                "`rustup` not found: the guest agent needs rustup to add the musl targets (see README)",
+                "`rustup` not found: the guest binaries need rustup to add their Rust targets (see README)",
             ))
         }
     };
-    for arch in ARCHES {
-        if !targets.lines().any(|l| l.trim() == arch.rust_target) {
-            missing.rust_targets.push(arch.rust_target.to_string());
+    for target in rust_targets() {
+        if !targets.lines().any(|l| l.trim() == target) {
+            missing.rust_targets.push(target.to_string());
         }
     }
     missing.virtiofsd = virtiofsd().is_none();
     Ok(missing)
+}
+
+/// Every Rust target the guest binaries need: the agent's (musl), the static-glibc clients'
+/// and the 32-bit compat probe's, for each arch.
+fn rust_targets() -> Vec<&'static str> {
+    ARCHES.iter().flat_map(|a| [a.rust_target, a.glibc_target.triple, a.compat32_target.triple]).collect()
 }
 
 /// `dpkg-query` in one call; a host without dpkg has nothing installed as far as we know.
@@ -236,7 +245,7 @@ pub fn run(verbose: bool) -> Result<()> {
             line(format!(
                 "setup: everything present ({} packages, {} rust targets, virtiofsd) in {:.2} s",
                 PACKAGES.len() + ARCHES.len(),
-                ARCHES.len(),
+                rust_targets().len(),
                 started.elapsed().as_secs_f64()
             ));
         }
@@ -335,5 +344,31 @@ mod tests {
         assert_eq!(cmds[4], "rustup target add aarch64-unknown-linux-musl");
         assert_eq!(cmds[5], "cargo install virtiofsd --locked");
         assert!(Missing::default().is_empty());
+    }
+
+    /// The guest clients' linkers and static C libraries are installed by setup, and their
+    /// Rust targets are checked.
+    #[test]
+    fn every_helper_target_is_provisioned() {
+        let packages: Vec<&str> = PACKAGES.iter().map(|p| p.0).collect();
+        for arch in ARCHES {
+            for target in [&arch.glibc_target, &arch.compat32_target] {
+                for pkg in target.packages {
+                    assert!(packages.contains(pkg), "{pkg} ({}) is not in PACKAGES", target.triple);
+                }
+                assert!(rust_targets().contains(&target.triple), "{}", target.triple);
+            }
+        }
+        assert_eq!(
+            rust_targets(),
+            [
+                "x86_64-unknown-linux-musl",
+                "x86_64-unknown-linux-gnu",
+                "i686-unknown-linux-musl",
+                "aarch64-unknown-linux-musl",
+                "aarch64-unknown-linux-gnu",
+                "armv7-unknown-linux-gnueabihf"
+            ]
+        );
     }
 }

@@ -37,6 +37,22 @@ pub fn run(args: &TestArgs) -> Result<u8> {
         started,
         if unit.success() { Ok(()) } else { Err(anyhow::anyhow!("cargo test failed ({unit})")) },
     );
+    // The guest clients are a workspace of their own (initramfs/clients/Cargo.toml says why).
+    let started = Instant::now();
+    let clients = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["test", "--quiet", "--manifest-path"])
+        .arg(root.join("initramfs/clients/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(crate::initramfs::clients_target_dir())
+        .current_dir(&root)
+        .status()
+        .context("running cargo test for initramfs/clients")?;
+    record(
+        &mut outcomes,
+        "unit tests of the guest clients (initramfs/clients)",
+        started,
+        if clients.success() { Ok(()) } else { Err(anyhow::anyhow!("cargo test failed ({clients})")) },
+    );
     if args.unit_only {
         return Ok(summary(&outcomes));
     }
