@@ -271,6 +271,24 @@ mod tests {
         assert_eq!(build_hint("error: mismatched types", &arm.glibc_target), None);
     }
 
+    #[test]
+    fn a_missing_linker_is_named_with_its_packages_before_cargo_runs() {
+        static ABSENT: HelperTarget = HelperTarget {
+            triple: "armv7-unknown-linux-gnueabihf",
+            linker: "no-such-linker-gcc",
+            static_glibc: true,
+            packages: &["gcc-no-such", "libc6-dev-no-such"],
+        };
+        let client = Client { package: "ue-compat32", guest_path: "/bin/ue-compat32", target: |_| &ABSENT };
+        let err = build_client(&crate::arch::ARCHES[1], &client).unwrap_err();
+        assert_eq!(crate::exit::code_for(&err), Kind::Infra.code());
+        assert_eq!(
+            err.to_string(),
+            "building ue-compat32 for arm64 (armv7-unknown-linux-gnueabihf): the linker no-such-linker-gcc is missing; \
+             install the Debian packages gcc-no-such libc6-dev-no-such (`cargo xtask setup` does)"
+        );
+    }
+
     /// The ELF files this test binary's own host tools give: a dynamic executable, and headers
     /// cut down to a static 32-bit one.
     #[test]
