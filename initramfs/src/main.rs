@@ -2,9 +2,12 @@
 //! systems, runs the plan's scenarios under a supervisor that reports KTAP on a virtio port,
 //! optionally opens a shell, and reboots; `--scenario N` is the child that runs one scenario.
 
+mod bpf;
+mod format;
 mod fuzz;
 mod mounts;
 mod perf;
+mod ringbuf;
 mod shell;
 mod steps;
 mod supervisor;

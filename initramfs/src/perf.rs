@@ -6,7 +6,7 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{fence, Ordering};
 
-use protocol::{Expect, PerfAction, Value};
+use protocol::{Expect, PerfAction, Record, Value};
 
 use crate::steps::Verdict;
 use crate::uevents::{errno_text, judge, State};
@@ -27,12 +27,14 @@ const ATTR_SIZE: usize = 128;
 
 /// One open perf event and its ring buffer.
 pub struct PerfEvent {
-    fd: OwnedFd,
+    pub fd: OwnedFd,
     ring: *mut u8,
     ring_len: usize,
     page: usize,
     /// The tracepoint id, which is also the `type` of its trace entries.
     id: u64,
+    /// `SYSTEM/NAME`, for its `format` file.
+    event: String,
 }
 
 impl Drop for PerfEvent {
@@ -115,7 +117,8 @@ pub fn open(
         say(&format!("{what}: mmap of the ring buffer: {}", errno_text(crate::uevents::errno())));
         return Verdict::Fail;
     }
-    state.perf.insert(name.to_string(), PerfEvent { fd, ring: ring.cast(), ring_len, page, id });
+    let event = event.to_string();
+    state.perf.insert(name.to_string(), PerfEvent { fd, ring: ring.cast(), ring_len, page, id, event });
     judge(&what, &format!("ok, tracepoint id {id}"), Ok(0), expect, say)
 }
 
@@ -195,7 +198,14 @@ pub fn samples(data: &[u8], mut tail: u64, head: u64) -> (Vec<Vec<u8>>, u64) {
     (out, lost)
 }
 
-pub fn read(state: &mut State, name: &str, want: &[Vec<Value>], say: &mut dyn FnMut(&str)) -> Verdict {
+/// The `perf_read` step: `samples` compares raw bytes, `records` decoded fields (one of them).
+pub fn read(
+    state: &mut State,
+    name: &str,
+    raw_form: Option<&[Vec<Value>]>,
+    records: Option<&[Record]>,
+    say: &mut dyn FnMut(&str),
+) -> Verdict {
     let what = format!("perf read {name}");
     let Some(ev) = state.perf.get(name) else {
         say(&format!("{what}: no such perf event"));
@@ -214,6 +224,25 @@ pub fn read(state: &mut State, name: &str, want: &[Vec<Value>], say: &mut dyn Fn
         fence(Ordering::Release);
         std::ptr::write_volatile(tail_ptr, head);
         found
+    };
+    let want = match (raw_form, records) {
+        (Some(want), None) => want,
+        (None, Some(records)) => {
+            say(&format!("{what}: {} sample(s), {lost} lost (expected {})", raws.len(), records.len()));
+            let format = match crate::format::load(&ev.event) {
+                Ok(f) => f,
+                Err(e) => {
+                    say(&format!("{what}: {e}"));
+                    return Verdict::Fail;
+                }
+            };
+            let verdict = crate::format::check_records(&what, &format, &raws, records, crate::format::tid(), say);
+            return if lost == 0 { verdict } else { Verdict::Fail };
+        }
+        _ => {
+            say(&format!("{what}: give `samples` or `records`, not both or neither"));
+            return Verdict::Fail;
+        }
     };
     say(&format!("{what}: {} sample(s), {lost} lost (expected {})", raws.len(), want.len()));
     let mut ok = lost == 0 && raws.len() == want.len();

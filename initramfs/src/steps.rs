@@ -89,7 +89,13 @@ fn expectation(step: &Step) -> Option<&Expect> {
         | Step::Write { expect, .. }
         | Step::PerfOpen { expect, .. }
         | Step::PerfControl { expect, .. }
-        | Step::PerfFilter { expect, .. } => Some(expect),
+        | Step::PerfFilter { expect, .. }
+        | Step::Mkdir { expect, .. }
+        | Step::Rmdir { expect, .. }
+        | Step::RegisterUntil { expect, .. }
+        | Step::BpfProg { expect, .. }
+        | Step::BpfAttach { expect, .. }
+        | Step::BpfRawTracepoint { expect, .. } => Some(expect),
         _ => None,
     }
 }
@@ -105,8 +111,16 @@ fn run_step(step: &Step, state: &mut State, say: &mut dyn FnMut(&str)) -> Verdic
         Step::WriteFile { path, data, create, append, expect } => {
             write_file(Path::new(path), data, Mode { create: *create, append: *append }, expect, say)
         }
-        Step::ReadFile { path, equals, contains, lacks, includes, excludes, expect, within_ms } => {
-            let checks = Checks { equals: equals.as_deref(), contains, lacks, includes, excludes };
+        Step::ReadFile { path, equals, contains, lacks, includes, excludes, head_hex, expect, within_ms } => {
+            let head = match head_hex.as_deref().map(protocol::decode_hex).transpose() {
+                Ok(h) => h,
+                Err(e) => {
+                    say(&format!("read {path}: head_hex {e}"));
+                    return Verdict::Fail;
+                }
+            };
+            let checks =
+                Checks { equals: equals.as_deref(), contains, lacks, includes, excludes, head: head.as_deref() };
             // Retry quietly until the deadline, then once more saying why it failed.
             let deadline = std::time::Instant::now() + Duration::from_millis(*within_ms);
             let started = std::time::Instant::now();
@@ -133,7 +147,17 @@ fn run_step(step: &Step, state: &mut State, say: &mut dyn FnMut(&str)) -> Verdic
         }
         Step::PerfControl { name, action, expect } => crate::perf::control(state, name, *action, expect, say),
         Step::PerfFilter { name, filter, expect } => crate::perf::filter(state, name, filter, expect, say),
-        Step::PerfRead { name, samples } => crate::perf::read(state, name, samples, say),
+        Step::PerfRead { name, samples, records } => {
+            crate::perf::read(state, name, samples.as_deref(), records.as_deref(), say)
+        }
+        Step::Mkdir { path, expect } => dir_call("mkdir", path, expect, say),
+        Step::Rmdir { path, expect } => dir_call("rmdir", path, expect, say),
+        Step::BpfProg { name, kind, ctx_read, expect } => crate::bpf::load(state, name, *kind, *ctx_read, expect, say),
+        Step::BpfAttach { prog, perf, expect } => crate::bpf::attach(state, prog, perf, expect, say),
+        Step::BpfRawTracepoint { prog, tracepoint, expect } => {
+            crate::bpf::raw_tracepoint(state, prog, tracepoint, expect, say)
+        }
+        Step::BpfCount { prog, equals } => crate::bpf::count(state, prog, *equals, say),
         Step::Wait { name, expect_exit, within_ms } => wait(name, *expect_exit, *within_ms, state, say),
         Step::ExecAgent { steps } => exec_agent(steps, say),
         Step::Thread { steps } => {
@@ -172,7 +196,11 @@ fn run_step(step: &Step, state: &mut State, say: &mut dyn FnMut(&str)) -> Verdic
         | Step::SetWord { .. }
         | Step::CheckBit { .. }
         | Step::CheckWord { .. }
+        | Step::RegisterUntil { .. }
         | Step::Write { .. } => state.run(step, say),
+        Step::TraceRead { event, instance, records } => {
+            crate::ringbuf::read_step(event, instance.as_deref(), records, say)
+        }
     }
 }
 
@@ -344,8 +372,20 @@ fn exec_agent(steps: &[Step], say: &mut dyn FnMut(&str)) -> Verdict {
     Verdict::Fail
 }
 
+/// `mkdir(2)` or `rmdir(2)` of `path` (mode 0755).
+fn dir_call(call: &str, path: &str, expect: &Expect, say: &mut dyn FnMut(&str)) -> Verdict {
+    let done = if call == "mkdir" { std::fs::create_dir(path) } else { std::fs::remove_dir(path) };
+    let result = done.map(|()| 0).map_err(|e| e.raw_os_error().unwrap_or(0));
+    let got = match result {
+        Ok(_) => "ok".to_string(),
+        Err(errno) => uevents::errno_text(errno),
+    };
+    judge(&format!("{call} {path}"), &got, result, expect, say)
+}
+
 /// What a read file must hold (see `Step::ReadFile`).
 struct Checks<'a> {
+    head: Option<&'a [u8]>,
     equals: Option<&'a str>,
     contains: &'a [String],
     lacks: &'a [String],
@@ -380,6 +420,16 @@ fn read_file(path: &Path, checks: &Checks, expect: &Expect, say: &mut dyn FnMut(
         return Verdict::Fail;
     }
     let mut failed = false;
+    if let Some(want) = checks.head {
+        if !content.starts_with(want) {
+            let seen: String = content.iter().take(want.len().max(8)).map(|b| format!("{b:02x}")).collect();
+            say(&format!(
+                "{what}: starts with {seen}, not {}",
+                want.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            ));
+            failed = true;
+        }
+    }
     if let Some(want) = checks.equals {
         if content != want.as_bytes() {
             say(&format!("{what}: content is not the expected {want:?}"));
@@ -475,6 +525,7 @@ mod tests {
             lacks: strings(lacks),
             includes: vec![],
             excludes: vec![],
+            head_hex: None,
             expect: Expect(expect.into()),
             within_ms: 0,
         }
@@ -491,6 +542,7 @@ mod tests {
             lacks: vec![],
             includes: includes.iter().map(|s| s.to_string()).collect(),
             excludes: excludes.iter().map(|s| s.to_string()).collect(),
+            head_hex: None,
             expect: Expect::default(),
             within_ms: 0,
         };
@@ -506,6 +558,37 @@ mod tests {
 
     fn temp_path(name: &str) -> std::path::PathBuf {
         std::env::temp_dir().join(format!("ue-agent-step-{}-{name}", std::process::id()))
+    }
+
+    #[test]
+    fn mkdir_rmdir_and_head_hex() {
+        let dir = temp_path("dir");
+        let d = dir.display().to_string();
+        let mk = Step::Mkdir { path: d.clone(), expect: Expect::default() };
+        assert_eq!(run(&[mk]).0, 0);
+        let (status, lines) = run(&[Step::Mkdir { path: d.clone(), expect: Expect("EEXIST".into()) }]);
+        assert_eq!((status, lines), (0, vec![format!("step 1: mkdir {d}: EEXIST (expected EEXIST)")]));
+        let file = dir.join("bin");
+        fs::write(&file, [1u8, 0, 0xff, 7]).unwrap();
+        let head = |hex: &str| Step::ReadFile {
+            path: file.display().to_string(),
+            equals: None,
+            contains: vec![],
+            lacks: vec![],
+            includes: vec![],
+            excludes: vec![],
+            head_hex: Some(hex.into()),
+            expect: Expect::default(),
+            within_ms: 0,
+        };
+        assert_eq!(run(&[head("0100ff")]).0, 0);
+        let (status, lines) = run(&[head("0200")]);
+        assert_eq!(status, 1);
+        assert!(lines[1].ends_with("starts with 0100ff07, not 0200"), "{lines:?}");
+        let rm = Step::Rmdir { path: d.clone(), expect: Expect("ENOTEMPTY".into()) };
+        assert_eq!(run(&[rm]).0, 0);
+        fs::remove_file(&file).unwrap();
+        assert_eq!(run(&[Step::Rmdir { path: d, expect: Expect::default() }]).0, 0);
     }
 
     #[test]
@@ -623,6 +706,8 @@ mod tests {
                 index_value: Some(1),
                 fields: vec![protocol::Value::Text("x".into())],
                 vectored: true,
+                offset: None,
+                payload_from: None,
                 expect: Expect::default(),
             },
             Step::Close { fd: protocol::DATA_FD.into() },

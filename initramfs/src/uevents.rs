@@ -224,6 +224,11 @@ pub struct State {
     pub children: HashMap<String, libc::pid_t>,
     /// Open perf events by name.
     pub perf: HashMap<String, crate::perf::PerfEvent>,
+    /// Loaded eBPF programs by name, and raw tracepoint attachments (alive while open).
+    pub bpf: HashMap<String, crate::bpf::Prog>,
+    pub bpf_links: Vec<OwnedFd>,
+    /// Descriptors `register_until` opened, kept open until the scenario ends.
+    kept_files: Vec<OwnedFd>,
     /// After `memory: unmap` the words keep their addresses but must not be touched, and the
     /// page is not unmapped again; after `read_only` they must not be stored to.
     words_gone: bool,
@@ -255,6 +260,9 @@ impl State {
             next_slot: 0,
             children: HashMap::new(),
             perf: HashMap::new(),
+            bpf: HashMap::new(),
+            bpf_links: Vec::new(),
+            kept_files: Vec::new(),
             words_gone: false,
             words_read_only: false,
             unmapped_base: None,
@@ -287,14 +295,21 @@ impl State {
             }
             Step::Delete { fd, name, expect, within_ms } => self.delete(fd, name, expect, *within_ms, say),
             Step::SetWord { word, value } => self.set_word(word, *value, say),
-            Step::Memory { op } => self.memory(*op, say),
+            Step::Memory { op, file } => self.memory(*op, file.as_deref(), say),
             Step::CheckBit { word, bit, set, within_ms } => self.check_bit(word, *bit, *set, *within_ms, say),
             Step::CheckWord { word, value } => self.check_word(word, *value, say),
-            Step::Write { fd, index, index_value, fields, vectored, expect } => {
-                let payload =
-                    Payload { index: index.as_deref(), index_value: *index_value, fields, vectored: *vectored };
+            Step::Write { fd, index, index_value, fields, vectored, offset, payload_from, expect } => {
+                let payload = Payload {
+                    index: index.as_deref(),
+                    index_value: *index_value,
+                    fields,
+                    vectored: *vectored,
+                    offset: *offset,
+                    from: payload_from.as_ref(),
+                };
                 self.write(fd, &payload, expect, say)
             }
+            Step::RegisterUntil { format, max, expect } => self.register_until(format, *max, expect, say),
             other => Err(format!("not a user_events step: {other:?}")),
         };
         done.unwrap_or_else(|e| {
@@ -347,13 +362,22 @@ impl State {
     }
 
     /// `Step::Memory` on the words page.
-    fn memory(&mut self, op: protocol::MemoryOp, say: &mut dyn FnMut(&str)) -> Done {
+    fn memory(&mut self, op: protocol::MemoryOp, file: Option<&str>, say: &mut dyn FnMut(&str)) -> Done {
         use protocol::MemoryOp;
         if self.words.is_none() {
             self.word(None)?;
         }
         let page = self.words.as_ref().expect("mapped above");
         let what = format!("memory {op:?} on the words page {:#x}", page.addr()).to_lowercase();
+        if (op == MemoryOp::ShareFile) != file.is_some() {
+            return Err(format!("{what}: `file` goes with `share_file` and only with it"));
+        }
+        if let Some(path) = file {
+            return share_file(page, path).map(|()| {
+                say(&format!("{what}: now MAP_SHARED from {path}: ok"));
+                Verdict::Ok
+            });
+        }
         // SAFETY: these calls change only the words page, which this state owns; after an unmap
         // `words_gone` stops every later access through `cell`, and the page is not unmapped twice.
         let r = unsafe {
@@ -362,6 +386,7 @@ impl State {
                 MemoryOp::ReadOnly => libc::mprotect(page.addr, page.len, libc::PROT_READ),
                 MemoryOp::ReadWrite => libc::mprotect(page.addr, page.len, libc::PROT_READ | libc::PROT_WRITE),
                 MemoryOp::Unmap => libc::munmap(page.addr, page.len),
+                MemoryOp::ShareFile => unreachable!("handled above"),
             }
         };
         if r != 0 {
@@ -378,7 +403,7 @@ impl State {
             }
             MemoryOp::ReadOnly => self.words_read_only = true,
             MemoryOp::ReadWrite => self.words_read_only = false,
-            MemoryOp::DontNeed => {}
+            MemoryOp::DontNeed | MemoryOp::ShareFile => {}
         }
         say(&format!("{what}: ok"));
         Ok(Verdict::Ok)
@@ -651,8 +676,80 @@ impl State {
         }
     }
 
+    /// `Step::RegisterUntil`: registrations of `format` with `{i}` counting up until one fails.
+    ///
+    /// Each registration is unregistered at once: the event lives on through the file's reference
+    /// to it, and the process's enabler list stays short (the kernel walks that whole list on
+    /// every registration to refuse a reused address and bit). Every [`EVENTS_PER_FILE`] events
+    /// a new descriptor is opened, because the kernel copies a file's whole reference array for
+    /// each new event. Both costs are quadratic, and tens of thousands of events under TCG
+    /// would otherwise take many minutes.
+    fn register_until(&mut self, format: &str, max: u32, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
+        const EVENTS_PER_FILE: u32 = 256;
+        let what = format!("register {format:?} for {{i}} from 0 until a failure (at most {max})");
+        if !format.contains("{i}") {
+            return Err(format!("{what}: the format has no {{i}}"));
+        }
+        let word = self.word(None)?;
+        let mut files: Vec<OwnedFd> = Vec::new();
+        let started = Instant::now();
+        for i in 0..max {
+            if i % EVENTS_PER_FILE == 0 {
+                let file = OpenOptions::new().read(true).write(true).open(&self.data_path).map_err(|e| {
+                    let why = e.raw_os_error().map_or_else(|| e.to_string(), errno_text);
+                    format!("{what}: opening {} after {i} events: {why}", self.data_path.display())
+                })?;
+                files.push(OwnedFd::from(file));
+            }
+            let fd = files.last().expect("opened above").as_raw_fd();
+            let mut name = format.replace("{i}", &i.to_string()).into_bytes();
+            name.push(0);
+            let reg = UserReg {
+                size: USER_REG_SIZE as u32,
+                enable_bit: 0,
+                enable_size: 4,
+                flags: 0,
+                enable_addr: word,
+                name_args: name.as_ptr() as u64,
+            };
+            let mut buf = reg.encode(&[]);
+            if let Err(e) = ioctl(fd, DIAG_IOCSREG, buf.as_mut_ptr() as u64) {
+                let got = format!(
+                    "{i} events registered on {} files in {} ms, then {}",
+                    files.len(),
+                    started.elapsed().as_millis(),
+                    errno_text(e)
+                );
+                // The files stay open until the scenario's process exits, so the events do too.
+                self.kept_files.extend(files);
+                return Ok(judge(&what, &got, Err(e), expect, say));
+            }
+            let unreg = UserUnreg {
+                size: USER_UNREG_SIZE as u32,
+                disable_bit: 0,
+                reserved: 0,
+                reserved2: 0,
+                disable_addr: word,
+            };
+            let mut ubuf = unreg.encode();
+            if let Err(e) = ioctl(fd, DIAG_IOCSUNREG, ubuf.as_mut_ptr() as u64) {
+                return Err(format!("{what}: unregistering event {i}: {}", errno_text(e)));
+            }
+        }
+        say(&format!("{what}: all {max} registered in {} ms, none failed", started.elapsed().as_millis()));
+        self.kept_files.extend(files);
+        Ok(Verdict::Fail)
+    }
+
     fn write(&mut self, fd: &str, p: &Payload<'_>, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
-        let call = if p.vectored { "writev" } else { "write" };
+        // A payload from elsewhere always goes as a second iovec after the index.
+        let vectored = p.vectored || p.from.is_some();
+        let call = match (vectored, p.offset.is_some()) {
+            (false, false) => "write",
+            (true, false) => "writev",
+            (false, true) => "pwrite",
+            (true, true) => "pwritev",
+        };
         let (index, index_shown) = match (p.index, p.index_value) {
             (Some(n), None) => {
                 let i = *self.indexes.get(n).ok_or_else(|| format!("{call}: no write index named {n}"))?;
@@ -668,23 +765,52 @@ impl State {
         }
         let total: usize = parts.iter().map(Vec::len).sum();
         let mut what = format!("{call} index {index_shown} + {} fields", p.fields.len());
-        if p.vectored {
+        if p.vectored && p.from.is_none() {
             what.push_str(&format!(" in {} iovecs", parts.len()));
         }
-        what.push_str(&format!(" ({total} bytes: {})", hex_parts(&parts)));
+        let from = p.from.map(|at| self.resolve(at, 0).map(|slot| (at, slot))).transpose()?;
+        if let Some((at, slot)) = from {
+            let len = total - 4;
+            let shown = match slot {
+                Slot::At(a) => addr_text(at, a),
+                Slot::Hole => "unmapped".to_string(),
+            };
+            what.push_str(&format!(" (4 + {len} bytes, the {len} from {shown})"));
+        } else {
+            what.push_str(&format!(" ({total} bytes: {})", hex_parts(&parts)));
+        }
+        if let Some(off) = p.offset {
+            what.push_str(&format!(" at offset {off}"));
+        }
         if fd != protocol::DATA_FD {
             what.push_str(&format!(" on fd {fd}"));
         }
         let fd = self.fd(fd).map_err(|e| format!("{what}: {e}"))?;
-        let n = if p.vectored {
-            let iov: Vec<libc::iovec> =
-                parts.iter().map(|b| libc::iovec { iov_base: b.as_ptr() as *mut _, iov_len: b.len() }).collect();
-            // SAFETY: every iovec points into `parts`, alive across the call.
-            unsafe { libc::writev(fd, iov.as_ptr(), iov.len() as libc::c_int) }
-        } else {
-            let buf = parts.concat();
-            // SAFETY: `buf` is valid for its length.
-            unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) }
+        let mut iov: Vec<libc::iovec> = Vec::with_capacity(parts.len() + 1);
+        if vectored {
+            iov.extend(parts.iter().map(|b| libc::iovec { iov_base: b.as_ptr() as *mut _, iov_len: b.len() }));
+        }
+        if let Some((_, slot)) = from {
+            let len = total - 4;
+            let base = match slot {
+                Slot::At(a) => a,
+                Slot::Hole => State::hole()?,
+            };
+            iov.truncate(1);
+            // From here to the call nothing allocates (the hole must stay a hole): the capacity
+            // was reserved above.
+            iov.push(libc::iovec { iov_base: base as *mut _, iov_len: len });
+        }
+        let buf = if iov.is_empty() { parts.concat() } else { vec![] };
+        // SAFETY: every iovec points into `parts` (alive across the call) or at an address chosen
+        // to be checked by the kernel (EFAULT, not corruption); `buf` is valid for its length.
+        let n = unsafe {
+            match (iov.is_empty(), p.offset) {
+                (false, None) => libc::writev(fd, iov.as_ptr(), iov.len() as libc::c_int),
+                (false, Some(off)) => libc::pwritev(fd, iov.as_ptr(), iov.len() as libc::c_int, off),
+                (true, None) => libc::write(fd, buf.as_ptr().cast(), buf.len()),
+                (true, Some(off)) => libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), off),
+            }
         };
         let result = if n >= 0 { Ok(n as i64) } else { Err(errno()) };
         let got = match result {
@@ -697,6 +823,38 @@ impl State {
 
 /// A step's own end, or why it could not run (said as the step's line; the step fails).
 type Done = Result<Verdict, String>;
+
+/// Replaces `page` in place (MAP_FIXED, same address and length) with a MAP_SHARED mapping of
+/// `path`, created or truncated with the page's current bytes.
+fn share_file(page: &Page, path: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    // SAFETY: the page is mapped, readable and `len` bytes long while `page` lives.
+    let bytes = unsafe { std::slice::from_raw_parts(page.addr as *const u8, page.len) };
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes).map(|()| f))
+        .map_err(|e| format!("{path}: {}", e.raw_os_error().map_or_else(|| e.to_string(), errno_text)))?;
+    file.flush().map_err(|e| format!("{path}: {e}"))?;
+    // SAFETY: MAP_FIXED over our own page only; the file is as long as the mapping.
+    let got = unsafe {
+        libc::mmap(
+            page.addr,
+            page.len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_FIXED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if got != page.addr {
+        return Err(format!("mmap MAP_SHARED|MAP_FIXED of {path}: {}", errno_text(errno())));
+    }
+    Ok(())
+}
 
 struct Reg<'a> {
     fd: &'a str,
@@ -715,6 +873,8 @@ struct Payload<'a> {
     index_value: Option<u32>,
     fields: &'a [Value],
     vectored: bool,
+    offset: Option<i64>,
+    from: Option<&'a Addr>,
 }
 
 /// ` raw size=40 enable_addr=kernel 0x...`: the overrides as sent, empty when there are none.
@@ -862,14 +1022,14 @@ mod tests {
         let mut lines = Vec::new();
         let mut say = |l: &str| lines.push(l.to_string());
         s.set_word("w", 5, &mut say).unwrap();
-        assert_eq!(s.memory(MemoryOp::DontNeed, &mut say).unwrap(), Verdict::Ok);
+        assert_eq!(s.memory(MemoryOp::DontNeed, None, &mut say).unwrap(), Verdict::Ok);
         assert_eq!(s.cell("w").unwrap().load(Ordering::SeqCst), 0, "MADV_DONTNEED gives a zero page back");
-        assert_eq!(s.memory(MemoryOp::ReadOnly, &mut say).unwrap(), Verdict::Ok);
+        assert_eq!(s.memory(MemoryOp::ReadOnly, None, &mut say).unwrap(), Verdict::Ok);
         assert!(s.set_word("w", 1, &mut say).is_err(), "no store to a read-only page");
-        assert_eq!(s.memory(MemoryOp::ReadWrite, &mut say).unwrap(), Verdict::Ok);
+        assert_eq!(s.memory(MemoryOp::ReadWrite, None, &mut say).unwrap(), Verdict::Ok);
         s.set_word("w", 1, &mut say).unwrap();
         let addr = s.word(Some("w")).unwrap();
-        assert_eq!(s.memory(MemoryOp::Unmap, &mut say).unwrap(), Verdict::Ok);
+        assert_eq!(s.memory(MemoryOp::Unmap, None, &mut say).unwrap(), Verdict::Ok);
         assert_eq!(s.word(Some("w")).unwrap(), addr, "the word keeps its address");
         assert!(s.cell("w").is_err(), "but cannot be read");
         assert!(s.word(Some("new")).is_err());
@@ -979,6 +1139,8 @@ mod tests {
             index_value: Some(7),
             fields: fields.clone(),
             vectored,
+            offset: None,
+            payload_from: None,
             expect: expect(e),
         };
         let (verdict, lines) = run(&mut s, write(false, "ok"));
@@ -1001,6 +1163,8 @@ mod tests {
             index_value: None,
             fields: vec![],
             vectored: false,
+            offset: None,
+            payload_from: None,
             expect: expect("ok"),
         };
         assert_eq!(run(&mut s, named), (Verdict::Fail, vec!["write: no write index named nope".into()]));
@@ -1010,10 +1174,75 @@ mod tests {
             index_value: None,
             fields: vec![],
             vectored: false,
+            offset: None,
+            payload_from: None,
             expect: expect("ok"),
         };
         assert_eq!(run(&mut s, none).0, Verdict::Fail);
         fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn pwrite_offsets_and_payloads_from_elsewhere() {
+        let path = temp_file("pwrite", b"");
+        let mut s = State::with_data_path(path.clone());
+        let write = |offset, from: Option<Addr>, vectored, e: &str| Step::Write {
+            fd: protocol::DATA_FD.into(),
+            index: None,
+            index_value: Some(1),
+            fields: vec![Value::U32(0x0a0b_0c0d)],
+            vectored,
+            offset,
+            payload_from: from,
+            expect: expect(e),
+        };
+        let (verdict, lines) = run(&mut s, write(Some(8), None, false, "8"));
+        assert_eq!(verdict, Verdict::Ok, "{lines:?}");
+        assert!(
+            lines[0].starts_with("pwrite index 1 + 1 fields (8 bytes: 01000000 0d0c0b0a) at offset 8:"),
+            "{lines:?}"
+        );
+        let (verdict, lines) = run(&mut s, write(Some(0), None, true, "8"));
+        assert_eq!(verdict, Verdict::Ok, "{lines:?}");
+        assert!(lines[0].starts_with("pwritev index 1 + 1 fields in 2 iovecs"), "{lines:?}");
+        assert_eq!(fs::read(&path).unwrap(), [[1, 0, 0, 0, 13, 12, 11, 10]; 2].concat());
+
+        // From an unmapped page an ordinary file takes the index only (a short write; user_events
+        // refuses the whole call); from a fresh page: zeros.
+        let (verdict, lines) = run(&mut s, write(None, Some(Addr::Unmapped), false, "4"));
+        assert_eq!(verdict, Verdict::Ok, "{lines:?}");
+        assert!(
+            lines[0].starts_with("writev index 1 + 1 fields (4 + 4 bytes, the 4 from unmapped): ok, 4"),
+            "{lines:?}"
+        );
+        let (verdict, lines) = run(&mut s, write(None, Some(Addr::Fresh), false, "8"));
+        assert_eq!(verdict, Verdict::Ok, "{lines:?}");
+        let content = fs::read(&path).unwrap();
+        // pwrite and pwritev left the file position at 0: the index went to 0..4, then the next
+        // index and four zeros to 4..12.
+        assert_eq!(content, [1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 13, 12, 11, 10]);
+        fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_shared_file_mapping_carries_the_words() {
+        let data = temp_file("share-data", b"");
+        let words = temp_file("share-words", b"");
+        let mut s = State::with_data_path(data.clone());
+        assert_eq!(run(&mut s, Step::SetWord { word: "w".into(), value: 0x0201 }).0, Verdict::Ok);
+        let share = |file: Option<&std::path::Path>| Step::Memory {
+            op: protocol::MemoryOp::ShareFile,
+            file: file.map(|f| f.display().to_string()),
+        };
+        let (verdict, lines) = run(&mut s, share(Some(&words)));
+        assert_eq!(verdict, Verdict::Ok, "{lines:?}");
+        // The page's bytes moved into the file, and stores through the words reach it.
+        assert_eq!(&fs::read(&words).unwrap()[..8], &0x0201u64.to_ne_bytes());
+        assert_eq!(run(&mut s, Step::SetWord { word: "w".into(), value: 0x0803 }).0, Verdict::Ok);
+        assert_eq!(&fs::read(&words).unwrap()[..8], &0x0803u64.to_ne_bytes());
+        assert_eq!(run(&mut s, share(None)).0, Verdict::Fail, "share_file needs a file");
+        fs::remove_file(&data).unwrap();
+        fs::remove_file(&words).unwrap();
     }
 
     #[test]
@@ -1035,6 +1264,8 @@ mod tests {
             index_value: Some(0),
             fields: vec![],
             vectored: false,
+            offset: None,
+            payload_from: None,
             expect: expect("EBADF"),
         };
         let (verdict, lines) = run(&mut s, write.clone());

@@ -136,6 +136,8 @@ fn user_events_steps_run_in_the_child() {
             index_value: Some(0x6968_6968),
             fields: vec![Value::Text("\nline".into())],
             vectored: false,
+            offset: None,
+            payload_from: None,
             expect: Expect("9".into()),
         },
         Step::ReadFile {
@@ -145,6 +147,7 @@ fn user_events_steps_run_in_the_child() {
             lacks: vec![],
             includes: vec!["hi\nline".into()],
             excludes: vec![],
+            head_hex: None,
             expect: Expect::default(),
             within_ms: 0,
         },
@@ -192,6 +195,7 @@ fn fork_thread_and_exec_agent_steps() {
         lacks: vec![],
         includes: vec![],
         excludes: vec![],
+        head_hex: None,
         expect: Expect::default(),
         within_ms: 0,
     };

@@ -91,6 +91,9 @@ pub enum Step {
         /// Text that must not occur anywhere.
         #[serde(default)]
         excludes: Vec<String>,
+        /// The file's first bytes, in hex (`"01000000"`), for binary files.
+        #[serde(default)]
+        head_hex: Option<String>,
         #[serde(default)]
         expect: Expect,
         /// Retry every millisecond until the expectation and every check hold, up to this long
@@ -173,9 +176,14 @@ pub enum Step {
     },
     /// Changes the page that holds the scenario's enable words: `dont_need` (madvise
     /// MADV_DONTNEED: the next access faults in a zero page), `read_only`, `read_write`
-    /// (mprotect), or `unmap` (munmap; the words keep their addresses but cannot be read).
+    /// (mprotect), `unmap` (munmap; the words keep their addresses but cannot be read), or
+    /// `share_file`: the page becomes a MAP_SHARED mapping of `file` at the same address (the
+    /// file is created with the page's current bytes), so the kernel's bit updates land in
+    /// the file.
     Memory {
         op: MemoryOp,
+        #[serde(default)]
+        file: Option<String>,
     },
     /// Stores a value into an enable word (to pre-set bits the kernel must clear or keep).
     SetWord {
@@ -263,12 +271,70 @@ pub enum Step {
         #[serde(default)]
         expect: Expect,
     },
-    /// Drains the ring buffer and compares the samples, in order: each one's raw data must be
-    /// an 8-byte trace entry of this event's type followed by exactly the given fields' bytes
-    /// (then only alignment padding).
+    /// Drains the ring buffer and compares the samples, in order, in one of two forms.
+    /// `samples`: each one's raw data must be an 8-byte trace entry of this event's type
+    /// followed by exactly the given fields' bytes (then only alignment padding). `records`:
+    /// each one is decoded field by field with the event's `format` file and compared as
+    /// `trace_read` does.
     PerfRead {
         name: String,
-        samples: Vec<Vec<Value>>,
+        #[serde(default)]
+        samples: Option<Vec<Vec<Value>>>,
+        #[serde(default)]
+        records: Option<Vec<Record>>,
+    },
+    /// Makes a directory (a tracing instance under `/sys/kernel/tracing/instances/`).
+    Mkdir {
+        path: String,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// Removes a directory (a tracing instance; `EBUSY` while one of its events is in use).
+    Rmdir {
+        path: String,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// Registers `format` with `{i}` replaced by 0, 1, 2, ... until one registration fails,
+    /// which must fail as `expect` says (an errno); reaching `max` registrations without a
+    /// failure fails the step. Each registration is unregistered at once and the events are
+    /// spread over fresh `user_events_data` descriptors, which keep them alive until the
+    /// scenario's process exits (they are not persistent).
+    RegisterUntil {
+        format: String,
+        max: u32,
+        expect: Expect,
+    },
+    /// Loads an eBPF program under `name`: `tracepoint` or `raw_tracepoint` type, GPL. It adds
+    /// one to its own counter (a one-slot array map that `bpf_count` reads) each time it runs;
+    /// with `ctx_read` it first loads the 8 bytes at that offset of its context (a tracepoint
+    /// record), which the kernel checks against the event's size at attach time.
+    BpfProg {
+        name: String,
+        kind: BpfKind,
+        #[serde(default)]
+        ctx_read: Option<u32>,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// `ioctl(perf, PERF_EVENT_IOC_SET_BPF, prog)`: attaches a loaded program to a perf event.
+    BpfAttach {
+        prog: String,
+        perf: String,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// `bpf(BPF_RAW_TRACEPOINT_OPEN)` of a raw_tracepoint program on the tracepoint `tracepoint`.
+    BpfRawTracepoint {
+        prog: String,
+        tracepoint: String,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// Checks how many times a program has run (its counter).
+    BpfCount {
+        prog: String,
+        equals: u64,
     },
     /// `write()` (or `writev()` with one iovec per field when `vectored`) of the write index
     /// (`index`: a name from `index_as`, or `index_value`) followed by the fields.
@@ -283,9 +349,49 @@ pub enum Step {
         fields: Vec<Value>,
         #[serde(default)]
         vectored: bool,
+        /// `pwrite()` / `pwritev()` at this file offset instead of `write()` / `writev()`.
+        #[serde(default)]
+        offset: Option<i64>,
+        /// Take the payload after the index from this address instead of the fields' bytes
+        /// (as many bytes as the fields encode to): `unmapped`, `kernel`, `null_pointer`, or
+        /// `fresh` / `read_only`, a never-touched page of zeros the write must fault in.
+        #[serde(default)]
+        payload_from: Option<Addr>,
         #[serde(default)]
         expect: Expect,
     },
+    /// Drains every CPU's `trace_pipe_raw` of the top tracing instance (or of
+    /// `instances/INSTANCE`), which consumes what it reads, decodes the records of `event`
+    /// (`user_events/NAME`) field by field with its `format` file, and compares them with
+    /// `records`, in order and in number. Records of other events are dropped; lost events fail.
+    TraceRead {
+        event: String,
+        #[serde(default)]
+        instance: Option<String>,
+        records: Vec<Record>,
+    },
+}
+
+/// An expected record: field name to value. Every field but the common ones (`common_*`) must
+/// be named; fields not in the event's format are an error.
+pub type Record = std::collections::BTreeMap<String, FieldValue>;
+
+/// The text that, given for an integer field (`common_pid: self`), stands for the TID of the
+/// thread running the step.
+pub const SELF_TID: &str = "self";
+
+/// The expected value of a decoded field: a number for an integer field (compared with the
+/// value its size and sign give), text for a `char` array or string (compared up to its first
+/// NUL), `self` for the step's TID, or `{ bytes: HEX }` for the exact bytes of any array,
+/// string or struct field.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum FieldValue {
+    Unsigned(u64),
+    Signed(i64),
+    Text(String),
+    Bytes { bytes: String },
 }
 
 fn data_fd() -> String {
@@ -309,6 +415,18 @@ pub enum MemoryOp {
     ReadOnly,
     ReadWrite,
     Unmap,
+    ShareFile,
+}
+
+/// The eBPF program types `bpf_prog` loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum BpfKind {
+    /// `BPF_PROG_TYPE_TRACEPOINT`: attached to a perf tracepoint event with `bpf_attach`.
+    Tracepoint,
+    /// `BPF_PROG_TYPE_RAW_TRACEPOINT`: attached by name with `bpf_raw_tracepoint`.
+    RawTracepoint,
 }
 
 /// What `perf_control` does.
@@ -555,6 +673,7 @@ pub const ERRNOS: &[(&str, i32)] = &[
     ("ERANGE", 34),
     ("ENAMETOOLONG", 36),
     ("ENOSYS", 38),
+    ("ENOTEMPTY", 39),
     ("EOVERFLOW", 75),
     ("EILSEQ", 84),
     ("EOPNOTSUPP", 95),

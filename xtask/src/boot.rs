@@ -13,6 +13,7 @@ use crate::exit::{error, Kind};
 use crate::kernel::Built;
 use crate::progress::line;
 use crate::qemu::{self, Accel, Share, VmRun, VmSpec};
+use crate::suites::Marks;
 
 /// `--accel`: what to run QEMU with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -295,7 +296,7 @@ pub fn run_plan_on(
     vm: &crate::flags::VmArgs,
     cache_dir: Option<&Path>,
 ) -> Result<Vec<Judged>> {
-    let plans = built.iter().map(|b| PlanFor { built: b, plan: plan.clone(), xfail: BTreeMap::new() }).collect();
+    let plans = built.iter().map(|b| PlanFor { built: b, plan: plan.clone(), marks: Default::default() }).collect();
     run_plans(plans, extra, vm, cache_dir)
 }
 
@@ -303,8 +304,7 @@ pub fn run_plan_on(
 pub struct PlanFor<'a> {
     pub built: &'a Built,
     pub plan: protocol::Plan,
-    /// Planned scenarios expected to fail: `suite/scenario` -> reason.
-    pub xfail: BTreeMap<String, String>,
+    pub marks: Marks,
 }
 
 /// Boots each kernel with its own plan, the arches in parallel, and judges each boot.
@@ -327,7 +327,7 @@ pub fn run_plans(
         .collect();
     let outcomes = run_all(jobs, &opts)?;
     let judged: Vec<Judged> =
-        outcomes.into_iter().zip(plans).map(|(o, p)| judge(o, &p.plan, p.xfail)).collect::<Result<_>>()?;
+        outcomes.into_iter().zip(plans).map(|(o, p)| judge(o, &p.plan, p.marks)).collect::<Result<_>>()?;
     for j in &judged {
         print_boot(j);
     }
@@ -425,12 +425,12 @@ pub struct Judged {
     pub result: crate::verdict::BootResult,
     /// The result with the plan's expected failures counted (the verdict that sets the exit code).
     pub counted: crate::verdict::WithXfail,
-    /// The plan's expected failures: `suite/scenario` -> reason.
-    pub xfail: BTreeMap<String, String>,
+    /// The plan's expected failures and expected kernel reports.
+    pub marks: Marks,
 }
 
 /// Reads a boot's logs back and decides its verdict; writes `verdict.json` beside them.
-pub fn judge(outcome: Outcome, plan: &protocol::Plan, xfail: BTreeMap<String, String>) -> Result<Judged> {
+pub fn judge(outcome: Outcome, plan: &protocol::Plan, marks: Marks) -> Result<Judged> {
     use crate::verdict::HostEnd;
     let console = String::from_utf8_lossy(&std::fs::read(&outcome.vm.console_log)?).into_owned();
     let results = String::from_utf8_lossy(&std::fs::read(&outcome.vm.results_log)?).into_owned();
@@ -439,10 +439,16 @@ pub fn judge(outcome: Outcome, plan: &protocol::Plan, xfail: BTreeMap<String, St
         qemu::Ended::Exited { code } => HostEnd::Exited { code: *code },
         qemu::Ended::Killed { after_ms, .. } => HostEnd::WatchdogFired { after_ms: *after_ms },
     };
-    let result =
-        crate::verdict::decide(&planned, &crate::ktap::read(&results), &crate::console::scan(&console), &console, &end);
-    let counted = crate::verdict::with_xfail(&result, &xfail);
-    let marks: BTreeMap<&str, _> =
+    let result = crate::verdict::decide(
+        &planned,
+        &marks.expect_report,
+        &crate::ktap::read(&results),
+        &crate::console::scan(&console),
+        &console,
+        &end,
+    );
+    let counted = crate::verdict::with_xfail(&result, &marks.xfail);
+    let xfail_marks: BTreeMap<&str, _> =
         result.scenarios.iter().zip(&counted.marks).filter_map(|(s, m)| m.map(|m| (s.name.as_str(), m))).collect();
     let record = serde_json::json!({
         "arch": outcome.arch.name,
@@ -453,12 +459,13 @@ pub fn judge(outcome: Outcome, plan: &protocol::Plan, xfail: BTreeMap<String, St
         "boot_ms": outcome.vm.boot.map(|b| b.as_millis() as u64),
         "artifacts_shared": outcome.artifacts_shared,
         "result": result,
-        "xfail": xfail,
-        "xfail_marks": marks,
+        "xfail": marks.xfail,
+        "expect_report": marks.expect_report,
+        "xfail_marks": xfail_marks,
         "verdict_with_xfail": counted.verdict,
     });
     std::fs::write(outcome.out_dir.join("verdict.json"), serde_json::to_vec_pretty(&record)?)?;
-    Ok(Judged { outcome, result, counted, xfail })
+    Ok(Judged { outcome, result, counted, marks })
 }
 
 fn print_boot(j: &Judged) {
@@ -476,9 +483,10 @@ fn print_boot(j: &Judged) {
             (None, Status::Crashed) => "CRASHED",
         };
         let ms = s.time_ms.map_or(String::new(), |t| format!(" ({t} ms)"));
-        let why = match (mark, j.xfail.get(&s.name)) {
-            (Some(Expected::Xfail), Some(r)) => format!(": {r}"),
-            (Some(Expected::Xpass), Some(r)) => format!(": marked xfail ({r}) but passed; remove the mark"),
+        let why = match (mark, j.marks.xfail.get(&s.name), j.marks.expect_report.get(&s.name)) {
+            (Some(Expected::Xfail), Some(r), _) => format!(": {r}"),
+            (Some(Expected::Xpass), Some(r), _) => format!(": marked xfail ({r}) but passed; remove the mark"),
+            (None, _, Some(text)) if s.status == Status::Pass => format!(": the expected kernel report ({text}) came"),
             _ => String::new(),
         };
         line(format!("[{tag}] {arch}/{}{ms}{why}", s.name));

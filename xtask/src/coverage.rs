@@ -233,7 +233,7 @@ mod tests {
     }
 
     /// Every `covers:` id in suites/ names a catalogue item, and the catalogue has all 140;
-    /// every `upstream:` name is an upstream selftest case.
+    /// every `upstream:` name is an upstream selftest case, and every case has a counterpart.
     #[test]
     fn repository_covers_name_real_items() {
         let root = crate::project_root();
@@ -244,6 +244,23 @@ mod tests {
         assert_eq!(unknown_ids(&items, &suites, &excused), Vec::<String>::new());
         let cases = std::fs::read_to_string(root.join("suites/upstream-cases.txt")).unwrap();
         assert_eq!(unknown_upstream(&cases, &suites), Vec::<String>::new());
-        assert_eq!(upstream_table(&cases, &suites).len(), 18);
+        let upstream = upstream_table(&cases, &suites);
+        assert_eq!(upstream.len(), 18);
+        let without: Vec<&str> = upstream.iter().filter(|(_, s)| s.is_empty()).map(|(c, _)| c.as_str()).collect();
+        assert_eq!(without, Vec::<&str>::new(), "upstream cases with no counterpart scenario");
+    }
+
+    /// The suites' promise: every catalogue item is covered by a scenario or excused with the
+    /// reason it cannot be tested from user space.
+    #[test]
+    fn every_catalogue_item_is_covered_or_excused() {
+        let root = crate::project_root();
+        let (items, excused) = load(&root).unwrap();
+        let files = crate::suites::files_in(&root.join("suites")).unwrap();
+        let suites = crate::suites::load_all(&files).unwrap();
+        let rows = table(&items, &suites, &excused, &Latest::new());
+        let neither: Vec<&str> =
+            rows.iter().filter(|r| r.scenarios.is_empty() && r.excuse.is_none()).map(|r| r.id.as_str()).collect();
+        assert_eq!(neither, Vec::<&str>::new(), "items neither covered by a scenario nor in catalogue-excused.tsv");
     }
 }

@@ -242,7 +242,7 @@ pub fn run_suites_judged(
         for s in &compiled.skipped {
             progress::line(format!("[SKIPPED] {}/{}: {}", b.arch.name, s.name, s.reason));
         }
-        plans.push(boot::PlanFor { built: b, plan: compiled.plan, xfail: compiled.xfail });
+        plans.push(boot::PlanFor { built: b, plan: compiled.plan, marks: compiled.marks });
     }
     boot::run_plans(plans, &[], vm, cache_dir)
 }

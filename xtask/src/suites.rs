@@ -54,6 +54,11 @@ pub struct ScenarioDef {
     /// Why the scenario is expected to fail on the kernels we test.
     #[serde(default)]
     pub xfail: Option<String>,
+    /// Text a kernel report (KASAN, WARNING, ...) attributed to this scenario must include: for
+    /// a scenario that provokes a known kernel bug on purpose. It passes only when its steps
+    /// pass and such a report appears; that report and the taint it brings do not fail it.
+    #[serde(default)]
+    pub expect_report: Option<String>,
     #[serde(default)]
     pub deadline_ms: Option<u64>,
     /// Where the kernel disagreed with the catalogue.
@@ -318,6 +323,11 @@ fn explain(message: &str) -> String {
             return format!("{message}: is a `{what}` before here not closed?");
         }
     }
+    if message == "data did not match any variant of untagged enum FieldValue" {
+        return "a record's field takes an integer (from -9223372036854775808 to 18446744073709551615), \
+                text, `self` or `{ bytes: HEX }`"
+            .to_string();
+    }
     if message == "expected end of mapping after enum variant value" {
         return format!("{message}: a step has one key, its kind (`register:`); start the next step with `- `");
     }
@@ -390,6 +400,18 @@ impl Checker<'_> {
             if s.xfail.as_deref().is_some_and(|r| r.trim().is_empty()) {
                 self.error(&at(&[Key("xfail")]), "xfail needs the reason the scenario fails");
             }
+            if s.expect_report.as_deref().is_some_and(|r| r.trim().is_empty()) {
+                self.error(
+                    &at(&[Key("expect_report")]),
+                    "expect_report needs the text the kernel's report must include",
+                );
+            }
+            if s.xfail.is_some() && s.expect_report.is_some() {
+                self.error(
+                    &at(&[Key("expect_report")]),
+                    "a scenario is either xfail or expects a kernel report, not both",
+                );
+            }
             if s.deadline_ms == Some(0) {
                 self.error(&at(&[Key("deadline_ms")]), "deadline_ms must be more than 0");
             }
@@ -443,6 +465,25 @@ impl Checker<'_> {
                         indexes.insert(name);
                     }
                 }
+                Step::RegisterUntil { format, expect, .. } => {
+                    if !format.contains("{i}") {
+                        self.error(
+                            &at(&[Only, Key("format")]),
+                            "needs `{i}` where the count goes, so each event is new",
+                        );
+                    }
+                    if !matches!(expect.parse(), Ok(protocol::Expected::Errno(_))) {
+                        self.error(&at(&[Only, Key("expect")]), "states the errno that ends the registrations");
+                    }
+                }
+                Step::Memory { op, file } if (*op == protocol::MemoryOp::ShareFile) != file.is_some() => {
+                    self.error(&at(&[Only]), "`file` goes with `op: share_file`, and `share_file` needs a `file`");
+                }
+                Step::ReadFile { head_hex: Some(hex), .. } => {
+                    if let Err(e) = protocol::decode_hex(hex) {
+                        self.error(&at(&[Only, Key("head_hex")]), format!("bad hex: {e}"));
+                    }
+                }
                 Step::CheckBit { bit, .. } if *bit >= 64 => {
                     self.error(&at(&[Only, Key("bit")]), format!("an enable word has 64 bits: there is no bit {bit}"));
                 }
@@ -471,7 +512,44 @@ impl Checker<'_> {
                         }
                     }
                 }
+                Step::PerfRead { samples, records, .. } => {
+                    if samples.is_some() == records.is_some() {
+                        self.error(
+                            &at(&[Only]),
+                            "perf_read takes `samples` (raw bytes) or `records` (decoded fields): one of them",
+                        );
+                    }
+                    self.records(&at(&[Only, Key("records")]), records.as_deref().unwrap_or_default());
+                }
+                Step::TraceRead { event, instance, records } => {
+                    let parts: Vec<&str> = event.split('/').collect();
+                    if parts.len() != 2 || parts.iter().any(|p| p.is_empty()) {
+                        self.error(
+                            &at(&[Only, Key("event")]),
+                            format!("`{event}` is not `SYSTEM/NAME` (`user_events/NAME`)"),
+                        );
+                    }
+                    if let Some(name) = instance.as_deref().filter(|n| n.is_empty() || n.contains('/') || *n == "..") {
+                        self.error(&at(&[Only, Key("instance")]), format!("`{name}` is not an instance name"));
+                    }
+                    self.records(&at(&[Only, Key("records")]), records);
+                }
                 _ => {}
+            }
+        }
+    }
+
+    /// Checks the `bytes` of expected records (`trace_read`, `perf_read`).
+    fn records(&mut self, path: &[Seg], records: &[protocol::Record]) {
+        for (k, record) in records.iter().enumerate() {
+            for (name, value) in record {
+                if let protocol::FieldValue::Bytes { bytes } = value {
+                    if let Err(e) = protocol::decode_hex(bytes) {
+                        let mut at = path.to_vec();
+                        at.extend([Index(k), Key(name), Key("bytes")]);
+                        self.error(&at, format!("bad hex in `bytes`: {e}"));
+                    }
+                }
             }
         }
     }
@@ -733,8 +811,16 @@ pub struct Skipped {
 pub struct Compiled {
     pub plan: protocol::Plan,
     pub skipped: Vec<Skipped>,
-    /// Planned scenarios expected to fail: `suite/scenario` -> reason.
+    pub marks: Marks,
+}
+
+/// What the suites expect of planned scenarios beyond their steps, by `suite/scenario`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Marks {
+    /// Expected to fail: the reason.
     pub xfail: BTreeMap<String, String>,
+    /// Expected to provoke a kernel report including this text.
+    pub expect_report: BTreeMap<String, String>,
 }
 
 /// Compiles validated suites into one plan for one kernel, in file and scenario order.
@@ -742,7 +828,7 @@ pub struct Compiled {
 pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled {
     let mut plan = crate::empty_plan(label);
     let mut skipped = Vec::new();
-    let mut xfail = BTreeMap::new();
+    let mut marks = Marks::default();
     for suite in suites {
         for s in &suite.scenarios {
             let name = format!("{}/{}", suite.suite, s.name);
@@ -751,13 +837,16 @@ pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled 
                 continue;
             }
             if let Some(reason) = &s.xfail {
-                xfail.insert(name.clone(), reason.clone());
+                marks.xfail.insert(name.clone(), reason.clone());
+            }
+            if let Some(text) = &s.expect_report {
+                marks.expect_report.insert(name.clone(), text.clone());
             }
             let deadline_ms = s.deadline_ms.or(suite.defaults.deadline_ms).unwrap_or(DEFAULT_DEADLINE_MS);
             plan.scenarios.push(protocol::Scenario { name, deadline_ms, steps: s.steps.clone() });
         }
     }
-    Compiled { plan, skipped, xfail }
+    Compiled { plan, skipped, marks }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -869,6 +958,11 @@ mod tests {
             ),
             ("wrong-type", "6:36: invalid u8: expected an integer from 0 to 255"),
             ("duplicate-key", "5:25: duplicate mapping key `ms` is not allowed here"),
+            (
+                "record-value",
+                "5:60: a record's field takes an integer (from -9223372036854775808 to 18446744073709551615), \
+                 text, `self` or `{ bytes: HEX }`",
+            ),
         ];
         for (bad, want) in cases {
             assert_eq!(headlines(bad), [format!("test_data/suites/bad/{bad}.yaml:{want}")]);
@@ -899,6 +993,18 @@ mod tests {
         for (bad, want) in cases {
             assert_eq!(headlines(bad), [format!("test_data/suites/bad/{bad}.yaml:{want}")]);
         }
+        assert_eq!(
+            headlines("bad-records"),
+            [
+                "test_data/suites/bad/bad-records.yaml:5:91: bad hex in `bytes`: `0g`: `0g` is not hex",
+                "test_data/suites/bad/bad-records.yaml:6:30: `x` is not `SYSTEM/NAME` (`user_events/NAME`)",
+                "test_data/suites/bad/bad-records.yaml:6:43: `a/b` is not an instance name",
+                "test_data/suites/bad/bad-records.yaml:7:20: perf_read takes `samples` (raw bytes) or `records` \
+                 (decoded fields): one of them",
+                "test_data/suites/bad/bad-records.yaml:8:20: perf_read takes `samples` (raw bytes) or `records` \
+                 (decoded fields): one of them",
+            ]
+        );
     }
 
     #[test]
@@ -967,6 +1073,29 @@ mod tests {
         let perf = &suite.scenarios[2];
         assert_eq!(perf.requires.kernel.as_deref(), Some(">=6.4, <6.13"));
         assert_eq!(perf.requires.config, ["CONFIG_USER_EVENTS", "CONFIG_PERF_EVENTS"]);
+    }
+
+    #[test]
+    fn expected_records_read_numbers_text_self_and_bytes() {
+        use protocol::FieldValue::{Bytes, Signed, Text, Unsigned};
+        let text = "suite: t\nscenarios:\n  - name: a\n    steps:\n      - trace_read: { event: user_events/x, \
+                    records: [{ common_pid: self, a: 0xffffffffffffffff, b: -5, s: \"hi\", v: { bytes: \"0a\" } }] }\n";
+        let suite = parse("t.yaml", text).unwrap();
+        let Step::TraceRead { records, instance: None, .. } = &suite.scenarios[0].steps[0] else { panic!() };
+        let want: protocol::Record = [
+            ("common_pid", Text("self".into())),
+            ("a", Unsigned(u64::MAX)),
+            ("b", Signed(-5)),
+            ("s", Text("hi".into())),
+            ("v", Bytes { bytes: "0a".into() }),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(records, &[want]);
+        // The plan carries them through JSON unchanged.
+        let json = serde_json::to_string(&suite.scenarios[0].steps).unwrap();
+        assert_eq!(serde_json::from_str::<Vec<Step>>(&json).unwrap(), suite.scenarios[0].steps);
     }
 
     fn config(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -1129,7 +1258,7 @@ mod tests {
             }]
         );
         assert_eq!(
-            c.xfail,
+            c.marks.xfail,
             BTreeMap::from([(
                 "registration/reg-bad-size".to_string(),
                 "6.12.117 returns E2BIG here, the catalogue says EINVAL".to_string()
@@ -1144,7 +1273,7 @@ mod tests {
         assert_eq!(planned, [("registration/reg-basic", DEFAULT_DEADLINE_MS), ("registration/reg-bad-size", 500)]);
         assert_eq!(c.skipped.len(), 2);
         assert_eq!(c.skipped[0].reason, "needs kernel >=6.4, <6.13, this is 6.1.0; needs CONFIG_USER_EVENTS (y or m), the kernel has it absent; needs CONFIG_PERF_EVENTS (y or m), the kernel has it absent");
-        assert_eq!(c.xfail.len(), 1);
+        assert_eq!(c.marks.xfail.len(), 1);
     }
 
     #[test]

@@ -285,7 +285,7 @@ pub fn run(built: &[Built], vm: &crate::flags::VmArgs, cache_dir: Option<&Path>,
         }
         let outcomes = boot::run_all(jobs, &opts)?;
         for (outcome, (name, plan)) in outcomes.into_iter().zip(plans) {
-            let judged = boot::judge(outcome, &plan, BTreeMap::new())?;
+            let judged = boot::judge(outcome, &plan, Default::default())?;
             if matches!(judged.result.verdict, crate::verdict::Verdict::InfraError(_)) {
                 code = Kind::Infra.code();
             }

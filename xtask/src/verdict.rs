@@ -130,8 +130,16 @@ impl Stop {
     }
 }
 
-/// Decides the boot's verdict. `planned` holds the scenario names in plan order.
-pub fn decide(planned: &[String], stream: &Stream, scan: &Scan, console: &str, end: &HostEnd) -> BootResult {
+/// Decides the boot's verdict. `planned` holds the scenario names in plan order;
+/// `expect_report` the scenarios that must provoke a kernel report including the given text.
+pub fn decide(
+    planned: &[String],
+    expect_report: &BTreeMap<String, String>,
+    stream: &Stream,
+    scan: &Scan,
+    console: &str,
+    end: &HostEnd,
+) -> BootResult {
     let mut problems = stream.problems.clone();
     check_names(planned, stream, scan, &mut problems);
 
@@ -219,15 +227,28 @@ pub fn decide(planned: &[String], stream: &Stream, scan: &Scan, console: &str, e
         for f in &r.findings {
             r.diagnostics.push(format!("kernel {}: see findings", f.describe().trim_start_matches("Kernel ")));
         }
+        // A scenario that provokes a known kernel bug on purpose: its report (and the taint that
+        // comes with it) is the expected outcome; any other report still fails it.
+        let wanted = expect_report.get(name);
+        let is_wanted = |f: &Finding| wanted.is_some_and(|w| f.summary.contains(w.as_str()));
+        let expected_seen = r.findings.iter().any(is_wanted);
+        if let Some(w) = wanted.filter(|_| r.status == Status::Pass) {
+            if expected_seen {
+                r.diagnostics.push(format!("the expected kernel report including {w:?} came"));
+            } else {
+                r.diagnostics.push(format!("expected a kernel report including {w:?}; none came during the scenario"));
+                r.status = Status::Fail;
+            }
+        }
         if let (Some(before), Some(after)) = (r.taint_before, r.taint_after) {
             if before != after {
                 r.diagnostics.push(format!("taint changed {before} -> {after}"));
-                if upgradable {
+                if upgradable && !expected_seen {
                     r.status = Status::Fail;
                 }
             }
         }
-        if upgradable && !r.findings.is_empty() {
+        if upgradable && r.findings.iter().any(|f| !is_wanted(f)) {
             r.status = Status::Fail;
         }
         scenarios.push(r);
@@ -412,7 +433,7 @@ mod tests {
     }
 
     fn run(names: &[&str], ktap: &str, log: &str, end: &HostEnd) -> BootResult {
-        decide(&plan(names), &ktap::read(ktap), &console::scan(log), log, end)
+        decide(&plan(names), &BTreeMap::new(), &ktap::read(ktap), &console::scan(log), log, end)
     }
 
     /// Checks the verdict string and every scenario's status.
@@ -491,6 +512,29 @@ mod tests {
         assert_eq!(
             r.scenarios[2].diagnostics,
             ["kernel BUG: KASAN: slab-use-after-free in user_event_enabler_write+0x3a2/0x3f0: see findings"]
+        );
+    }
+
+    #[test]
+    fn an_expected_report_passes_its_scenario_and_only_it() {
+        let expect = |text: &str| BTreeMap::from([("abi/enable".to_string(), text.to_string())]);
+        let with = |text: &str, log: &str| {
+            decide(&plan(&ABI), &expect(text), &ktap::read(PASS), &console::scan(log), log, &EXITED)
+        };
+        let r = with("KASAN: slab-use-after-free", KASAN_LOG);
+        check(&r, "pass", &[Pass, Pass, Pass]);
+        assert_eq!(
+            r.scenarios[2].diagnostics.last().unwrap(),
+            "the expected kernel report including \"KASAN: slab-use-after-free\" came"
+        );
+        // Another report than the one expected still fails it.
+        check(&with("KASAN: double-free", KASAN_LOG), "fail", &[Pass, Pass, Fail]);
+        // No report at all: the bug did not fire, which is a failure to look at.
+        let r = with("KASAN: slab-use-after-free", PASS_LOG);
+        check(&r, "fail", &[Pass, Pass, Fail]);
+        assert_eq!(
+            r.scenarios[2].diagnostics,
+            ["expected a kernel report including \"KASAN: slab-use-after-free\"; none came during the scenario"]
         );
     }
 
