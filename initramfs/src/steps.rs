@@ -398,8 +398,17 @@ fn read_file(path: &Path, checks: &Checks, expect: &Expect, say: &mut dyn FnMut(
     let what = format!("read {}", path.display());
     let mut content = Vec::new();
     let read = File::open(path).map_err(|e| ("open: ", e)).and_then(|mut f| {
-        // read_to_end loops until read returns 0 and retries EINTR.
-        f.read_to_end(&mut content).map_err(|e| ("", e))
+        // Reads of 64 KiB until read returns 0, retrying EINTR: `events/header_page` and
+        // `header_event` answer only a first read, which read_to_end's 32-byte probe would cut.
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            match f.read(&mut buf) {
+                Ok(0) => return Ok(content.len()),
+                Ok(n) => content.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(("", e)),
+            }
+        }
     });
     let result = match read {
         Ok(n) => Ok(n as i64),
