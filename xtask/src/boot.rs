@@ -489,7 +489,7 @@ fn print_boot(j: &Judged) {
             (None, _, Some(text)) if s.status == Status::Pass => format!(": the expected kernel report ({text}) came"),
             _ => String::new(),
         };
-        line(format!("[{tag}] {arch}/{}{ms}{why}", s.name));
+        line(format!("{} {arch}/{}{ms}{why}", crate::progress::tag(tag), s.name));
         if s.status != Status::Pass && s.status != Status::Skip {
             for d in s.diagnostics.iter().rev().take(8).collect::<Vec<_>>().into_iter().rev() {
                 eprintln!("           | {d}");

@@ -44,6 +44,9 @@ pub enum Cmd {
         #[arg(long, value_name = "DIR")]
         results: Option<PathBuf>,
     },
+    /// Re-render a run folder's reports (run.json, junit.xml, <arch>.ktap, kcidb.json, summary.md,
+    /// report.html) from its saved logs, without booting; exits as the run would have.
+    Report(ReportArgs),
     /// Benchmarks: `boot` times the agent's empty-plan boot against a bare static C /init.
     Bench(BenchArgs),
     /// The project's tests: unit tests, then real kernel builds and checks on both arches.
@@ -124,6 +127,13 @@ pub struct BootArgs {
     /// Suite files (YAML) to validate, compile against each kernel and run.
     #[arg(long = "suite", value_name = "FILE", num_args = 1.., conflicts_with = "plan")]
     pub suites: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// The run folder: `results/<run-id>` (or `results/latest`).
+    #[arg(long, value_name = "DIR")]
+    pub from: PathBuf,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -248,5 +258,9 @@ mod tests {
         let Cmd::Run(r) = r.command else { panic!() };
         assert!(r.upstream_selftests);
         assert!(Xtask::try_parse_from(["x", "upstream", "--arch", "x86_64", "--patch", "p"]).is_ok());
+        let r = Xtask::try_parse_from(["x", "report", "--from", "results/latest"]).unwrap();
+        let Cmd::Report(r) = r.command else { panic!() };
+        assert_eq!(r.from, PathBuf::from("results/latest"));
+        assert!(Xtask::try_parse_from(["x", "report"]).is_err(), "--from is required");
     }
 }

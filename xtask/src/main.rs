@@ -15,6 +15,7 @@ mod kernel;
 mod ktap;
 mod progress;
 mod qemu;
+mod results;
 mod setup;
 mod source;
 mod suites;
@@ -90,6 +91,7 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
                 run_suites_judged(&suites, &built, &args.vm, args.kernel.cache_dir.as_deref())?
             };
             let code = boot::exit_code(&judged);
+            publish_results(&judged, &built)?;
             // Into the suites' run folder (`<run-id>/<arch>` is each boot's out_dir); never gating.
             let run_dir = judged.first().and_then(|j| j.outcome.out_dir.parent());
             match run_dir {
@@ -149,6 +151,7 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             };
             let built = kernels(&args.kernel)?;
             let results = boot::run_plan_on(&built, &plan, &[], &args.vm, args.kernel.cache_dir.as_deref())?;
+            publish_results(&results, &built)?;
             Ok(boot::exit_code(&results))
         }
         Cmd::Exec(args) => {
@@ -157,6 +160,7 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             let built = kernels(&args.kernel)?;
             boot::exec(&built[0], &args.command, args.timeout, &args.vm, args.kernel.cache_dir.as_deref())
         }
+        Cmd::Report(args) => Ok(results::publish(&args.from)?.verdict.exit_code()),
         Cmd::Bench(args) => {
             setup::run(false)?;
             let built = kernels(&args.kernel)?;
@@ -215,14 +219,17 @@ fn check_suites(files: &[PathBuf]) -> u8 {
 }
 
 /// Compiles the suites against each kernel (its release and `.config`), prints what is
-/// skipped and why, boots every kernel with its plan and returns the exit code.
+/// skipped and why, boots every kernel with its plan, writes the reports and returns the exit
+/// code.
 pub fn run_suites(
     suites: &[suites::Suite],
     built: &[kernel::Built],
     vm: &flags::VmArgs,
     cache_dir: Option<&Path>,
 ) -> Result<u8> {
-    Ok(boot::exit_code(&run_suites_judged(suites, built, vm, cache_dir)?))
+    let judged = run_suites_judged(suites, built, vm, cache_dir)?;
+    publish_results(&judged, built)?;
+    Ok(boot::exit_code(&judged))
 }
 
 /// `run_suites` with the judged boots, whose `out_dir` is `results/<run-id>/<arch>`.
@@ -233,6 +240,7 @@ pub fn run_suites_judged(
     cache_dir: Option<&Path>,
 ) -> Result<Vec<boot::Judged>> {
     let mut plans = Vec::new();
+    let mut skipped = Vec::new();
     for b in built {
         let text = std::fs::read_to_string(&b.config)
             .map_err(|e| error(Kind::Infra, format!("{}: reading the kernel's .config: {e}", b.config.display())))?;
@@ -240,11 +248,28 @@ pub fn run_suites_judged(
         let facts = suites::KernelFacts { release: &b.metadata.kernelrelease, config: &config };
         let compiled = suites::compile(suites, &facts, b.arch.name);
         for s in &compiled.skipped {
-            progress::line(format!("[SKIPPED] {}/{}: {}", b.arch.name, s.name, s.reason));
+            progress::line(format!("{} {}/{}: {}", progress::tag("SKIPPED"), b.arch.name, s.name, s.reason));
+            let s = results::collect::Skipped { name: s.name.clone(), reason: s.reason.clone() };
+            skipped.push((b.arch.name, s));
         }
         plans.push(boot::PlanFor { built: b, plan: compiled.plan, marks: compiled.marks });
     }
-    boot::run_plans(plans, &[], vm, cache_dir)
+    let judged = boot::run_plans(plans, &[], vm, cache_dir)?;
+    // What each arch's plan left out, for the run's reports.
+    if let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) {
+        for b in built {
+            let mine: Vec<_> = skipped.iter().filter(|(a, _)| *a == b.arch.name).map(|(_, s)| s.clone()).collect();
+            results::collect::save_skipped(&run_dir.join(b.arch.name), &mine)?;
+        }
+    }
+    Ok(judged)
+}
+
+/// Records the run's provenance beside its logs and writes every report into the run folder.
+fn publish_results(judged: &[boot::Judged], built: &[kernel::Built]) -> Result<()> {
+    let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) else { return Ok(()) };
+    results::collect::save_facts(judged, built)?;
+    results::publish(run_dir).map(|_| ())
 }
 
 fn single_arch(arch: &str, verb: &str) -> Result<()> {

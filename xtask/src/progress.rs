@@ -15,6 +15,20 @@ pub fn line(msg: impl AsRef<str>) {
     eprintln!("[{}] {}", clock(), msg.as_ref());
 }
 
+/// `[TAG]` for a progress line, coloured only when stderr is a terminal: green for a pass,
+/// yellow for a skip or an expected failure, red for the rest.
+pub fn tag(tag: &str) -> String {
+    if !std::io::stderr().is_terminal() || std::env::var_os("NO_COLOR").is_some() {
+        return format!("[{tag}]");
+    }
+    let colour = match tag {
+        "PASSED" | "PASS" => "32",
+        "SKIPPED" | "XFAIL" => "33",
+        _ => "31",
+    };
+    format!("\x1b[{colour}m[{tag}]\x1b[0m")
+}
+
 /// A long-running step: a spinner with a live message on a terminal, otherwise a line every
 /// `PLAIN_INTERVAL` so CI logs show the step is alive without drowning in make output.
 pub struct Task {

@@ -31,6 +31,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("patch", "--patch"),
     ("git", "kernel git trees"),
     ("python3", "the kernel's kunit.py parser"),
+    ("python3-venv", "the virtualenv of the kcidb-io schema validator"),
     (crate::source::DEBIAN_PACKAGE, "the default kernel source"),
     ("libseccomp-dev", "building virtiofsd"),
     ("libcap-ng-dev", "building virtiofsd"),
@@ -46,6 +47,8 @@ pub struct Missing {
     pub packages: Vec<String>,
     pub rust_targets: Vec<String>,
     pub virtiofsd: bool,
+    /// The `kcidb-io` virtualenv that validates the KCIDB report (`results::tools`).
+    pub kcidb_io: bool,
 }
 
 impl Missing {
@@ -55,6 +58,7 @@ impl Missing {
             && self.packages.is_empty()
             && self.rust_targets.is_empty()
             && !self.virtiofsd
+            && !self.kcidb_io
     }
 
     fn needs_root(&self) -> bool {
@@ -128,6 +132,7 @@ pub fn check() -> Result<Missing> {
         }
     }
     missing.virtiofsd = virtiofsd().is_none();
+    missing.kcidb_io = !crate::results::tools::kcidb_installed();
     Ok(missing)
 }
 
@@ -233,6 +238,9 @@ fn commands(missing: &Missing) -> Vec<String> {
     if missing.virtiofsd {
         cmds.push("cargo install virtiofsd --locked".into());
     }
+    if missing.kcidb_io {
+        cmds.extend(crate::results::tools::kcidb_install_commands());
+    }
     cmds
 }
 
@@ -243,7 +251,7 @@ pub fn run(verbose: bool) -> Result<()> {
     if missing.is_empty() {
         if verbose {
             line(format!(
-                "setup: everything present ({} packages, {} rust targets, virtiofsd) in {:.2} s",
+                "setup: everything present ({} packages, {} rust targets, virtiofsd, kcidb-io) in {:.2} s",
                 PACKAGES.len() + ARCHES.len(),
                 rust_targets().len(),
                 started.elapsed().as_secs_f64()
@@ -300,6 +308,14 @@ pub fn run(verbose: bool) -> Result<()> {
         line("setup: cargo install virtiofsd --locked (a few minutes on 2 cores)");
         status(Command::new("cargo").args(["install", "virtiofsd", "--locked", "--quiet"]))?;
     }
+    if missing.kcidb_io {
+        line(format!(
+            "setup: installing kcidb-io {} (the KCIDB schema validator) into {}",
+            crate::results::tools::KCIDB_IO_VERSION,
+            crate::results::tools::kcidb_venv().display()
+        ));
+        crate::results::tools::install_kcidb()?;
+    }
 
     let after = check()?;
     if !after.is_empty() {
@@ -336,13 +352,15 @@ mod tests {
             packages: vec!["flex".into(), "linux-source-6.12".into()],
             rust_targets: vec!["aarch64-unknown-linux-musl".into()],
             virtiofsd: true,
+            kcidb_io: true,
         };
         let cmds = commands(&missing);
-        assert_eq!(cmds.len(), 6, "{cmds:#?}");
+        assert_eq!(cmds.len(), 8, "{cmds:#?}");
         assert!(cmds[2].ends_with("-t bookworm-backports qemu-system-x86"));
         assert_eq!(cmds[3], "sudo apt-get install -y --no-install-recommends flex linux-source-6.12");
         assert_eq!(cmds[4], "rustup target add aarch64-unknown-linux-musl");
         assert_eq!(cmds[5], "cargo install virtiofsd --locked");
+        assert!(cmds[6].starts_with("python3 -m venv ") && cmds[7].ends_with("pip install --quiet kcidb-io==141"));
         assert!(Missing::default().is_empty());
     }
 

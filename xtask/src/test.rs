@@ -132,6 +132,12 @@ pub fn run(args: &TestArgs) -> Result<u8> {
     };
     record(&mut outcomes, "arm64: a fragment that drops CONFIG_USER_EVENTS fails naming FTRACE", started, result);
 
+    // The renderings read by their real consumers: the kernel's kunit.py (from the source the
+    // builds above unpacked) and kcidb-io (installed by setup).
+    for (name, result) in crate::results::tools::check_consumers() {
+        record(&mut outcomes, &format!("results: {name}"), Instant::now(), result);
+    }
+
     for arch in crate::arch::ARCHES {
         let started = Instant::now();
         let debug = KernelArgs {

@@ -1,0 +1,228 @@
+//! The self-contained HTML report (`report.html`): inline CSS, no script, nothing fetched.
+//! The arch-by-scenario matrix, each failure with its log, the boots and the provenance, and
+//! one inline SVG bar chart per metric when scenarios measured any.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::clean;
+use super::model::Run;
+
+const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}\
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}\
+th{background:#eee}.pass{background:#cfc}.fail,.xpass{background:#f99}.error,.not-run{background:#fc9}\
+.skip,.xfail{background:#ffc}.none{color:#999}pre{background:#f6f6f6;padding:.5em;overflow-x:auto;font-size:12px}\
+code{font-size:13px}h1 .verdict{padding:0 .3em}";
+
+pub fn render(run: &Run) -> Vec<u8> {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>user_events conformance {}</title>\
+         <style>{STYLE}</style></head><body>\n",
+        esc(&run.run_id)
+    );
+    let v = if run.verdict.kind == "pass" { "pass" } else { "fail" };
+    let _ = writeln!(
+        o,
+        "<h1>user_events conformance <span class=\"verdict {v}\">{}</span></h1>\n<p>run <code>{}</code>: {}</p>",
+        esc(&run.verdict.kind),
+        esc(&run.run_id),
+        esc(&run.totals.describe())
+    );
+
+    // The matrix.
+    let _ = write!(o, "<h2>Scenarios</h2>\n<table><tr><th>scenario</th>");
+    for a in &run.arches {
+        let _ = write!(o, "<th>{} ({})</th>", esc(&a.arch), esc(&a.verdict.kind));
+    }
+    o.push_str("</tr>\n");
+    for n in run.scenario_names() {
+        let _ = write!(o, "<tr><td><code>{}</code></td>", esc(n));
+        for a in &run.arches {
+            match a.scenario(n) {
+                Some(s) => {
+                    let title = s.reason.as_deref().map(|r| format!(" title=\"{}\"", esc(r))).unwrap_or_default();
+                    let time = s.duration_ms.map(|t| format!(" <small>{t} ms</small>")).unwrap_or_default();
+                    let _ = write!(o, "<td class=\"{}\"{title}>{}{time}</td>", s.status.as_str(), s.status.as_str());
+                }
+                None => o.push_str("<td class=\"none\">—</td>"),
+            }
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</table>\n");
+
+    // Failures with their logs.
+    let failing: Vec<_> = run
+        .arches
+        .iter()
+        .flat_map(|a| a.scenarios.iter().filter(|s| s.status.is_failure()).map(move |s| (a, s)))
+        .collect();
+    if !failing.is_empty() {
+        o.push_str("<h2>Failures</h2>\n");
+    }
+    for (a, s) in failing {
+        let _ = writeln!(
+            o,
+            "<h3 id=\"{}-{}\">{} <code>{}</code>: {}</h3>",
+            esc(&a.arch),
+            esc(&s.name.replace('/', "-")),
+            esc(&a.arch),
+            esc(&s.name),
+            esc(s.judged.as_deref().unwrap_or(s.status.as_str()))
+        );
+        if let Some(r) = &s.reason {
+            let _ = writeln!(o, "<p>{}</p>", esc(r));
+        }
+        let mut text: Vec<String> = s.log.clone();
+        for f in &s.findings {
+            text.push(format!("--- kernel {} (console.log line {}) ---", f.kind, f.console_line));
+            text.extend(f.excerpt.iter().cloned());
+        }
+        if !s.console_tail.is_empty() {
+            text.push("--- console tail ---".into());
+            text.extend(s.console_tail.iter().cloned());
+        }
+        let _ = writeln!(o, "<pre>{}</pre>", esc(&text.join("\n")));
+    }
+
+    // Metrics: one bar chart per metric name, a bar per arch and scenario.
+    let mut metrics: BTreeMap<&str, Vec<(String, f64, &str)>> = BTreeMap::new();
+    for a in &run.arches {
+        for s in &a.scenarios {
+            for (name, m) in &s.metrics {
+                metrics.entry(name).or_default().push((format!("{} {}", a.arch, s.name), m.value, &m.unit));
+            }
+        }
+    }
+    if !metrics.is_empty() {
+        o.push_str("<h2>Metrics</h2>\n");
+    }
+    for (name, bars) in &metrics {
+        let _ = writeln!(o, "<h3>{}</h3>\n{}", esc(name), svg_bars(bars));
+    }
+
+    // Boots and provenance.
+    o.push_str("<h2>Boots</h2>\n<table><tr><th>boot</th><th>health</th><th>verdict</th><th>accel</th><th>QEMU</th><th>ended</th><th>VM</th><th>/init at</th></tr>\n");
+    for b in run.arches.iter().flat_map(|a| &a.boots) {
+        let (health, why) = b.health();
+        let _ = writeln!(
+            o,
+            "<tr><td><code>{}</code></td><td class=\"{}\" title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} s</td><td>{}</td></tr>",
+            esc(&b.name),
+            health.as_str(),
+            esc(&why),
+            health.as_str(),
+            esc(&b.verdict.kind),
+            esc(&b.accel),
+            esc(b.qemu_version.as_deref().unwrap_or("not recorded")),
+            esc(&b.ended),
+            b.wall_ms as f64 / 1000.0,
+            b.boot_ms.map_or("never".to_string(), |ms| format!("{:.2} s", ms as f64 / 1000.0))
+        );
+    }
+    o.push_str("</table>\n<h2>Provenance</h2>\n<table>\n");
+    if let Some(h) = &run.host {
+        let _ = writeln!(
+            o,
+            "<tr><th>host</th><td>{} ({}, Linux {}, {} CPUs)</td></tr>",
+            esc(&h.hostname),
+            esc(&h.os),
+            esc(&h.kernel),
+            h.cpus
+        );
+    }
+    for a in &run.arches {
+        let Some(k) = &a.kernel else {
+            let _ = writeln!(o, "<tr><th>{}</th><td>kernel metadata not recorded</td></tr>", esc(&a.arch));
+            continue;
+        };
+        let patches: Vec<String> = k.patches.iter().map(|p| format!("{} ({})", p.name, &p.sha256)).collect();
+        let _ = writeln!(
+            o,
+            "<tr><th>{}</th><td>{} from {}<br>source id <code>{}</code><br>patches: {}<br>config sha256 <code>{}</code> ({})<br>{}<br>build <code>{}</code></td></tr>",
+            esc(&a.arch),
+            esc(&k.release),
+            esc(&k.source),
+            esc(&k.source_id),
+            esc(&if patches.is_empty() { "none".to_string() } else { patches.join(", ") }),
+            esc(&k.config_hash),
+            esc(&k.fragments.join(" + ")),
+            esc(&k.compiler),
+            esc(&k.build_key)
+        );
+        for b in &a.boots {
+            let _ = writeln!(o, "<tr><th>{}</th><td><code>{}</code></td></tr>", esc(&b.name), esc(&b.qemu_command));
+        }
+    }
+    let _ = writeln!(
+        o,
+        "</table>\n<p><small>generated {} from the run's logs</small></p>\n</body></html>",
+        esc(&run.generated_at)
+    );
+    o.into_bytes()
+}
+
+/// A horizontal bar chart: one labelled bar per value, scaled to the largest.
+fn svg_bars(bars: &[(String, f64, &str)]) -> String {
+    let max = bars.iter().map(|b| b.1).fold(0.0_f64, f64::max).max(f64::MIN_POSITIVE);
+    let (row, label_w, bar_w) = (22, 320, 360);
+    let height = bars.len() * row + 4;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-size=\"12\">",
+        label_w + bar_w + 120
+    );
+    for (i, (label, value, unit)) in bars.iter().enumerate() {
+        let y = i * row + 2;
+        let w = ((value / max) * bar_w as f64).max(1.0);
+        let _ = write!(
+            s,
+            "<text x=\"0\" y=\"{}\">{}</text><rect x=\"{label_w}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"#58a\"/>\
+             <text x=\"{:.1}\" y=\"{}\">{} {}</text>",
+            y + 14,
+            esc(label),
+            row - 6,
+            label_w as f64 + w + 4.0,
+            y + 14,
+            value,
+            esc(unit)
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+fn esc(s: &str) -> String {
+    clean(s).replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::Metric;
+    use super::super::tests::{check_golden, fixture};
+    use super::*;
+
+    #[test]
+    fn golden() {
+        check_golden("report.html", &render(&fixture()));
+    }
+
+    #[test]
+    fn self_contained_and_plots_metrics_when_there_are_some() {
+        let mut run = fixture();
+        let html = String::from_utf8(render(&run)).unwrap();
+        for external in ["<script", "<link", " src=", "@import", "https://"] {
+            assert!(!html.contains(external), "{external} in the report");
+        }
+        assert!(!html.contains("<svg"), "no metrics, no plot");
+        run.arches[0].scenarios[0].metrics.insert(
+            "write_throughput".into(),
+            Metric { value: 125000.0, unit: "events/s".into(), higher_is_better: true, samples: vec![] },
+        );
+        let html = String::from_utf8(render(&run)).unwrap();
+        assert!(html.contains("<h3>write_throughput</h3>\n<svg"), "the metric is plotted");
+        assert_eq!(html.matches("http://").count(), html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count());
+        assert!(html.contains("125000 events/s"));
+    }
+}

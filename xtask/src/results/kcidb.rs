@@ -1,0 +1,238 @@
+//! KCIDB v5 JSON (the schema of the `kcidb-io` package, v5.3): one checkout per source and
+//! patch set, one build per arch kernel, one test per scenario and per boot. Statuses: pass
+//! PASS, fail and xfail FAIL (the code is faulty, knowingly or not), xpass PASS, skip SKIP,
+//! not run MISS, error ERROR; our own word stays in `misc.status`.
+
+use anyhow::Result;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::clean;
+use super::model::{ArchRun, Run, Scenario, Status};
+
+/// The `origin` of every object: lower-case letters, digits and underscores.
+pub const ORIGIN: &str = "ue_conformance";
+
+/// The schema version written.
+pub const MAJOR: u32 = 5;
+pub const MINOR: u32 = 3;
+
+/// The schema's cap on `log_excerpt`.
+const EXCERPT_MAX: usize = 16384;
+
+pub fn render(run: &Run) -> Result<Vec<u8>> {
+    let mut checkouts: Vec<Value> = Vec::new();
+    let mut builds = Vec::new();
+    let mut tests = Vec::new();
+    for arch in &run.arches {
+        let checkout_id = checkout_id(run, arch);
+        if !checkouts.iter().any(|c| c["id"] == checkout_id) {
+            checkouts.push(checkout(&checkout_id, arch));
+        }
+        let build_id = match &arch.kernel {
+            Some(k) => format!("{ORIGIN}:{}", k.build_key),
+            None => format!("{ORIGIN}:{}-{}", run.run_id, arch.arch),
+        };
+        builds.push(build(&build_id, &checkout_id, arch));
+        for b in &arch.boots {
+            let (status, why) = b.health();
+            let mut t = Map::new();
+            t.insert("id".into(), json!(format!("{ORIGIN}:{}:{}:boot", run.run_id, b.name)));
+            t.insert("build_id".into(), json!(build_id));
+            t.insert("origin".into(), json!(ORIGIN));
+            t.insert("path".into(), json!("user_events.boot"));
+            t.insert("status".into(), json!(kcidb_status(status)));
+            t.insert("duration".into(), json!(b.wall_ms as f64 / 1000.0));
+            t.insert("comment".into(), json!(clean(&why)));
+            t.insert("environment".into(), environment(b));
+            t.insert("misc".into(), json!({ "boot": b.name, "verdict": b.verdict.kind, "ended": b.ended }));
+            let mut excerpt = b.problems.join("\n");
+            for f in &b.findings {
+                excerpt.push_str(&format!("\n{}", f.excerpt.join("\n")));
+            }
+            if !excerpt.trim().is_empty() {
+                t.insert("log_excerpt".into(), json!(excerpt_of(excerpt.trim())));
+            }
+            tests.push(Value::Object(t));
+        }
+        for s in &arch.scenarios {
+            tests.push(test(run, arch, &build_id, s));
+        }
+    }
+    let doc = json!({
+        "version": { "major": MAJOR, "minor": MINOR },
+        "checkouts": checkouts,
+        "builds": builds,
+        "tests": tests,
+    });
+    let mut bytes = serde_json::to_vec_pretty(&doc)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// KCIDB's patchset hash: sha256 over the newline-terminated sha256 of each patch, in order;
+/// empty without patches.
+fn patchset_hash(arch: &ArchRun) -> String {
+    let Some(k) = &arch.kernel else { return String::new() };
+    if k.patches.is_empty() {
+        return String::new();
+    }
+    let mut h = Sha256::new();
+    for p in &k.patches {
+        h.update(format!("{}\n", p.sha256));
+    }
+    crate::source::hex(&h.finalize())
+}
+
+fn checkout_id(run: &Run, arch: &ArchRun) -> String {
+    match &arch.kernel {
+        Some(k) => {
+            let ps = patchset_hash(arch);
+            if ps.is_empty() {
+                format!("{ORIGIN}:{}", k.source_id)
+            } else {
+                format!("{ORIGIN}:{}+{ps}", k.source_id)
+            }
+        }
+        None => format!("{ORIGIN}:unknown-{}", run.run_id),
+    }
+}
+
+fn checkout(id: &str, arch: &ArchRun) -> Value {
+    let mut c = Map::new();
+    c.insert("id".into(), json!(id));
+    c.insert("origin".into(), json!(ORIGIN));
+    c.insert("valid".into(), json!(true));
+    if let Some(k) = &arch.kernel {
+        c.insert("comment".into(), json!(clean(&k.source)));
+        c.insert("patchset_hash".into(), json!(patchset_hash(arch)));
+        if let Some(commit) =
+            k.git_commit.as_deref().filter(|c| c.len() == 40 && c.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            c.insert("git_commit_hash".into(), json!(commit.to_ascii_lowercase()));
+        }
+        c.insert(
+            "misc".into(),
+            json!({
+                "source_kind": k.source_kind,
+                "source_id": k.source_id,
+                "patches": k.patches.iter().map(|p| json!({ "name": p.name, "sha256": p.sha256 })).collect::<Vec<_>>(),
+            }),
+        );
+    }
+    Value::Object(c)
+}
+
+fn build(id: &str, checkout_id: &str, arch: &ArchRun) -> Value {
+    let mut b = Map::new();
+    b.insert("id".into(), json!(id));
+    b.insert("checkout_id".into(), json!(checkout_id));
+    b.insert("origin".into(), json!(ORIGIN));
+    b.insert("architecture".into(), json!(arch.arch));
+    if let Some(k) = &arch.kernel {
+        b.insert("compiler".into(), json!(clean(&k.compiler)));
+        b.insert("config_name".into(), json!(k.fragments.join("+")));
+        b.insert("status".into(), json!("PASS"));
+        b.insert("misc".into(), json!({ "kernel_release": k.release, "config_sha256": k.config_hash }));
+    }
+    Value::Object(b)
+}
+
+fn environment(b: &super::model::Boot) -> Value {
+    let qemu = b.qemu_version.as_deref().unwrap_or("QEMU (version not recorded)");
+    json!({
+        "comment": clean(&format!("{qemu}, {}", b.accel)),
+        "misc": { "accel": b.accel, "qemu_version": b.qemu_version, "qemu_command": b.qemu_command },
+    })
+}
+
+fn kcidb_status(s: Status) -> &'static str {
+    match s {
+        Status::Pass | Status::Xpass => "PASS",
+        Status::Fail | Status::Xfail => "FAIL",
+        Status::Skip => "SKIP",
+        Status::NotRun => "MISS",
+        Status::Error => "ERROR",
+    }
+}
+
+/// A dot-separated path of `[a-zA-Z0-9_-]` parts: `user_events.<suite>.<scenario>`.
+fn path_of(s: &Scenario) -> String {
+    let part =
+        |p: &str| p.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect::<String>();
+    let short = s.name.split_once('/').map_or(s.name.as_str(), |(_, n)| n);
+    format!("user_events.{}.{}", part(&s.suite), part(short))
+}
+
+/// The last `EXCERPT_MAX` characters (the end of a log says most), cleaned.
+fn excerpt_of(text: &str) -> String {
+    let text = clean(text);
+    let n = text.chars().count();
+    if n <= EXCERPT_MAX {
+        return text;
+    }
+    text.chars().skip(n - EXCERPT_MAX).collect()
+}
+
+fn test(run: &Run, arch: &ArchRun, build_id: &str, s: &Scenario) -> Value {
+    let mut t = Map::new();
+    t.insert("id".into(), json!(format!("{ORIGIN}:{}:{}:{}", run.run_id, arch.arch, s.name)));
+    t.insert("build_id".into(), json!(build_id));
+    t.insert("origin".into(), json!(ORIGIN));
+    t.insert("path".into(), json!(path_of(s)));
+    t.insert("status".into(), json!(kcidb_status(s.status)));
+    if let Some(ms) = s.duration_ms {
+        t.insert("duration".into(), json!(ms as f64 / 1000.0));
+    }
+    if let Some(r) = &s.reason {
+        t.insert("comment".into(), json!(clean(r)));
+    }
+    let mut text: Vec<String> = s.log.clone();
+    for f in &s.findings {
+        text.extend(f.excerpt.iter().cloned());
+    }
+    text.extend(s.console_tail.iter().cloned());
+    if !text.is_empty() {
+        t.insert("log_excerpt".into(), json!(excerpt_of(&text.join("\n"))));
+    }
+    if let Some(b) = arch.boots.iter().find(|b| Some(&b.name) == s.boot.as_ref()) {
+        t.insert("environment".into(), environment(b));
+    }
+    let mut misc = json!({ "status": s.status.as_str(), "scenario": s.name, "arch": arch.arch });
+    if let Some(j) = &s.judged {
+        misc["judged"] = json!(j);
+    }
+    if !s.metrics.is_empty() {
+        misc["metrics"] = serde_json::to_value(&s.metrics).unwrap_or(Value::Null);
+    }
+    t.insert("misc".into(), misc);
+    Value::Object(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{check_golden, fixture};
+    use super::*;
+
+    #[test]
+    fn golden() {
+        check_golden("kcidb.json", &render(&fixture()).unwrap());
+    }
+
+    #[test]
+    fn ids_are_unique_and_paths_fit_the_schema() {
+        let doc: Value = serde_json::from_slice(&render(&fixture()).unwrap()).unwrap();
+        let tests = doc["tests"].as_array().unwrap();
+        let ids: std::collections::BTreeSet<&str> = tests.iter().map(|t| t["id"].as_str().unwrap()).collect();
+        assert_eq!(ids.len(), tests.len());
+        for t in tests {
+            let path = t["path"].as_str().unwrap();
+            assert!(
+                path.split('.')
+                    .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')),
+                "{path}"
+            );
+        }
+        assert_eq!(doc["version"]["major"], 5);
+    }
+}

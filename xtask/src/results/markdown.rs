@@ -1,0 +1,146 @@
+//! The Markdown summary (`summary.md`, and `$GITHUB_STEP_SUMMARY` on GitHub Actions): the
+//! verdict, a table per arch, what failed with its last log lines, the provenance, and the
+//! arch-by-scenario matrix folded away.
+
+use std::fmt::Write;
+
+use super::clean;
+use super::model::{Run, Status};
+
+/// Log lines shown under each failure.
+const SHOWN: usize = 12;
+
+pub fn render(run: &Run) -> Vec<u8> {
+    let mut out = String::new();
+    let icon = if run.verdict.kind == "pass" { "✅" } else { "❌" };
+    let _ = writeln!(out, "## {icon} user_events conformance: {} (run `{}`)\n", run.verdict.kind, run.run_id);
+    let _ = writeln!(out, "{}\n", run.totals.describe());
+    let _ = writeln!(out, "| arch | kernel | verdict | passed | failed | skipped | xfail | xpass | not run | errors |");
+    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for a in &run.arches {
+        let kernel = a.kernel.as_ref().map_or("unknown".to_string(), |k| k.release.clone());
+        let t = &a.totals;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            a.arch, kernel, a.verdict.kind, t.pass, t.fail, t.skip, t.xfail, t.xpass, t.not_run, t.error
+        );
+    }
+
+    let failures: Vec<_> = run
+        .arches
+        .iter()
+        .flat_map(|a| a.scenarios.iter().filter(|s| s.status.is_failure()).map(move |s| (a, s)))
+        .collect();
+    let boots: Vec<_> = run
+        .arches
+        .iter()
+        .flat_map(|a| a.boots.iter())
+        .filter_map(|b| match b.health() {
+            (Status::Pass, _) => None,
+            (s, why) => Some((b, s, why)),
+        })
+        .collect();
+    if !failures.is_empty() || !boots.is_empty() {
+        let _ = writeln!(out, "\n### Failures\n");
+    }
+    for (b, status, why) in &boots {
+        let _ = writeln!(out, "- **{}** boot: {} — {}", b.name, status.as_str(), cell(why));
+    }
+    for (a, s) in &failures {
+        let why = s.reason.as_deref().map(|r| format!(" — {}", cell(r))).unwrap_or_default();
+        let _ =
+            writeln!(out, "- **{}** `{}`: {}{why}", a.arch, s.name, s.judged.as_deref().unwrap_or(s.status.as_str()));
+        let mut lines: Vec<String> = s.log.iter().rev().take(SHOWN).rev().map(|l| clean(l)).collect();
+        for f in &s.findings {
+            lines.push(format!("kernel {}: {}", f.kind, clean(&f.summary)));
+        }
+        if !lines.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n  ```\n{}\n  ```\n",
+                lines.iter().map(|l| format!("  {}", l.replace("```", "'''"))).collect::<Vec<_>>().join("\n")
+            );
+        }
+    }
+
+    let _ = writeln!(out, "\n### Provenance\n");
+    if let Some(h) = &run.host {
+        let _ = writeln!(
+            out,
+            "- host: {} ({}, Linux {}, {} CPUs)",
+            cell(&h.hostname),
+            cell(&h.os),
+            cell(&h.kernel),
+            h.cpus
+        );
+    }
+    for a in &run.arches {
+        match &a.kernel {
+            Some(k) => {
+                let patches = if k.patches.is_empty() {
+                    "no patches".to_string()
+                } else {
+                    k.patches.iter().map(|p| format!("`{}`", p.name)).collect::<Vec<_>>().join(", ")
+                };
+                let _ = writeln!(
+                    out,
+                    "- {}: {} from {}, {patches}, config sha256 `{}`, {}, fragments {}",
+                    a.arch,
+                    k.release,
+                    cell(&k.source),
+                    short(&k.config_hash),
+                    cell(&k.compiler),
+                    k.fragments.join(" + ")
+                );
+            }
+            None => {
+                let _ = writeln!(out, "- {}: kernel metadata not recorded", a.arch);
+            }
+        }
+        for b in &a.boots {
+            let qemu = b.qemu_version.as_deref().unwrap_or("QEMU version not recorded");
+            let _ = writeln!(
+                out,
+                "  - boot `{}`: {}, {}, {}, VM {:.1} s",
+                b.name,
+                cell(qemu),
+                b.accel,
+                b.ended,
+                b.wall_ms as f64 / 1000.0
+            );
+        }
+    }
+
+    let names = run.scenario_names();
+    let _ = writeln!(out, "\n<details><summary>All {} scenarios by arch</summary>\n", names.len());
+    let header: Vec<&str> = run.arches.iter().map(|a| a.arch.as_str()).collect();
+    let _ = writeln!(out, "| scenario | {} |", header.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(header.len()));
+    for n in names {
+        let cells: Vec<&str> = run.arches.iter().map(|a| a.scenario(n).map_or("—", |s| s.status.as_str())).collect();
+        let _ = writeln!(out, "| `{n}` | {} |", cells.join(" | "));
+    }
+    let _ = writeln!(out, "\n</details>\n\n_generated {} from the run's logs_", run.generated_at);
+    out.into_bytes()
+}
+
+/// Text for one table cell or list item: one line, no pipes.
+fn cell(s: &str) -> String {
+    clean(s).replace('\n', " ").replace('|', "\\|")
+}
+
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{check_golden, fixture};
+    use super::*;
+
+    #[test]
+    fn golden() {
+        check_golden("summary.md", &render(&fixture()));
+    }
+}

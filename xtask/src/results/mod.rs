@@ -1,0 +1,197 @@
+//! Results: one schema-versioned model per run (`model.rs`), read back from a run folder's raw
+//! logs (`collect.rs`), and rendered by pure functions, one file each: `run.json`, JUnit XML,
+//! KTAP per arch, KCIDB v5 JSON, a Markdown summary and a self-contained HTML report.
+//! `publish` is the only writer: the end of `run`/`boot` and `report --from` both call it.
+
+pub mod collect;
+pub mod html;
+pub mod json;
+pub mod junit;
+pub mod kcidb;
+pub mod ktap;
+pub mod markdown;
+pub mod model;
+pub mod tools;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::progress::line;
+use model::Run;
+
+/// One rendering: its file name in the run folder and its bytes.
+pub struct Rendered {
+    pub file: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Every rendering of a run, in a fixed order.
+pub fn render_all(run: &Run) -> Result<Vec<Rendered>> {
+    let mut out = vec![
+        Rendered { file: "run.json".into(), bytes: json::render(run)? },
+        Rendered { file: "junit.xml".into(), bytes: junit::render(run)? },
+    ];
+    for arch in &run.arches {
+        out.push(Rendered { file: format!("{}.ktap", arch.arch), bytes: ktap::render(run, &arch.arch) });
+    }
+    out.push(Rendered { file: "kcidb.json".into(), bytes: kcidb::render(run)? });
+    out.push(Rendered { file: "summary.md".into(), bytes: markdown::render(run) });
+    out.push(Rendered { file: "report.html".into(), bytes: html::render(run) });
+    Ok(out)
+}
+
+/// Derives the model from `run_dir`'s logs, writes every rendering into it, appends the
+/// Markdown summary to `$GITHUB_STEP_SUMMARY` when that is set, and prints where they are and
+/// the totals.
+pub fn publish(run_dir: &Path) -> Result<Run> {
+    let run = collect::load(run_dir, jiff::Timestamp::now())?;
+    let mut written: Vec<PathBuf> = Vec::new();
+    for r in render_all(&run)? {
+        let path = run_dir.join(&r.file);
+        crate::cache::write_atomic(&path, &r.bytes).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+    }
+    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&summary)
+            .with_context(|| format!("opening $GITHUB_STEP_SUMMARY ({})", Path::new(&summary).display()))?;
+        f.write_all(&markdown::render(&run))?;
+        line(format!("summary appended to $GITHUB_STEP_SUMMARY ({})", Path::new(&summary).display()));
+    }
+    let names: Vec<String> =
+        written.iter().filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned())).collect();
+    line(format!("reports in {}: {}", run_dir.display(), names.join(", ")));
+    for a in &run.arches {
+        line(format!("{}: {} ({})", a.arch, a.totals.describe(), a.verdict.kind));
+    }
+    let verdict = crate::progress::tag(&run.verdict.kind.to_uppercase());
+    line(format!("{verdict} run {}: {}", run.run_id, run.totals.describe()));
+    Ok(run)
+}
+
+/// Characters a report must not carry: control characters other than tab and newline (ANSI
+/// escapes included, which `strip_ansi` removes first).
+pub fn clean(text: &str) -> String {
+    let text = strip_ansi(text);
+    text.chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').collect()
+}
+
+/// Removes ANSI CSI (`ESC [ ... final`) and OSC (`ESC ] ... BEL`) sequences.
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek() {
+            Some('[') => {
+                chars.next();
+                for c in chars.by_ref() {
+                    if ('\x40'..='\x7e').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            Some(']') => {
+                for c in chars.by_ref() {
+                    if c == '\x07' {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+
+    /// The fixture run folder: both arches, an isolated boot, every status.
+    pub fn fixture_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/results/run-fixture")
+    }
+
+    /// The fixture's model, stamped with a pinned time.
+    pub fn fixture() -> Run {
+        let pinned: jiff::Timestamp = "2026-01-02T03:04:05Z".parse().unwrap();
+        collect::load(&fixture_dir(), pinned).unwrap()
+    }
+
+    /// Compares with `test_data/results/golden/<file>`; `UPDATE_EXPECT=1` rewrites it.
+    pub fn check_golden(file: &str, actual: &[u8]) {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/results/golden").join(file);
+        if std::env::var_os("UPDATE_EXPECT").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, actual).unwrap();
+            return;
+        }
+        let expected = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (create it with UPDATE_EXPECT=1 cargo test)", path.display()));
+        if expected != actual {
+            let (e, a) = (String::from_utf8_lossy(&expected), String::from_utf8_lossy(actual));
+            let line =
+                e.lines().zip(a.lines()).position(|(x, y)| x != y).unwrap_or(e.lines().count().min(a.lines().count()));
+            panic!(
+                "{} differs from the rendering at line {}:\n  golden: {:?}\n  actual: {:?}\n(UPDATE_EXPECT=1 cargo test rewrites it)",
+                path.display(),
+                line + 1,
+                e.lines().nth(line),
+                a.lines().nth(line)
+            );
+        }
+    }
+
+    #[test]
+    fn every_rendering_is_a_pure_function_of_the_model() {
+        let run = fixture();
+        let a = render_all(&run).unwrap();
+        let b = render_all(&run).unwrap();
+        assert_eq!(a.iter().map(|r| &r.bytes).collect::<Vec<_>>(), b.iter().map(|r| &r.bytes).collect::<Vec<_>>());
+        let files: Vec<&str> = a.iter().map(|r| r.file.as_str()).collect();
+        assert_eq!(
+            files,
+            ["run.json", "junit.xml", "x86_64.ktap", "arm64.ktap", "kcidb.json", "summary.md", "report.html"]
+        );
+    }
+
+    #[test]
+    fn clean_strips_ansi_and_control_characters() {
+        assert_eq!(clean("a\x1b[31mred\x1b[0m\x01b\tc\nd\x1b]0;title\x07e\r"), "aredb\tc\nde");
+    }
+
+    #[test]
+    fn publish_writes_every_rendering_into_the_run_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("20260102-030405-00001");
+        copy_dir(&fixture_dir(), &dir);
+        let run = publish(&dir).unwrap();
+        assert_eq!(run.run_id, "20260102-030405-00001");
+        for f in ["run.json", "junit.xml", "x86_64.ktap", "arm64.ktap", "kcidb.json", "summary.md", "report.html"] {
+            assert!(dir.join(f).is_file(), "{f} missing");
+        }
+        // run.json reads back into the same model.
+        let back: Run = serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+        assert_eq!(back, run);
+    }
+
+    pub fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            let t = to.join(e.file_name());
+            if e.path().is_dir() {
+                copy_dir(&e.path(), &t);
+            } else {
+                std::fs::copy(e.path(), t).unwrap();
+            }
+        }
+    }
+}

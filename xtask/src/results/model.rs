@@ -1,0 +1,385 @@
+//! The result model of one run (`results/<run-id>/run.json`): provenance, then per arch the
+//! boots and every scenario with its status, duration, metrics, log excerpt and kernel
+//! findings. Every renderer reads this and nothing else; `compare` and `merge` read it back.
+//!
+//! Versioning: `schema_version` grows by one on any change a reader could trip on (a field
+//! removed, renamed or retyped, a status added). New optional fields do not bump it; readers
+//! ignore fields they do not know.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The `schema_version` this build writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One run: every arch that booted, from one source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub schema_version: u32,
+    /// The run folder's name, `YYYYMMDD-HHMMSS-<pid>`.
+    pub run_id: String,
+    /// When this model was derived from the logs (RFC 3339, UTC).
+    pub generated_at: String,
+    /// The machine that ran QEMU; `None` for runs saved before it was recorded.
+    pub host: Option<Host>,
+    /// The worst arch verdict.
+    pub verdict: Verdict,
+    pub totals: Totals,
+    pub arches: Vec<ArchRun>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: String,
+    /// `uname -r` of the host.
+    pub kernel: String,
+    /// `PRETTY_NAME` of `/etc/os-release`.
+    pub os: String,
+    pub cpus: usize,
+}
+
+/// One arch: its kernel, its boots (the shared one and any `isolated` ones) and its scenarios.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArchRun {
+    /// `x86_64`, `arm64`.
+    pub arch: String,
+    /// The worst verdict of its boots, expected failures counted.
+    pub verdict: Verdict,
+    /// `None` when the run folder has no kernel metadata and the image's cache entry is gone.
+    pub kernel: Option<Kernel>,
+    pub boots: Vec<Boot>,
+    /// Planned scenarios in boot order (the shared boot, then isolated boots), then those left
+    /// out of the plan because the kernel does not meet their `requires`.
+    pub scenarios: Vec<Scenario>,
+    pub totals: Totals,
+}
+
+/// Where the kernel came from and how it was built (the build cache's `metadata.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kernel {
+    /// `uname -r` of the built kernel.
+    pub release: String,
+    /// `debian-package`, `tarball`, `git-tree`, `tree` or `prebuilt`.
+    pub source_kind: String,
+    /// The source in words: `Debian linux-source-6.12 6.12.117-1~deb12u1`, a path, a commit.
+    pub source: String,
+    /// The digest that changes whenever the source's content does.
+    pub source_id: String,
+    /// The git commit when the source is a git tree.
+    pub git_commit: Option<String>,
+    /// Applied in order.
+    pub patches: Vec<PatchRef>,
+    /// sha256 of the final `.config`.
+    pub config_hash: String,
+    /// The fragments merged into the configuration, in order.
+    pub fragments: Vec<String>,
+    /// Compiler name and version (`gcc (Debian 12.2.0-14) 12.2.0`).
+    pub compiler: String,
+    /// The build cache key.
+    pub build_key: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatchRef {
+    pub name: String,
+    pub sha256: String,
+}
+
+/// One QEMU boot and what the host saw of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Boot {
+    /// The boot's folder in the run: `x86_64` or `x86_64.isolated-1`.
+    pub name: String,
+    /// `kvm` or `tcg`.
+    pub accel: String,
+    /// The first line of `qemu-system-* --version`; `None` when it was not recorded.
+    pub qemu_version: Option<String>,
+    /// The full QEMU command line.
+    pub qemu_command: String,
+    pub verdict: Verdict,
+    /// How QEMU ended: `exited with code 0`, `killed after 60000 ms: ...`.
+    pub ended: String,
+    pub wall_ms: u64,
+    /// When `/init` started; `None` when it never did.
+    pub boot_ms: Option<u64>,
+    /// Kernel reports outside any scenario (boot, between scenarios, teardown).
+    pub findings: Vec<Finding>,
+    /// Inconsistencies between the plan, the result channel and the console.
+    pub problems: Vec<String>,
+    /// The raw logs, relative to the run folder.
+    pub console_log: String,
+    pub results_log: String,
+}
+
+impl Boot {
+    /// The boot's health outside its scenarios, and why: `error` for an infrastructure
+    /// verdict, `fail` for kernel reports or inconsistencies outside any scenario, else `pass`.
+    /// (A crash inside a scenario is that scenario's `error`.)
+    pub fn health(&self) -> (Status, String) {
+        if self.verdict.kind == "infra-error" {
+            let detail = self.verdict.detail.as_deref().unwrap_or("unknown");
+            return (Status::Error, format!("infrastructure failure: {detail}"));
+        }
+        let mut why = Vec::new();
+        if !self.findings.is_empty() {
+            why.push(format!(
+                "{} kernel report(s) outside the scenarios: {}",
+                self.findings.len(),
+                self.findings[0].summary
+            ));
+        }
+        if !self.problems.is_empty() {
+            why.push(format!("{} problem(s): {}", self.problems.len(), self.problems[0]));
+        }
+        if why.is_empty() {
+            (Status::Pass, format!("{}, no kernel report outside the scenarios", self.ended))
+        } else {
+            (Status::Fail, why.join("; "))
+        }
+    }
+}
+
+/// A boot's (or an arch's, or a run's) verdict: the worst thing that happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// `pass`, `fail`, `timeout`, `kernel-panic` or `infra-error`, in increasing severity.
+    pub kind: String,
+    /// The scenario a panic happened in, or what went wrong with the infrastructure.
+    pub detail: Option<String>,
+}
+
+impl Verdict {
+    pub fn pass() -> Self {
+        Verdict { kind: "pass".into(), detail: None }
+    }
+
+    pub fn severity(&self) -> u8 {
+        match self.kind.as_str() {
+            "pass" => 0,
+            "fail" => 1,
+            "timeout" => 2,
+            "kernel-panic" => 3,
+            _ => 4,
+        }
+    }
+
+    /// The process exit code this verdict asks for (see `exit.rs`).
+    pub fn exit_code(&self) -> u8 {
+        match self.severity() {
+            0 => 0,
+            1..=3 => crate::exit::Kind::TestFailed.code(),
+            _ => crate::exit::Kind::Infra.code(),
+        }
+    }
+
+    /// The worse of the two (the first on a tie).
+    pub fn worst(self, other: &Verdict) -> Verdict {
+        if other.severity() > self.severity() {
+            other.clone()
+        } else {
+            self
+        }
+    }
+}
+
+/// One scenario on one arch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scenario {
+    /// `suite/scenario`.
+    pub name: String,
+    pub suite: String,
+    /// The boot it ran in; `None` when it was left out of the plan.
+    pub boot: Option<String>,
+    pub status: Status,
+    /// The judge's own word when it says more than `status`: `timeout` (a `fail`), `crashed`
+    /// (an `error`: the kernel died while it ran).
+    pub judged: Option<String>,
+    /// Why: the skip reason, the xfail mark's reason, why it was not run.
+    pub reason: Option<String>,
+    pub duration_ms: Option<u64>,
+    /// Measured figures by name (throughput and the like); empty for pure conformance checks.
+    pub metrics: BTreeMap<String, Metric>,
+    /// The scenario's diagnostics (the agent's step lines, then the host's explanations), at
+    /// most [`LOG_LINES`] of them.
+    pub log: Vec<String>,
+    /// Kernel reports attributed to this scenario.
+    pub findings: Vec<Finding>,
+    /// The end of the console, for a scenario that did not finish.
+    pub console_tail: Vec<String>,
+}
+
+/// The most diagnostics lines a scenario keeps in the model (the raw log has them all).
+pub const LOG_LINES: usize = 200;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Pass,
+    /// The check failed (including a scenario that ran past its deadline).
+    Fail,
+    /// Not applicable to this kernel (the agent's skip, or `requires` not met).
+    Skip,
+    /// Failed as its `xfail` mark expects: not a failure of the run.
+    Xfail,
+    /// Marked `xfail` but passed: a failure of the run until the mark goes.
+    Xpass,
+    /// Never started: the boot ended before it (crash, hang, lost result channel).
+    NotRun,
+    /// Started but did not complete: the kernel crashed while it ran.
+    Error,
+}
+
+impl Status {
+    pub const ALL: [Status; 7] =
+        [Status::Pass, Status::Fail, Status::Skip, Status::Xfail, Status::Xpass, Status::NotRun, Status::Error];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Skip => "skip",
+            Status::Xfail => "xfail",
+            Status::Xpass => "xpass",
+            Status::NotRun => "not-run",
+            Status::Error => "error",
+        }
+    }
+
+    /// Whether it makes the run fail.
+    pub fn is_failure(self) -> bool {
+        match self {
+            Status::Pass | Status::Skip | Status::Xfail => false,
+            Status::Fail | Status::Xpass | Status::NotRun | Status::Error => true,
+        }
+    }
+}
+
+/// A measured figure; `samples` are the repetitions behind `value`, so a comparison can judge
+/// a change against the run's own noise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    pub value: f64,
+    /// `events/s`, `MiB/s`, `ns`.
+    pub unit: String,
+    /// Whether a larger value is better (throughput) or worse (latency).
+    pub higher_is_better: bool,
+    #[serde(default)]
+    pub samples: Vec<f64>,
+}
+
+/// One kernel report found on the console.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// `panic`, `oops`, `bug`, `warning`, `kasan`, ...
+    pub kind: String,
+    /// The header line (`WARNING: CPU: 0 PID: 58 at kernel/trace/... func+0x1c/0x40`).
+    pub summary: String,
+    /// 1-based line of the header in the boot's `console.log`.
+    pub console_line: usize,
+    /// The report's lines, timestamps removed.
+    pub excerpt: Vec<String>,
+    /// The excerpt stops before the report's end.
+    pub truncated: bool,
+}
+
+/// How many scenarios ended in each status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    pub pass: usize,
+    pub fail: usize,
+    pub skip: usize,
+    pub xfail: usize,
+    pub xpass: usize,
+    pub not_run: usize,
+    pub error: usize,
+}
+
+impl Totals {
+    pub fn of<'a>(statuses: impl IntoIterator<Item = &'a Scenario>) -> Totals {
+        let mut t = Totals::default();
+        for s in statuses {
+            *t.get_mut(s.status) += 1;
+        }
+        t
+    }
+
+    pub fn get(&self, s: Status) -> usize {
+        match s {
+            Status::Pass => self.pass,
+            Status::Fail => self.fail,
+            Status::Skip => self.skip,
+            Status::Xfail => self.xfail,
+            Status::Xpass => self.xpass,
+            Status::NotRun => self.not_run,
+            Status::Error => self.error,
+        }
+    }
+
+    fn get_mut(&mut self, s: Status) -> &mut usize {
+        match s {
+            Status::Pass => &mut self.pass,
+            Status::Fail => &mut self.fail,
+            Status::Skip => &mut self.skip,
+            Status::Xfail => &mut self.xfail,
+            Status::Xpass => &mut self.xpass,
+            Status::NotRun => &mut self.not_run,
+            Status::Error => &mut self.error,
+        }
+    }
+
+    pub fn add(&mut self, other: &Totals) {
+        for s in Status::ALL {
+            *self.get_mut(s) += other.get(s);
+        }
+    }
+
+    pub fn total(&self) -> usize {
+        Status::ALL.iter().map(|s| self.get(*s)).sum()
+    }
+
+    /// `12 passed, 1 failed, 2 skipped` (zero counts left out, except passed).
+    pub fn describe(&self) -> String {
+        let words = [
+            (Status::Pass, "passed"),
+            (Status::Fail, "failed"),
+            (Status::Skip, "skipped"),
+            (Status::Xfail, "xfail"),
+            (Status::Xpass, "xpass"),
+            (Status::NotRun, "not run"),
+            (Status::Error, "errors"),
+        ];
+        words
+            .iter()
+            .filter(|(s, _)| *s == Status::Pass || self.get(*s) > 0)
+            .map(|(s, w)| format!("{} {w}", self.get(*s)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl Run {
+    /// Every scenario name of every arch, in first-seen order (the rows of a matrix).
+    pub fn scenario_names(&self) -> Vec<&str> {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut out = Vec::new();
+        for a in &self.arches {
+            for s in &a.scenarios {
+                if seen.insert(s.name.as_str()) {
+                    out.push(s.name.as_str());
+                }
+            }
+        }
+        out
+    }
+
+    pub fn arch(&self, name: &str) -> Option<&ArchRun> {
+        self.arches.iter().find(|a| a.arch == name)
+    }
+}
+
+impl ArchRun {
+    pub fn scenario(&self, name: &str) -> Option<&Scenario> {
+        self.scenarios.iter().find(|s| s.name == name)
+    }
+}

@@ -1,0 +1,175 @@
+//! The real consumers of our renderings, run against them: the kernel's own KUnit parser
+//! (`tools/testing/kunit/kunit.py parse`, from the kernel source in the build cache) and the
+//! KCIDB schema validator of the `kcidb-io` package (in a virtualenv in the build cache, which
+//! `cargo xtask setup` installs). `cargo xtask test` runs `check_consumers`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+use crate::exit::{error, Kind};
+
+/// The `kcidb-io` release installed and validated against (its schema v5.3).
+pub const KCIDB_IO_VERSION: &str = "141";
+
+/// The virtualenv holding `kcidb-io`.
+pub fn kcidb_venv() -> PathBuf {
+    crate::cache::root(None).join("python/kcidb-io")
+}
+
+/// Whether the virtualenv's Python imports the pinned `kcidb_io`.
+pub fn kcidb_installed() -> bool {
+    let python = kcidb_venv().join("bin/python");
+    Command::new(python)
+        .args(["-c", &format!("import importlib.metadata as m; assert m.version('kcidb-io') == '{KCIDB_IO_VERSION}'")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The commands that install it, as a person would type them.
+pub fn kcidb_install_commands() -> Vec<String> {
+    let venv = kcidb_venv();
+    vec![
+        format!("python3 -m venv {}", venv.display()),
+        format!("{}/bin/pip install --quiet kcidb-io=={KCIDB_IO_VERSION}", venv.display()),
+    ]
+}
+
+/// Creates the virtualenv and installs `kcidb-io` into it from PyPI.
+pub fn install_kcidb() -> Result<()> {
+    let venv = kcidb_venv();
+    let run = |cmd: &mut Command| -> Result<()> {
+        let st = cmd.status().with_context(|| format!("running {cmd:?}"))?;
+        if !st.success() {
+            return Err(error(Kind::Infra, format!("setup: {cmd:?} failed ({st})")));
+        }
+        Ok(())
+    };
+    run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+    run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", &format!("kcidb-io=={KCIDB_IO_VERSION}")]))
+}
+
+/// Validates a KCIDB document with `kcidb-io`'s schema v5.3 (exactly that version).
+pub fn kcidb_validate(doc: &[u8]) -> Result<()> {
+    if !kcidb_installed() {
+        return Err(error(
+            Kind::Infra,
+            format!("kcidb-io is not installed in {}: run `cargo xtask setup`", kcidb_venv().display()),
+        ));
+    }
+    let tmp = tempfile::Builder::new().suffix(".json").tempfile()?;
+    std::fs::write(tmp.path(), doc)?;
+    let script = "import json, sys, kcidb_io\n\
+                  kcidb_io.schema.V5_3.validate_exactly(json.load(open(sys.argv[1])))\n\
+                  print('valid kcidb', kcidb_io.schema.V5_3.major, kcidb_io.schema.V5_3.minor)";
+    let out = Command::new(kcidb_venv().join("bin/python")).args(["-c", script]).arg(tmp.path()).output()?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last: Vec<&str> = err.lines().rev().take(12).collect::<Vec<_>>().into_iter().rev().collect();
+        return Err(anyhow::anyhow!("kcidb-io rejects the document:\n{}", last.join("\n")));
+    }
+    Ok(())
+}
+
+/// The kernel's `kunit.py` from a kernel source unpacked in the build cache.
+pub fn kunit_py() -> Result<PathBuf> {
+    let sources = crate::cache::root(None).join("sources");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&sources)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("tools/testing/kunit/kunit.py"))
+        .filter(|p| p.is_file())
+        .collect();
+    found.sort();
+    found.pop().ok_or_else(|| {
+        error(
+            Kind::Infra,
+            format!(
+                "no kernel source with tools/testing/kunit/kunit.py under {}: run `cargo xtask kernel` first \
+                 (it unpacks the kernel source there)",
+                sources.display()
+            ),
+        )
+    })
+}
+
+/// What `kunit.py parse` made of a KTAP text: its output (its exit status only says whether
+/// every test passed, not whether the text parsed).
+pub struct KunitParse {
+    pub output: String,
+}
+
+impl KunitParse {
+    /// The `Ran N tests: passed: P, failed: F, skipped: S, errors: E` counts (absent ones 0).
+    pub fn counts(&self) -> Option<[usize; 5]> {
+        let clean = super::clean(&self.output);
+        let line = clean.lines().find_map(|l| l.split_once("Testing complete. ").map(|(_, r)| r.to_string()))?;
+        let num = |key: &str| -> usize {
+            line.split(", ")
+                .flat_map(|p| p.split(": "))
+                .collect::<Vec<_>>()
+                .windows(2)
+                .find(|w| w[0].trim_end_matches(':').ends_with(key))
+                .and_then(|w| w[1].trim_end_matches(',').parse().ok())
+                .unwrap_or(0)
+        };
+        let ran = line.strip_prefix("Ran ")?.split_whitespace().next()?.parse().ok()?;
+        Some([ran, num("passed"), num("failed"), num("skipped"), num("errors")])
+    }
+}
+
+/// Runs `python3 kunit.py parse FILE` on a KTAP text.
+pub fn kunit_parse(kunit: &Path, ktap: &[u8]) -> Result<KunitParse> {
+    let tmp = tempfile::Builder::new().suffix(".ktap").tempfile()?;
+    std::fs::write(tmp.path(), ktap)?;
+    let out = Command::new("python3")
+        .arg(kunit)
+        .arg("parse")
+        .arg(tmp.path())
+        .output()
+        .with_context(|| format!("running python3 {} parse", kunit.display()))?;
+    let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
+    output.push_str(&String::from_utf8_lossy(&out.stderr));
+    Ok(KunitParse { output })
+}
+
+/// Renders the fixture run and has the real consumers read it: `kunit.py parse` must accept
+/// each arch's KTAP with no parse error and the model's counts; `kcidb-io` must validate the
+/// KCIDB document. One result per check, named.
+pub fn check_consumers() -> Vec<(String, Result<()>)> {
+    let dir = crate::project_root().join("xtask/test_data/results/run-fixture");
+    let pinned: jiff::Timestamp = "2026-01-02T03:04:05Z".parse().expect("a valid timestamp");
+    let run = match super::collect::load(&dir, pinned) {
+        Ok(r) => r,
+        Err(e) => return vec![("results fixture loads".into(), Err(e))],
+    };
+    let mut out = Vec::new();
+    for arch in &run.arches {
+        let name = format!("{}: kunit.py parse accepts the KTAP rendering with the model's counts", arch.arch);
+        let result = kunit_py().and_then(|kunit| {
+            let parsed = kunit_parse(&kunit, &super::ktap::render(&run, &arch.arch))?;
+            let counts = parsed.counts().with_context(|| format!("no summary line in:\n{}", parsed.output))?;
+            let healthy = arch.boots.iter().filter(|b| b.health().0 == super::model::Status::Pass).count();
+            let t = &arch.totals;
+            let expected = [
+                t.total() + arch.boots.len(),
+                t.pass + t.xfail + healthy,
+                t.fail + t.xpass + t.not_run + t.error + arch.boots.len() - healthy,
+                t.skip,
+                0,
+            ];
+            anyhow::ensure!(
+                counts == expected && !parsed.output.contains("[ERROR]"),
+                "kunit.py counted [ran, passed, failed, skipped, errors] = {counts:?}, the model {expected:?}:\n{}",
+                parsed.output
+            );
+            Ok(())
+        });
+        out.push((name, result));
+    }
+    let result = super::kcidb::render(&run).and_then(|doc| kcidb_validate(&doc));
+    out.push(("kcidb-io validates the KCIDB rendering (schema v5.3)".into(), result));
+    out
+}
