@@ -309,7 +309,13 @@ impl State {
                 };
                 self.write(fd, &payload, expect, say)
             }
-            Step::RegisterUntil { format, max, expect } => self.register_until(format, *max, expect, say),
+            Step::RegisterUntil { format, max, expect, hold_until_reboot } => {
+                let done = self.register_until(format, *max, expect, say);
+                if *hold_until_reboot {
+                    hold_until_reboot_(say);
+                }
+                done
+            }
             other => Err(format!("not a user_events step: {other:?}")),
         };
         done.unwrap_or_else(|e| {
@@ -823,6 +829,24 @@ impl State {
 
 /// A step's own end, or why it could not run (said as the step's line; the step fails).
 type Done = Result<Verdict, String>;
+
+/// Forks a holder that leaves the scenario's process group (a session of its own) and sleeps
+/// until the reboot with copies of every descriptor this process has, so their files are
+/// never released.
+fn hold_until_reboot_(say: &mut dyn FnMut(&str)) {
+    // SAFETY: the child only calls async-signal-safe functions (setsid, pause) before it dies
+    // with the VM.
+    match unsafe { libc::fork() } {
+        0 => unsafe {
+            libc::setsid();
+            loop {
+                libc::pause();
+            }
+        },
+        -1 => say(&format!("hold until reboot: fork: {}", errno_text(errno()))),
+        pid => say(&format!("hold until reboot: pid {pid} keeps the descriptors open in a session of its own")),
+    }
+}
 
 /// Replaces `page` in place (MAP_FIXED, same address and length) with a MAP_SHARED mapping of
 /// `path`, created or truncated with the page's current bytes.

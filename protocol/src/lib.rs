@@ -304,6 +304,12 @@ pub enum Step {
         format: String,
         max: u32,
         expect: Expect,
+        /// Leave the events to the reboot: a holder process in a session of its own keeps the
+        /// descriptors open after the scenario ends, so the kernel never tears the events down
+        /// (which for tens of thousands takes minutes and holds up the reboot). Only for an
+        /// `isolated` scenario, the last in its boot.
+        #[serde(default)]
+        hold_until_reboot: bool,
     },
     /// Loads an eBPF program under `name`: `tracepoint` or `raw_tracepoint` type, GPL. It adds
     /// one to its own counter (a one-slot array map that `bpf_count` reads) each time it runs;

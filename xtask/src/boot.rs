@@ -296,7 +296,10 @@ pub fn run_plan_on(
     vm: &crate::flags::VmArgs,
     cache_dir: Option<&Path>,
 ) -> Result<Vec<Judged>> {
-    let plans = built.iter().map(|b| PlanFor { built: b, plan: plan.clone(), marks: Default::default() }).collect();
+    let plans = built
+        .iter()
+        .map(|b| PlanFor { built: b, plan: plan.clone(), marks: Default::default(), dir: b.arch.name.to_string() })
+        .collect();
     run_plans(plans, extra, vm, cache_dir)
 }
 
@@ -305,9 +308,15 @@ pub struct PlanFor<'a> {
     pub built: &'a Built,
     pub plan: protocol::Plan,
     pub marks: Marks,
+    /// The boot's folder in the run: the arch name, or `<arch>.isolated-<n>` for a scenario
+    /// that runs in a boot of its own.
+    pub dir: String,
 }
 
-/// Boots each kernel with its own plan, the arches in parallel, and judges each boot.
+/// Boots each kernel with its own plan and judges each boot. Boots run in waves, the arches in
+/// parallel within a wave: every arch's first plan, then every arch's second plan, and so on
+/// (isolated scenarios come after the shared boot, and never beside another boot of the same
+/// arch, whose timing they would disturb).
 pub fn run_plans(
     plans: Vec<PlanFor>,
     extra: &[(String, Vec<u8>)],
@@ -316,18 +325,25 @@ pub fn run_plans(
 ) -> Result<Vec<Judged>> {
     let opts = options(vm, cache_dir)?;
     let run_dir = new_run_dir(&results_root(vm))?;
-    let jobs = plans
-        .iter()
-        .map(|p| Job {
-            built: p.built,
-            plan: p.plan.clone(),
-            extra: extra.to_vec(),
-            out_dir: run_dir.join(p.built.arch.name),
-        })
-        .collect();
-    let outcomes = run_all(jobs, &opts)?;
-    let judged: Vec<Judged> =
-        outcomes.into_iter().zip(plans).map(|(o, p)| judge(o, &p.plan, p.marks)).collect::<Result<_>>()?;
+    let mut waves: Vec<Vec<PlanFor>> = Vec::new();
+    for p in plans {
+        let wave = waves.iter().position(|w| w.iter().all(|q| q.built.arch.name != p.built.arch.name));
+        match wave {
+            Some(w) => waves[w].push(p),
+            None => waves.push(vec![p]),
+        }
+    }
+    let mut judged: Vec<Judged> = Vec::new();
+    for wave in waves {
+        let jobs = wave
+            .iter()
+            .map(|p| Job { built: p.built, plan: p.plan.clone(), extra: extra.to_vec(), out_dir: run_dir.join(&p.dir) })
+            .collect();
+        let outcomes = run_all(jobs, &opts)?;
+        for (o, p) in outcomes.into_iter().zip(wave) {
+            judged.push(judge(o, &p.plan, p.marks)?);
+        }
+    }
     for j in &judged {
         print_boot(j);
     }
@@ -511,8 +527,10 @@ fn print_boot(j: &Judged) {
         (0, 0) => String::new(),
         (f, p) => format!(", {f} xfail, {p} xpass"),
     };
+    // `x86_64`, or `x86_64.isolated-1` for a scenario's own boot.
+    let boot_name = j.outcome.out_dir.file_name().map_or(arch.into(), |n| n.to_string_lossy().into_owned());
     line(format!(
-        "{arch}: verdict {} ({} scenario(s){expected}, /init reached at {boot}, VM {:.2} s, {})",
+        "{boot_name}: verdict {} ({} scenario(s){expected}, /init reached at {boot}, VM {:.2} s, {})",
         j.counted.verdict.as_str(),
         j.result.scenarios.len(),
         j.outcome.vm.wall.as_secs_f64(),

@@ -112,19 +112,26 @@ pub fn unknown_ids(items: &[Item], suites: &[Suite], excused: &Excused) -> Vec<S
     out
 }
 
-/// Reads `results/latest/<arch>/verdict.json` for each arch that has one.
+/// Reads the latest run's verdicts per arch: `results/latest/<arch>/verdict.json` and those of
+/// the arch's isolated boots (`<arch>.isolated-<n>/`).
 pub fn latest(results: &Path) -> Latest {
     let mut out = Latest::new();
+    let run = results.join("latest");
+    let mut dirs: Vec<String> =
+        std::fs::read_dir(&run).into_iter().flatten().filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+    dirs.sort();
     for arch in crate::arch::ARCHES {
-        let Ok(bytes) = std::fs::read(results.join("latest").join(arch.name).join("verdict.json")) else { continue };
-        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
-        let statuses = v["result"]["scenarios"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|s| Some((s["name"].as_str()?.to_string(), s["status"].as_str()?.to_string())))
-            .collect();
-        out.insert(arch.name.to_string(), statuses);
+        let isolated = format!("{}.isolated-", arch.name);
+        for dir in dirs.iter().filter(|d| *d == arch.name || d.starts_with(&isolated)) {
+            let Ok(bytes) = std::fs::read(run.join(dir).join("verdict.json")) else { continue };
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
+            let statuses = v["result"]["scenarios"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| Some((s["name"].as_str()?.to_string(), s["status"].as_str()?.to_string())));
+            out.entry(arch.name.to_string()).or_default().extend(statuses);
+        }
     }
     out
 }

@@ -240,6 +240,7 @@ pub fn run_suites_judged(
     cache_dir: Option<&Path>,
 ) -> Result<Vec<boot::Judged>> {
     let mut plans = Vec::new();
+    let mut isolated = Vec::new();
     let mut skipped = Vec::new();
     for b in built {
         let text = std::fs::read_to_string(&b.config)
@@ -252,8 +253,19 @@ pub fn run_suites_judged(
             let s = results::collect::Skipped { name: s.name.clone(), reason: s.reason.clone() };
             skipped.push((b.arch.name, s));
         }
-        plans.push(boot::PlanFor { built: b, plan: compiled.plan, marks: compiled.marks });
+        for (n, scenario) in compiled.isolated.into_iter().enumerate() {
+            let mut plan = empty_plan(b.arch.name);
+            plan.scenarios.push(scenario);
+            let dir = format!("{}.isolated-{}", b.arch.name, n + 1);
+            isolated.push(boot::PlanFor { built: b, plan, marks: compiled.marks.clone(), dir });
+        }
+        // No shared boot when every planned scenario of this kernel is isolated.
+        if !compiled.plan.scenarios.is_empty() || isolated.iter().all(|p| p.built.arch.name != b.arch.name) {
+            let dir = b.arch.name.to_string();
+            plans.push(boot::PlanFor { built: b, plan: compiled.plan, marks: compiled.marks, dir });
+        }
     }
+    plans.extend(isolated);
     let judged = boot::run_plans(plans, &[], vm, cache_dir)?;
     // What each arch's plan left out, for the run's reports.
     if let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) {

@@ -47,6 +47,9 @@ impl Accel {
 
 /// Process groups of live children, killed by the Ctrl-C handler.
 static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+/// Working folders of running VMs (sockets, initramfs, logs), removed by the Ctrl-C handler:
+/// the handler exits the process, so their owners' drops never run.
+static WORKDIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Installs the handler that kills every child group on SIGINT, SIGTERM or SIGHUP, then exits
 /// with 130. Children live in their own process groups (so a terminal's Ctrl-C does not reach
@@ -54,6 +57,9 @@ static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 pub fn install_signal_handler() {
     let _ = ctrlc::set_handler(|| {
         kill_all_groups();
+        for dir in WORKDIRS.lock().map(|d| d.clone()).unwrap_or_default() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
         eprintln!("\ninterrupted: killed QEMU and virtiofsd");
         std::process::exit(130);
     });
@@ -318,6 +324,9 @@ fn listening_in(table: &str, path: &str) -> bool {
 /// Boots one VM and waits for it to end, teeing the console to `console.log`.
 pub fn run(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<VmRun> {
     std::fs::create_dir_all(&spec.workdir)?;
+    if let Ok(mut dirs) = WORKDIRS.lock() {
+        dirs.push(spec.workdir.clone());
+    }
     let qemu = qemu_binary(spec.arch, qemu_search_path().as_deref())?;
     let (daemons, sockets) = start_shares(spec, virtiofsd)?;
     let args = spec.args(&sockets);

@@ -59,6 +59,11 @@ pub struct ScenarioDef {
     /// pass and such a report appears; that report and the taint it brings do not fail it.
     #[serde(default)]
     pub expect_report: Option<String>,
+    /// Runs in a boot of its own, after the shared boot: for a scenario that leaves the kernel
+    /// in a state others cannot share (tens of thousands of events whose teardown takes
+    /// minutes, memory a kernel bug corrupted).
+    #[serde(default)]
+    pub isolated: bool,
     #[serde(default)]
     pub deadline_ms: Option<u64>,
     /// Where the kernel disagreed with the catalogue.
@@ -418,11 +423,11 @@ impl Checker<'_> {
             if s.steps.is_empty() {
                 self.error(&at(&[Key("steps")]), "a scenario needs at least one step");
             }
-            self.steps(i, &s.steps);
+            self.steps(i, &s.steps, s.isolated);
         }
     }
 
-    fn steps(&mut self, scenario: usize, steps: &[Step]) {
+    fn steps(&mut self, scenario: usize, steps: &[Step], scenario_isolated: bool) {
         // Names earlier steps made: descriptors (`data` opens itself) and write indexes.
         let mut fds: BTreeSet<&str> = BTreeSet::from([protocol::DATA_FD]);
         let mut indexes: BTreeSet<&str> = BTreeSet::new();
@@ -464,6 +469,12 @@ impl Checker<'_> {
                     if let Some(name) = index_as {
                         indexes.insert(name);
                     }
+                }
+                Step::RegisterUntil { hold_until_reboot: true, .. } if !scenario_isolated => {
+                    self.error(
+                        &at(&[Only, Key("hold_until_reboot")]),
+                        "only an `isolated: true` scenario may leave its events to the reboot",
+                    );
                 }
                 Step::RegisterUntil { format, expect, .. } => {
                     if !format.contains("{i}") {
@@ -810,6 +821,8 @@ pub struct Skipped {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Compiled {
     pub plan: protocol::Plan,
+    /// Scenarios marked `isolated`, each to run in a boot of its own, in order.
+    pub isolated: Vec<protocol::Scenario>,
     pub skipped: Vec<Skipped>,
     pub marks: Marks,
 }
@@ -829,6 +842,7 @@ pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled 
     let mut plan = crate::empty_plan(label);
     let mut skipped = Vec::new();
     let mut marks = Marks::default();
+    let mut isolated = Vec::new();
     for suite in suites {
         for s in &suite.scenarios {
             let name = format!("{}/{}", suite.suite, s.name);
@@ -843,10 +857,15 @@ pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled 
                 marks.expect_report.insert(name.clone(), text.clone());
             }
             let deadline_ms = s.deadline_ms.or(suite.defaults.deadline_ms).unwrap_or(DEFAULT_DEADLINE_MS);
-            plan.scenarios.push(protocol::Scenario { name, deadline_ms, steps: s.steps.clone() });
+            let scenario = protocol::Scenario { name, deadline_ms, steps: s.steps.clone() };
+            if s.isolated {
+                isolated.push(scenario);
+            } else {
+                plan.scenarios.push(scenario);
+            }
         }
     }
-    Compiled { plan, skipped, marks }
+    Compiled { plan, isolated, skipped, marks }
 }
 
 // ---------------------------------------------------------------------------------------------
