@@ -47,6 +47,15 @@ pub enum Cmd {
     /// Re-render a run folder's reports (run.json, junit.xml, <arch>.ktap, kcidb.json, summary.md,
     /// report.html) from its saved logs, without booting; exits as the run would have.
     Report(ReportArgs),
+    /// Classify two runs per arch and scenario (fixed, regressed, new, removed, still failing,
+    /// flaky) and judge metric changes against the runs' own noise; exits 1 on a regression.
+    Compare(CompareArgs),
+    /// Build and run the baseline and the patched kernel on every arch, then compare them.
+    Validate(ValidateArgs),
+    /// Print the GitHub Actions matrix (kernels x arches x profiles) as JSON.
+    Matrix(MatrixArgs),
+    /// Fold per-job result folders (one matrix cell each) into one run folder and its reports.
+    Merge(MergeArgs),
     /// Benchmarks: `boot` times the agent's empty-plan boot against a bare static C /init.
     Bench(BenchArgs),
     /// The project's tests: unit tests, then real kernel builds and checks on both arches.
@@ -134,6 +143,64 @@ pub struct ReportArgs {
     /// The run folder: `results/<run-id>` (or `results/latest`).
     #[arg(long, value_name = "DIR")]
     pub from: PathBuf,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The baseline: a run folder, its run.json, or a folder of run folders (repeats).
+    #[arg(value_name = "BASE")]
+    pub base: PathBuf,
+    /// The run to judge, in the same forms.
+    #[arg(value_name = "CURRENT")]
+    pub current: PathBuf,
+    #[command(flatten)]
+    pub report: CompareReportArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareReportArgs {
+    /// Where compare.json and compare.md go (default: beside CURRENT).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Also exit 1 when a metric got worse beyond the measured noise.
+    #[arg(long)]
+    pub fail_on_metrics: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+    #[command(flatten)]
+    pub vm: VmArgs,
+    /// Suite files to run (default: every suites/*.yaml).
+    #[arg(long = "suite", value_name = "FILE", num_args = 1..)]
+    pub suites: Vec<PathBuf>,
+    #[command(flatten)]
+    pub report: CompareReportArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MatrixArgs {
+    /// A kernel besides Debian's default source: a tarball (`*.tar.*`) or a tree (repeatable).
+    #[arg(long = "kernel", value_name = "TARBALL|DIR")]
+    pub kernels: Vec<String>,
+    /// x86_64, arm64 or all.
+    #[arg(long, default_value = "all")]
+    pub arch: String,
+    /// A profile (`default` or a name from kernel-configs/profiles/; repeatable; default: all).
+    #[arg(long = "profile", value_name = "NAME")]
+    pub profiles: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// Result folders: run folders, or folders holding them (downloaded artifacts).
+    #[arg(value_name = "DIR", required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The merged run folder (default: a new results/<run-id>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -262,5 +329,24 @@ mod tests {
         let Cmd::Report(r) = r.command else { panic!() };
         assert_eq!(r.from, PathBuf::from("results/latest"));
         assert!(Xtask::try_parse_from(["x", "report"]).is_err(), "--from is required");
+    }
+
+    #[test]
+    fn compare_validate_matrix_merge() {
+        let r = Xtask::try_parse_from(["x", "compare", "a", "b", "--out", "o", "--fail-on-metrics"]).unwrap();
+        let Cmd::Compare(c) = r.command else { panic!() };
+        assert_eq!((c.base, c.current, c.report.out), ("a".into(), "b".into(), Some("o".into())));
+        assert!(c.report.fail_on_metrics);
+        assert!(Xtask::try_parse_from(["x", "compare", "a"]).is_err(), "two sides");
+        let args = ["x", "validate", "--patch", "p", "--arch", "x86_64", "--suite", "s.yaml", "--profile", "debug"];
+        let Cmd::Validate(v) = Xtask::try_parse_from(args).unwrap().command else { panic!() };
+        assert_eq!((v.kernel.source.patches.len(), v.suites.len()), (1, 1));
+        assert_eq!(v.kernel.config.profiles, ["debug"]);
+        let r = Xtask::try_parse_from(["x", "matrix", "--kernel", "l.tar.xz", "--profile", "debug"]).unwrap();
+        let Cmd::Matrix(m) = r.command else { panic!() };
+        assert_eq!((m.kernels.len(), m.arch.as_str()), (1, "all"));
+        assert!(Xtask::try_parse_from(["x", "merge"]).is_err(), "at least one folder");
+        let Cmd::Merge(m) = Xtask::try_parse_from(["x", "merge", "a", "b"]).unwrap().command else { panic!() };
+        assert_eq!(m.dirs.len(), 2);
     }
 }

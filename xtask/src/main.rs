@@ -5,6 +5,7 @@ mod arch;
 mod bench;
 mod boot;
 mod cache;
+mod ci;
 mod console;
 mod coverage;
 mod exit;
@@ -21,6 +22,7 @@ mod source;
 mod suites;
 mod test;
 mod upstream;
+mod validate;
 mod verdict;
 
 use std::path::{Path, PathBuf};
@@ -161,6 +163,21 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             boot::exec(&built[0], &args.command, args.timeout, &args.vm, args.kernel.cache_dir.as_deref())
         }
         Cmd::Report(args) => Ok(results::publish(&args.from)?.verdict.exit_code()),
+        Cmd::Compare(args) => {
+            results::compare::run(&args.base, &args.current, args.report.out.as_deref(), args.report.fail_on_metrics)
+        }
+        Cmd::Validate(args) => validate::run(&args),
+        Cmd::Matrix(args) => {
+            println!("{}", ci::matrix(&args.kernels, &args.arch, &args.profiles, &project_root())?);
+            Ok(0)
+        }
+        Cmd::Merge(args) => {
+            let out = match args.out {
+                Some(out) => out,
+                None => boot::new_run_dir(&project_root().join("results"))?,
+            };
+            Ok(results::merge::merge(&args.dirs, &out)?.verdict.exit_code())
+        }
         Cmd::Bench(args) => {
             setup::run(false)?;
             let built = kernels(&args.kernel)?;

@@ -128,7 +128,8 @@ fn build(id: &str, checkout_id: &str, arch: &ArchRun) -> Value {
     b.insert("id".into(), json!(id));
     b.insert("checkout_id".into(), json!(checkout_id));
     b.insert("origin".into(), json!(ORIGIN));
-    b.insert("architecture".into(), json!(arch.arch));
+    // A merged run names a second cell of an arch `<arch>-<cell>`: KCIDB wants the arch.
+    b.insert("architecture".into(), json!(arch.arch.split('-').next().unwrap_or(&arch.arch)));
     if let Some(k) = &arch.kernel {
         b.insert("compiler".into(), json!(clean(&k.compiler)));
         b.insert("config_name".into(), json!(k.fragments.join("+")));

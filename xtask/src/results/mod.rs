@@ -4,12 +4,14 @@
 //! `publish` is the only writer: the end of `run`/`boot` and `report --from` both call it.
 
 pub mod collect;
+pub mod compare;
 pub mod html;
 pub mod json;
 pub mod junit;
 pub mod kcidb;
 pub mod ktap;
 pub mod markdown;
+pub mod merge;
 pub mod model;
 pub mod tools;
 

@@ -1,0 +1,148 @@
+//! `matrix`: the GitHub Actions matrix of kernels x arches x profiles, one cell per job; each
+//! cell carries the `cargo xtask run` flags that select it (see `docs/github-actions.yml`).
+
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::exit::{error, Kind};
+
+/// One job of the matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cell {
+    /// `<kernel>-<arch>-<profile>`: unique, fit for an artifact name.
+    pub name: String,
+    /// `debian`, or the tarball's or tree's name.
+    pub kernel: String,
+    /// `--kernel-tarball F` / `--kernel-src DIR`, empty for Debian's source.
+    pub kernel_args: String,
+    pub arch: String,
+    pub profile: String,
+    /// `--profile NAME`, empty for `default`.
+    pub profile_args: String,
+}
+
+/// A kernel spec: `debian`, a tarball (`*.tar`, `*.tar.*`, `*.tgz`) or a tree, as (label, flags).
+fn kernel(spec: &str) -> Result<(String, String)> {
+    if spec == "debian" {
+        return Ok(("debian".into(), String::new()));
+    }
+    if spec.is_empty() || spec.contains(char::is_whitespace) {
+        return Err(error(Kind::BadInput, format!("--kernel {spec:?}: empty or has spaces")));
+    }
+    let file = Path::new(spec).file_name().map_or(spec.to_string(), |n| n.to_string_lossy().into_owned());
+    let tarball = [".tar", ".tar.gz", ".tar.xz", ".tar.bz2", ".tar.zst", ".tgz"]
+        .iter()
+        .find_map(|ext| file.strip_suffix(ext).map(String::from));
+    Ok(match tarball {
+        Some(stem) => (stem, format!("--kernel-tarball {spec}")),
+        None => (file, format!("--kernel-src {spec}")),
+    })
+}
+
+/// The matrix as `{"include": [cells]}`: Debian's source first, then each `--kernel`; every
+/// arch of `arch`; each profile (default: `default` and every `kernel-configs/profiles/*.config`).
+pub fn cells(kernels: &[String], arch: &str, profiles: &[String], root: &Path) -> Result<Vec<Cell>> {
+    let arches = crate::arch::select(arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
+    let dir = root.join("kernel-configs/profiles");
+    let profiles: Vec<String> = if profiles.is_empty() {
+        let mut found: Vec<String> = std::fs::read_dir(&dir)
+            .map_err(|e| error(Kind::Infra, format!("{}: {e}", dir.display())))?
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".config").map(String::from))
+            .collect();
+        found.sort();
+        std::iter::once("default".to_string()).chain(found).collect()
+    } else {
+        for p in profiles.iter().filter(|p| *p != "default") {
+            if !dir.join(format!("{p}.config")).is_file() {
+                return Err(error(
+                    Kind::BadInput,
+                    format!("--profile {p}: no {} (and not `default`)", dir.join(format!("{p}.config")).display()),
+                ));
+            }
+        }
+        profiles.to_vec()
+    };
+    let mut specs = vec!["debian".to_string()];
+    specs.extend(kernels.iter().filter(|k| *k != "debian").cloned());
+    let mut out = Vec::new();
+    for spec in &specs {
+        let (label, kernel_args) = kernel(spec)?;
+        for a in &arches {
+            for p in &profiles {
+                let profile_args = if p == "default" { String::new() } else { format!("--profile {p}") };
+                out.push(Cell {
+                    name: format!("{label}-{}-{p}", a.name),
+                    kernel: label.clone(),
+                    kernel_args: kernel_args.clone(),
+                    arch: a.name.to_string(),
+                    profile: p.clone(),
+                    profile_args,
+                });
+            }
+        }
+    }
+    if let Some(dup) = out.iter().enumerate().find(|(i, c)| out[..*i].iter().any(|d| d.name == c.name)) {
+        return Err(error(Kind::BadInput, format!("two --kernel give the same cell name `{}`", dup.1.name)));
+    }
+    Ok(out)
+}
+
+/// `cells` as the one-line JSON `strategy.matrix` takes (`fromJSON`).
+pub fn matrix(kernels: &[String], arch: &str, profiles: &[String], root: &Path) -> Result<String> {
+    let cells = cells(kernels, arch, profiles, root)?;
+    Ok(serde_json::json!({ "include": cells }).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> std::path::PathBuf {
+        crate::project_root()
+    }
+
+    #[test]
+    fn debian_times_arches_times_profiles_by_default() {
+        let cells = cells(&[], "all", &[], &root()).unwrap();
+        let names: Vec<&str> = cells.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["debian-x86_64-default", "debian-x86_64-debug", "debian-arm64-default", "debian-arm64-debug"]
+        );
+        assert_eq!(cells[1].profile_args, "--profile debug");
+        assert_eq!(cells[0].profile_args, "");
+        assert_eq!(cells[0].kernel_args, "");
+    }
+
+    #[test]
+    fn given_kernels_are_tarballs_or_trees() {
+        let kernels = vec!["dl/linux-6.13.tar.xz".to_string(), "/src/linux".to_string()];
+        let cells = cells(&kernels, "arm64", &["default".to_string()], &root()).unwrap();
+        let got: Vec<(&str, &str)> = cells.iter().map(|c| (c.name.as_str(), c.kernel_args.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("debian-arm64-default", ""),
+                ("linux-6.13-arm64-default", "--kernel-tarball dl/linux-6.13.tar.xz"),
+                ("linux-arm64-default", "--kernel-src /src/linux"),
+            ]
+        );
+        let json: serde_json::Value = serde_json::from_str(&matrix(&kernels, "arm64", &[], &root()).unwrap()).unwrap();
+        assert_eq!(json["include"].as_array().unwrap().len(), 6);
+        assert_eq!(json["include"][0]["arch"], "arm64");
+    }
+
+    #[test]
+    fn bad_input_is_exit_2() {
+        let e = cells(&[], "all", &["nosuch".to_string()], &root()).unwrap_err();
+        assert_eq!(crate::exit::code_for(&e), 2);
+        assert!(e.to_string().contains("nosuch.config"), "{e}");
+        let e = cells(&[], "sparc", &[], &root()).unwrap_err();
+        assert_eq!(crate::exit::code_for(&e), 2);
+        let e = cells(&["a/linux.tar.xz".into(), "b/linux.tar.gz".into()], "x86_64", &[], &root()).unwrap_err();
+        assert!(e.to_string().contains("linux-x86_64-default"), "{e}");
+    }
+}

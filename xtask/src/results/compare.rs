@@ -1,0 +1,898 @@
+//! `compare`: a baseline and a current side (each one run or several repeats) classified per
+//! arch and scenario, and their metrics judged against the noise measured in the runs themselves.
+//!
+//! The rules, in order, for one arch and scenario (boots count too, as `boot <name>`, by their
+//! health outside the scenarios):
+//!
+//! - `new`: no result on the base side; `removed`: none on the current side.
+//! - `flaky`: one side's repeats disagree on whether it failed (pass and fail, xfail and xpass:
+//!   a status counts as failed when [`Status::is_failure`] says so, so `skip` sits with `pass`
+//!   and `error`/`not-run` with `fail`); or the scenario carries an `xfail` mark (nextest and
+//!   KernelCI treat a test whose result changes on a retry of the same code as flaky; a mark
+//!   is the suite saying so ahead of time) and is `xfail` on one side and `xpass` on the other.
+//!   Flaky never gates: it is listed with every status of both sides.
+//! - otherwise each side's repeats agree: `regressed` (passed, now fails: the only class that
+//!   makes `compare` exit 1), `fixed`, `still failing` or `unchanged`.
+//!
+//! A metric is the pooled `samples` of every repeat of a side (its `value` when it has none).
+//! Its noise is the larger of the two sides' MAD scaled to a standard deviation (×1.4826). A
+//! change counts only when both sides have at least [`MIN_SAMPLES`] samples, the medians differ
+//! by more than [`NOISE_FACTOR`] times that noise, and the interquartile ranges do not overlap;
+//! with fewer samples it is shown as `unmeasured` and never flagged.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use super::model::{Metric, Run, Status, SCHEMA_VERSION};
+use crate::exit::{error, Kind};
+
+/// Fewest samples per side for a metric's noise to count as measured.
+pub const MIN_SAMPLES: usize = 3;
+/// How many noise widths (robust standard deviations) a change of medians must exceed.
+pub const NOISE_FACTOR: f64 = 3.0;
+/// MAD to standard deviation for normally distributed samples.
+const MAD_TO_SIGMA: f64 = 1.4826;
+/// The `schema_version` of `compare.json`.
+pub const COMPARE_SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Class {
+    Regressed,
+    Flaky,
+    StillFailing,
+    Fixed,
+    New,
+    Removed,
+    Unchanged,
+}
+
+impl Class {
+    pub const ALL: [Class; 7] = [
+        Class::Regressed,
+        Class::Flaky,
+        Class::StillFailing,
+        Class::Fixed,
+        Class::New,
+        Class::Removed,
+        Class::Unchanged,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Regressed => "regressed",
+            Class::Flaky => "flaky",
+            Class::StillFailing => "still failing",
+            Class::Fixed => "fixed",
+            Class::New => "new",
+            Class::Removed => "removed",
+            Class::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// One side as read: where each repeat came from and its run id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideInfo {
+    pub runs: Vec<RunRef>,
+    /// Per arch: the kernel release, source and patches (the first repeat's).
+    pub kernels: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRef {
+    pub run_id: String,
+    pub path: String,
+}
+
+/// One arch and scenario (or boot) of the comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub arch: String,
+    /// `suite/scenario`, or `boot <name>` for a boot's health outside its scenarios.
+    pub scenario: String,
+    pub class: Class,
+    /// The statuses of the base side's repeats (empty when absent there).
+    pub base: Vec<Status>,
+    pub current: Vec<Status>,
+    /// Why, in words: the current side's reason or last log line for a failure, the rule that
+    /// made it flaky.
+    pub note: Option<String>,
+}
+
+/// A metric's samples on one side, summarised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    pub n: usize,
+    pub median: f64,
+    /// Median absolute deviation from the median.
+    pub mad: f64,
+    pub q1: f64,
+    pub q3: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MetricVerdict {
+    Better,
+    Worse,
+    WithinNoise,
+    /// Fewer than [`MIN_SAMPLES`] samples on a side: no noise to judge against.
+    Unmeasured,
+}
+
+impl MetricVerdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricVerdict::Better => "better",
+            MetricVerdict::Worse => "worse",
+            MetricVerdict::WithinNoise => "within noise",
+            MetricVerdict::Unmeasured => "unmeasured",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricChange {
+    pub arch: String,
+    pub scenario: String,
+    pub metric: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub base: Stats,
+    pub current: Stats,
+    /// (current median - base median) / base median, in percent; `None` when the base is 0.
+    pub change_pct: Option<f64>,
+    /// The noise width the change was held against: NOISE_FACTOR x 1.4826 x the larger MAD.
+    pub threshold: f64,
+    pub verdict: MetricVerdict,
+}
+
+/// `compare.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub schema_version: u32,
+    pub base: SideInfo,
+    pub current: SideInfo,
+    /// Every arch and scenario, arches in first-seen order, then the worst class first.
+    pub entries: Vec<Entry>,
+    pub metrics: Vec<MetricChange>,
+    /// How many entries fell in each class (`regressed`, `flaky`, ...).
+    pub counts: BTreeMap<String, usize>,
+}
+
+impl Comparison {
+    pub fn regressions(&self) -> usize {
+        self.entries.iter().filter(|e| e.class == Class::Regressed).count()
+    }
+
+    pub fn worse_metrics(&self) -> usize {
+        self.metrics.iter().filter(|m| m.verdict == MetricVerdict::Worse).count()
+    }
+
+    /// 1 on a regressed scenario (or a metric worse beyond noise, when `metrics_gate`), else 0.
+    pub fn exit_code(&self, metrics_gate: bool) -> u8 {
+        if self.regressions() > 0 || (metrics_gate && self.worse_metrics() > 0) {
+            Kind::TestFailed.code()
+        } else {
+            0
+        }
+    }
+}
+
+/// Reads one side: a `run.json`, a run folder (its `run.json`, else its logs), or a folder of
+/// run folders (each a repeat; a `latest` link is skipped). Every error is bad input (exit 2).
+pub fn load_side(path: &Path) -> Result<Vec<(PathBuf, Run)>> {
+    let bad = |m: String| error(Kind::BadInput, m);
+    let meta = std::fs::metadata(path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+    if meta.is_file() {
+        return Ok(vec![(path.to_path_buf(), read_run_json(path)?)]);
+    }
+    if let Some(run) = read_run_folder(path)? {
+        return Ok(vec![(path.to_path_buf(), run)]);
+    }
+    let mut runs = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(path)
+        .map_err(|e| bad(format!("{}: {e}", path.display())))?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for dir in entries {
+        if let Some(run) = read_run_folder(&dir)? {
+            runs.push((dir, run));
+        }
+    }
+    if runs.is_empty() {
+        return Err(bad(format!(
+            "{}: not a run.json, a run folder (run.json or <arch>/verdict.json) or a folder of run folders",
+            path.display()
+        )));
+    }
+    Ok(runs)
+}
+
+/// A run folder's model: its `run.json`, else derived from its logs; `None` when it is neither.
+fn read_run_folder(dir: &Path) -> Result<Option<Run>> {
+    let json = dir.join("run.json");
+    if json.is_file() {
+        return read_run_json(&json).map(Some);
+    }
+    let has_boot =
+        std::fs::read_dir(dir).map(|rd| rd.flatten().any(|e| e.path().join("verdict.json").is_file())).unwrap_or(false);
+    if has_boot {
+        return super::collect::load(dir, jiff::Timestamp::now()).map(Some);
+    }
+    Ok(None)
+}
+
+/// A `run.json`, its schema version checked first; errors name the file and the field.
+pub fn read_run_json(file: &Path) -> Result<Run> {
+    let bad = |m: String| error(Kind::BadInput, m);
+    let bytes = std::fs::read(file).map_err(|e| bad(format!("{}: {e}", file.display())))?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| bad(format!("{}:{}:{}: {e}", file.display(), e.line(), e.column())))?;
+    match value.get("schema_version").map(|v| v.as_u64()) {
+        None => return Err(bad(format!("{}: field `schema_version` is missing: not a run.json", file.display()))),
+        Some(Some(v)) if v == u64::from(SCHEMA_VERSION) => {}
+        Some(v) => {
+            return Err(bad(format!(
+                "{}: field `schema_version` is {}, this xtask reads {SCHEMA_VERSION} (re-render it with `cargo xtask \
+                 report --from` on its folder)",
+                file.display(),
+                v.map_or("not a number".to_string(), |v| v.to_string())
+            )))
+        }
+    }
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| bad(format!("{}: field `{}`: {}", file.display(), e.path(), e.inner())))
+}
+
+/// One (arch, scenario)'s statuses on one side, with the last repeat's note.
+#[derive(Default)]
+struct Results {
+    statuses: Vec<Status>,
+    note: Option<String>,
+}
+
+/// Arch -> scenario -> results, keeping first-seen order of arches and scenarios.
+type Side = Vec<(String, Vec<(String, Results)>)>;
+
+fn gather(runs: &[Run]) -> Side {
+    let mut side: Side = Vec::new();
+    for run in runs {
+        for a in &run.arches {
+            let idx = match side.iter().position(|(n, _)| *n == a.arch) {
+                Some(i) => i,
+                None => {
+                    side.push((a.arch.clone(), Vec::new()));
+                    side.len() - 1
+                }
+            };
+            let scenarios = &mut side[idx].1;
+            let mut add = |name: String, status: Status, note: Option<String>| {
+                let r = match scenarios.iter().position(|(n, _)| *n == name) {
+                    Some(i) => &mut scenarios[i].1,
+                    None => {
+                        scenarios.push((name, Results::default()));
+                        &mut scenarios.last_mut().expect("just pushed").1
+                    }
+                };
+                r.statuses.push(status);
+                if note.is_some() {
+                    r.note = note;
+                }
+            };
+            for b in &a.boots {
+                let (status, why) = b.health();
+                add(format!("boot {}", b.name), status, status.is_failure().then_some(why));
+            }
+            for s in &a.scenarios {
+                let note = if s.status.is_failure() {
+                    s.reason.clone().or_else(|| s.log.last().cloned()).or_else(|| s.judged.clone())
+                } else {
+                    None
+                };
+                add(s.name.clone(), s.status, note);
+            }
+        }
+    }
+    side
+}
+
+fn side_info(runs: &[(PathBuf, Run)]) -> SideInfo {
+    let mut kernels = BTreeMap::new();
+    for (_, r) in runs {
+        for a in &r.arches {
+            kernels.entry(a.arch.clone()).or_insert_with(|| match &a.kernel {
+                Some(k) => {
+                    let patches = if k.patches.is_empty() {
+                        "no patches".to_string()
+                    } else {
+                        k.patches.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(" + ")
+                    };
+                    format!("{} from {}, {patches}", k.release, k.source)
+                }
+                None => "kernel not recorded".to_string(),
+            });
+        }
+    }
+    SideInfo {
+        runs: runs.iter().map(|(p, r)| RunRef { run_id: r.run_id.clone(), path: p.display().to_string() }).collect(),
+        kernels,
+    }
+}
+
+/// `pass x2, fail` for a list of statuses.
+pub fn describe(statuses: &[Status]) -> String {
+    if statuses.is_empty() {
+        return "absent".to_string();
+    }
+    let mut counts: Vec<(Status, usize)> = Vec::new();
+    for s in statuses {
+        match counts.iter_mut().find(|(x, _)| x == s) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((*s, 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(s, n)| if *n == 1 { s.as_str().to_string() } else { format!("{} x{n}", s.as_str()) })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The class of one arch and scenario from both sides' statuses (the rules in the module doc).
+pub fn classify(base: &[Status], current: &[Status]) -> (Class, Option<String>) {
+    let mixed = |s: &[Status]| s.iter().any(|x| x.is_failure()) && s.iter().any(|x| !x.is_failure());
+    let failed = |s: &[Status]| s.iter().all(|x| x.is_failure());
+    match (base.is_empty(), current.is_empty()) {
+        (true, true) => return (Class::Unchanged, None),
+        (true, false) => return (Class::New, None),
+        (false, true) => return (Class::Removed, None),
+        _ => {}
+    }
+    let flaky_side = match (mixed(base), mixed(current)) {
+        (true, true) => Some("both sides"),
+        (true, false) => Some("the base side"),
+        (false, true) => Some("the current side"),
+        (false, false) => None,
+    };
+    if let Some(side) = flaky_side {
+        return (Class::Flaky, Some(format!("repeats on {side} disagree on whether it failed")));
+    }
+    let has = |s: &[Status], x: Status| s.contains(&x);
+    if (has(base, Status::Xfail) && has(current, Status::Xpass))
+        || (has(base, Status::Xpass) && has(current, Status::Xfail))
+    {
+        return (Class::Flaky, Some("marked xfail, and xfail on one side but xpass on the other".to_string()));
+    }
+    let class = match (failed(base), failed(current)) {
+        (false, true) => Class::Regressed,
+        (true, false) => Class::Fixed,
+        (true, true) => Class::StillFailing,
+        (false, false) => Class::Unchanged,
+    };
+    (class, None)
+}
+
+/// Compares two sides; each is one or more runs (repeats).
+pub fn compare(base: &[(PathBuf, Run)], current: &[(PathBuf, Run)]) -> Comparison {
+    let base_runs: Vec<Run> = base.iter().map(|(_, r)| r.clone()).collect();
+    let cur_runs: Vec<Run> = current.iter().map(|(_, r)| r.clone()).collect();
+    let (b, c) = (gather(&base_runs), gather(&cur_runs));
+    let mut arches: Vec<&str> = b.iter().map(|(a, _)| a.as_str()).collect();
+    for (a, _) in &c {
+        if !arches.contains(&a.as_str()) {
+            arches.push(a);
+        }
+    }
+    let empty = Vec::new();
+    let mut entries = Vec::new();
+    for arch in arches {
+        let bs = b.iter().find(|(a, _)| a == arch).map_or(&empty, |(_, s)| s);
+        let cs = c.iter().find(|(a, _)| a == arch).map_or(&empty, |(_, s)| s);
+        let mut names: Vec<&str> = bs.iter().map(|(n, _)| n.as_str()).collect();
+        for (n, _) in cs {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
+        let mut mine = Vec::new();
+        for name in names {
+            let none = Results::default();
+            let br = bs.iter().find(|(n, _)| n == name).map_or(&none, |(_, r)| r);
+            let cr = cs.iter().find(|(n, _)| n == name).map_or(&none, |(_, r)| r);
+            let (class, rule) = classify(&br.statuses, &cr.statuses);
+            let note = match class {
+                Class::Flaky => rule,
+                Class::Regressed | Class::StillFailing | Class::New => cr.note.clone(),
+                Class::Fixed | Class::Removed => br.note.as_ref().map(|n| format!("base: {n}")),
+                Class::Unchanged => None,
+            };
+            mine.push(Entry {
+                arch: arch.to_string(),
+                scenario: name.to_string(),
+                class,
+                base: br.statuses.clone(),
+                current: cr.statuses.clone(),
+                note,
+            });
+        }
+        mine.sort_by_key(|e| e.class);
+        entries.extend(mine);
+    }
+    let mut counts = BTreeMap::new();
+    for e in &entries {
+        *counts.entry(e.class.as_str().replace(' ', "-")).or_insert(0) += 1;
+    }
+    Comparison {
+        schema_version: COMPARE_SCHEMA_VERSION,
+        base: side_info(base),
+        current: side_info(current),
+        entries,
+        metrics: metrics(&base_runs, &cur_runs),
+        counts,
+    }
+}
+
+/// (arch, scenario, metric) -> (unit, higher_is_better, pooled samples), in first-seen order.
+type Pooled = Vec<((String, String, String), (String, bool, Vec<f64>))>;
+
+fn pool(runs: &[Run]) -> Pooled {
+    let mut out: Pooled = Vec::new();
+    for r in runs {
+        for a in &r.arches {
+            for s in &a.scenarios {
+                for (name, m) in &s.metrics {
+                    let key = (a.arch.clone(), s.name.clone(), name.clone());
+                    let samples = samples_of(m);
+                    match out.iter_mut().find(|(k, _)| *k == key) {
+                        Some((_, (_, _, v))) => v.extend(samples),
+                        None => out.push((key, (m.unit.clone(), m.higher_is_better, samples))),
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn samples_of(m: &Metric) -> Vec<f64> {
+    let finite: Vec<f64> = m.samples.iter().copied().filter(|x| x.is_finite()).collect();
+    if finite.is_empty() {
+        vec![m.value]
+    } else {
+        finite
+    }
+}
+
+fn metrics(base: &[Run], current: &[Run]) -> Vec<MetricChange> {
+    let b = pool(base);
+    let mut out = Vec::new();
+    for ((arch, scenario, metric), (unit, higher, cs)) in pool(current) {
+        let Some((_, (_, _, bs))) = b.iter().find(|(k, _)| *k == (arch.clone(), scenario.clone(), metric.clone()))
+        else {
+            continue;
+        };
+        let (bst, cst) = (stats(bs), stats(&cs));
+        let threshold = NOISE_FACTOR * MAD_TO_SIGMA * bst.mad.max(cst.mad);
+        let delta = cst.median - bst.median;
+        let verdict = if bst.n < MIN_SAMPLES || cst.n < MIN_SAMPLES {
+            MetricVerdict::Unmeasured
+        } else if delta.abs() > threshold && (bst.q3 < cst.q1 || cst.q3 < bst.q1) {
+            if (delta > 0.0) == higher {
+                MetricVerdict::Better
+            } else {
+                MetricVerdict::Worse
+            }
+        } else {
+            MetricVerdict::WithinNoise
+        };
+        let change_pct = (bst.median != 0.0).then(|| delta / bst.median.abs() * 100.0);
+        out.push(MetricChange {
+            arch,
+            scenario,
+            metric,
+            unit,
+            higher_is_better: higher,
+            base: bst,
+            current: cst,
+            change_pct,
+            threshold,
+            verdict,
+        });
+    }
+    out
+}
+
+/// The `q`-quantile of sorted samples, linearly interpolated (R's type 7, numpy's default).
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+pub fn stats(samples: &[f64]) -> Stats {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median = quantile(&sorted, 0.5);
+    let mut dev: Vec<f64> = sorted.iter().map(|x| (x - median).abs()).collect();
+    dev.sort_by(f64::total_cmp);
+    Stats {
+        n: sorted.len(),
+        median,
+        mad: quantile(&dev, 0.5),
+        q1: quantile(&sorted, 0.25),
+        q3: quantile(&sorted, 0.75),
+    }
+}
+
+fn sides_line(side: &SideInfo) -> String {
+    let ids: Vec<&str> = side.runs.iter().map(|r| r.run_id.as_str()).collect();
+    let repeats = if ids.len() > 1 { format!(" ({} repeats)", ids.len()) } else { String::new() };
+    format!("{}{repeats}", ids.join(", "))
+}
+
+fn metric_line(m: &MetricChange) -> String {
+    let pct = m.change_pct.map_or(String::new(), |p| format!(" ({p:+.1}%)"));
+    let noise = match m.verdict {
+        MetricVerdict::Unmeasured => format!("{} and {} samples: noise not measured", m.base.n, m.current.n),
+        _ => format!("noise threshold {} {}", num(m.threshold), m.unit),
+    };
+    format!(
+        "{} {} {}: {} -> {} {}{pct}, {}; {noise}",
+        m.arch,
+        m.scenario,
+        m.metric,
+        num(m.base.median),
+        num(m.current.median),
+        m.unit,
+        m.verdict.as_str()
+    )
+}
+
+fn num(x: f64) -> String {
+    if x != 0.0 && (x.abs() >= 1e6 || x.abs() < 1e-3) {
+        format!("{x:.3e}")
+    } else {
+        format!("{}", (x * 1000.0).round() / 1000.0)
+    }
+}
+
+/// The report for a terminal: the sides, then per arch the counts and every entry that is not
+/// `unchanged`, then the metrics, then the outcome.
+pub fn render_text(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "base:    {}", sides_line(&c.base));
+    let _ = writeln!(out, "current: {}", sides_line(&c.current));
+    let mut arches: Vec<&str> = Vec::new();
+    for e in &c.entries {
+        if !arches.contains(&e.arch.as_str()) {
+            arches.push(&e.arch);
+        }
+    }
+    for arch in arches {
+        let mine: Vec<&Entry> = c.entries.iter().filter(|e| e.arch == arch).collect();
+        let counts: Vec<String> = Class::ALL
+            .iter()
+            .filter_map(|k| {
+                let n = mine.iter().filter(|e| e.class == *k).count();
+                (n > 0).then(|| format!("{n} {}", k.as_str()))
+            })
+            .collect();
+        let _ = writeln!(out, "\n{arch}: {}", counts.join(", "));
+        for side in [&c.base, &c.current] {
+            if let Some(k) = side.kernels.get(arch) {
+                let which = if std::ptr::eq(side, &c.base) { "base" } else { "current" };
+                let _ = writeln!(out, "  {which} kernel: {k}");
+            }
+        }
+        for e in mine.iter().filter(|e| e.class != Class::Unchanged) {
+            let _ = writeln!(
+                out,
+                "  {:<14} {}: {} -> {}",
+                e.class.as_str().to_uppercase(),
+                e.scenario,
+                describe(&e.base),
+                describe(&e.current)
+            );
+            if let Some(n) = &e.note {
+                let _ = writeln!(out, "  {:<14}   {}", "", super::clean(n).replace('\n', " "));
+            }
+        }
+    }
+    if !c.metrics.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nmetrics (a change counts beyond {NOISE_FACTOR} x the larger side's MAD-sigma, IQRs apart):"
+        );
+        for m in &c.metrics {
+            let _ = writeln!(out, "  {}", metric_line(m));
+        }
+    }
+    let r = c.regressions();
+    let _ = writeln!(
+        out,
+        "\n{}: {r} regressed, {} flaky, {} fixed, {} metric(s) worse beyond noise",
+        if r > 0 { "REGRESSED" } else { "NO REGRESSION" },
+        c.counts.get("flaky").copied().unwrap_or(0),
+        c.counts.get("fixed").copied().unwrap_or(0),
+        c.worse_metrics()
+    );
+    out
+}
+
+/// `compare.md`: the same report as Markdown tables.
+pub fn render_markdown(c: &Comparison) -> Vec<u8> {
+    let mut out = String::new();
+    let r = c.regressions();
+    let icon = if r > 0 { "❌" } else { "✅" };
+    let _ = writeln!(out, "## {icon} user_events comparison: {r} regressed\n");
+    let _ = writeln!(out, "- base: {}", sides_line(&c.base));
+    let _ = writeln!(out, "- current: {}\n", sides_line(&c.current));
+    let _ = writeln!(out, "| arch | base kernel | current kernel | {} |", Class::ALL.map(|k| k.as_str()).join(" | "));
+    let _ = writeln!(out, "|---|---|---|{}", "---:|".repeat(Class::ALL.len()));
+    let mut arches: Vec<&str> = Vec::new();
+    for e in &c.entries {
+        if !arches.contains(&e.arch.as_str()) {
+            arches.push(&e.arch);
+        }
+    }
+    for arch in &arches {
+        let n: Vec<String> = Class::ALL
+            .iter()
+            .map(|k| c.entries.iter().filter(|e| e.arch == *arch && e.class == *k).count().to_string())
+            .collect();
+        let k = |s: &SideInfo| cell(s.kernels.get(*arch).map_or("—", |k| k.as_str()));
+        let _ = writeln!(out, "| {arch} | {} | {} | {} |", k(&c.base), k(&c.current), n.join(" | "));
+    }
+    let changed: Vec<&Entry> = c.entries.iter().filter(|e| e.class != Class::Unchanged).collect();
+    if !changed.is_empty() {
+        let _ = writeln!(out, "\n| class | arch | scenario | base | current | note |");
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        for e in changed {
+            let _ = writeln!(
+                out,
+                "| {} | {} | `{}` | {} | {} | {} |",
+                e.class.as_str(),
+                e.arch,
+                e.scenario,
+                describe(&e.base),
+                describe(&e.current),
+                e.note.as_deref().map(cell).unwrap_or_default()
+            );
+        }
+    }
+    if !c.metrics.is_empty() {
+        let _ = writeln!(out, "\n| arch | scenario | metric | base median | current median | change | verdict |");
+        let _ = writeln!(out, "|---|---|---|---:|---:|---:|---|");
+        for m in &c.metrics {
+            let _ = writeln!(
+                out,
+                "| {} | `{}` | {} ({}) | {} | {} | {} | {} |",
+                m.arch,
+                m.scenario,
+                m.metric,
+                m.unit,
+                num(m.base.median),
+                num(m.current.median),
+                m.change_pct.map_or("—".to_string(), |p| format!("{p:+.1}%")),
+                m.verdict.as_str()
+            );
+        }
+    }
+    out.into_bytes()
+}
+
+fn cell(s: &str) -> String {
+    super::clean(s).replace('\n', " ").replace('|', "\\|")
+}
+
+/// Where `compare.json`/`compare.md` go by default: CURRENT itself when it is a folder, else
+/// the folder of its `run.json`.
+pub fn default_out(current: &Path) -> PathBuf {
+    if current.is_dir() {
+        current.to_path_buf()
+    } else {
+        current.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    }
+}
+
+/// Writes `compare.json` and `compare.md` into `out`; returns their paths.
+pub fn write(c: &Comparison, out: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out).map_err(|e| error(Kind::BadInput, format!("--out {}: {e}", out.display())))?;
+    let mut json = serde_json::to_vec_pretty(c)?;
+    json.push(b'\n');
+    let files = [(out.join("compare.json"), json), (out.join("compare.md"), render_markdown(c))];
+    for (path, bytes) in &files {
+        crate::cache::write_atomic(path, bytes)?;
+    }
+    Ok(files.into_iter().map(|(p, _)| p).collect())
+}
+
+/// `cargo xtask compare BASE CURRENT`: prints the report, writes the files, returns the exit code.
+pub fn run(base: &Path, current: &Path, out: Option<&Path>, metrics_gate: bool) -> Result<u8> {
+    let b = load_side(base)?;
+    let c = load_side(current)?;
+    let cmp = compare(&b, &c);
+    print!("{}", render_text(&cmp));
+    let out = out.map_or_else(|| default_out(current), Path::to_path_buf);
+    let written = write(&cmp, &out)?;
+    let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    crate::progress::line(format!("comparison written to {}", names.join(", ")));
+    Ok(cmp.exit_code(metrics_gate))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::check_golden;
+    use super::*;
+
+    fn data(p: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/compare").join(p)
+    }
+
+    fn fixture() -> Comparison {
+        compare(&load_side(&data("base")).unwrap(), &load_side(&data("current")).unwrap())
+    }
+
+    fn class_of(c: &Comparison, arch: &str, scenario: &str) -> Class {
+        c.entries.iter().find(|e| e.arch == arch && e.scenario == scenario).map(|e| e.class).unwrap()
+    }
+
+    #[test]
+    fn the_rules() {
+        use Status::*;
+        assert_eq!(classify(&[Pass], &[Fail]).0, Class::Regressed);
+        assert_eq!(classify(&[Pass], &[NotRun]).0, Class::Regressed);
+        assert_eq!(classify(&[Skip], &[Error]).0, Class::Regressed);
+        assert_eq!(classify(&[Fail], &[Pass]).0, Class::Fixed);
+        assert_eq!(classify(&[Error], &[Fail]).0, Class::StillFailing);
+        assert_eq!(classify(&[Pass], &[Skip]).0, Class::Unchanged);
+        assert_eq!(classify(&[], &[Fail]).0, Class::New);
+        assert_eq!(classify(&[Pass], &[]).0, Class::Removed);
+        assert_eq!(classify(&[Pass, Fail], &[Pass]).0, Class::Flaky);
+        assert_eq!(classify(&[Pass], &[Pass, Pass, Error]).0, Class::Flaky);
+        assert_eq!(classify(&[Xfail], &[Xpass]).0, Class::Flaky, "xfail/xpass churn across the sides");
+        assert_eq!(classify(&[Xpass], &[Xfail]).0, Class::Flaky);
+        assert_eq!(classify(&[Xfail, Xpass], &[Xfail, Xfail]).0, Class::Flaky, "churn within a side");
+        assert_eq!(classify(&[Xfail], &[Xfail]).0, Class::Unchanged);
+        assert_eq!(classify(&[Fail, Error], &[Fail]).0, Class::StillFailing, "failed either way is not flaky");
+    }
+
+    #[test]
+    fn fixture_sides_with_repeats() {
+        let c = fixture();
+        assert_eq!((c.base.runs.len(), c.current.runs.len()), (2, 2));
+        let x = "x86_64";
+        assert_eq!(class_of(&c, x, "registration/basic"), Class::Unchanged);
+        assert_eq!(class_of(&c, x, "registration/regresses"), Class::Regressed);
+        assert_eq!(class_of(&c, x, "registration/fixed"), Class::Fixed);
+        assert_eq!(class_of(&c, x, "registration/still"), Class::StillFailing);
+        assert_eq!(class_of(&c, x, "registration/flaky-current"), Class::Flaky);
+        assert_eq!(class_of(&c, x, "registration/flaky-base"), Class::Flaky);
+        assert_eq!(class_of(&c, x, "registration/old"), Class::Removed);
+        assert_eq!(class_of(&c, x, "registration/added"), Class::New);
+        assert_eq!(class_of(&c, x, "hazards/churn"), Class::Flaky);
+        assert_eq!(class_of(&c, x, "boot x86_64"), Class::Unchanged);
+        assert_eq!(class_of(&c, "arm64", "registration/skipped"), Class::Unchanged);
+        let reg = c.entries.iter().find(|e| e.class == Class::Regressed).unwrap();
+        assert_eq!(reg.base, [Status::Pass, Status::Pass]);
+        assert_eq!(reg.note.as_deref(), Some("expected 0, got -22 (EINVAL)"));
+        assert_eq!(c.regressions(), 1);
+        assert_eq!(c.counts["flaky"], 3);
+        assert_eq!(c.exit_code(false), 1);
+        // The worst class first within an arch.
+        assert_eq!(c.entries[0].class, Class::Regressed);
+    }
+
+    #[test]
+    fn metrics_are_judged_against_the_measured_noise() {
+        let c = fixture();
+        let m = |name: &str| c.metrics.iter().find(|m| m.metric == name).unwrap();
+        // 100 -> 80 events/s with a MAD of 1: worse.
+        let t = m("throughput");
+        assert_eq!((t.base.n, t.base.median, t.current.median), (5, 100.0, 80.0));
+        assert_eq!(t.verdict, MetricVerdict::Worse);
+        assert!((t.change_pct.unwrap() + 20.0).abs() < 1e-9);
+        // 100 -> 95 with a MAD of 10 on both sides: within the noise.
+        assert_eq!(m("noisy").verdict, MetricVerdict::WithinNoise);
+        assert_eq!(m("noisy").base.mad, 10.0);
+        // 10 -> 8 ns, lower is better.
+        assert_eq!(m("latency").verdict, MetricVerdict::Better);
+        // A value without samples, twice per side: too few to measure noise.
+        assert_eq!(m("single").verdict, MetricVerdict::Unmeasured);
+        assert_eq!(c.worse_metrics(), 1);
+    }
+
+    #[test]
+    fn a_metric_change_inside_overlapping_iqrs_does_not_count() {
+        // Both MADs are 0, so the medians' 0.5 exceeds the threshold, but the IQRs overlap.
+        let (b, c) = ([10.0, 10.0, 10.0, 11.0, 11.0], [10.5, 10.5, 10.5, 11.0, 11.0]);
+        assert_eq!((stats(&b).median, stats(&b).mad, stats(&b).q1, stats(&b).q3), (10.0, 0.0, 10.0, 11.0));
+        assert_eq!((stats(&c).median, stats(&c).mad, stats(&c).q1), (10.5, 0.0, 10.5));
+        let run = |samples: Vec<f64>| {
+            let mut r = compare_run_with_metric(samples);
+            r.run_id = "r".into();
+            r
+        };
+        let p = PathBuf::from("x");
+        let c = compare(&[(p.clone(), run(b.to_vec()))], &[(p.clone(), run(c.to_vec()))]);
+        assert_eq!(c.metrics[0].threshold, 0.0);
+        assert_eq!(c.metrics[0].verdict, MetricVerdict::WithinNoise);
+        let c = compare(&[(p.clone(), run(vec![10.0; 3]))], &[(p, run(vec![10.5; 3]))]);
+        assert_eq!(c.metrics[0].verdict, MetricVerdict::Better, "no noise at all: any change counts");
+    }
+
+    fn compare_run_with_metric(samples: Vec<f64>) -> Run {
+        let mut r = read_run_json(&data("base/20260102-000010-00001/run.json")).unwrap();
+        r.arches.truncate(1);
+        let s = &mut r.arches[0].scenarios;
+        s.retain(|s| s.name == "perf/throughput");
+        let m = s[0].metrics.get_mut("throughput").unwrap();
+        m.samples = samples;
+        r
+    }
+
+    #[test]
+    fn single_runs_and_goldens() {
+        let one = |p: &str| load_side(&data(p)).unwrap();
+        let c = compare(&one("base/20260102-000010-00001"), &one("base/20260102-000020-00001/run.json"));
+        assert_eq!(class_of(&c, "x86_64", "registration/flaky-base"), Class::Fixed);
+        assert_eq!(c.exit_code(false), 0);
+        assert_eq!(c.exit_code(true), 0);
+        let c = fixture();
+        assert_eq!(c.exit_code(true), 1);
+        check_golden("compare.md", &render_markdown(&c));
+        check_golden("compare.txt", render_text(&c).as_bytes());
+    }
+
+    #[test]
+    fn run_writes_beside_current_or_into_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cur = tmp.path().join("cur");
+        super::super::tests::copy_dir(&data("current"), &cur);
+        assert_eq!(run(&data("base"), &cur, None, false).unwrap(), 1);
+        let back: Comparison = serde_json::from_slice(&std::fs::read(cur.join("compare.json")).unwrap()).unwrap();
+        assert_eq!(back, compare(&load_side(&data("base")).unwrap(), &load_side(&cur).unwrap()));
+        assert!(cur.join("compare.md").is_file());
+        let out = tmp.path().join("elsewhere");
+        assert_eq!(
+            run(&data("base/20260102-000010-00001"), &data("base/20260102-000010-00001"), Some(&out), false).unwrap(),
+            0
+        );
+        assert!(out.join("compare.json").is_file());
+    }
+
+    #[test]
+    fn bad_input_names_the_file_and_the_field() {
+        let tmp = tempfile::tempdir().unwrap();
+        let good = std::fs::read_to_string(data("base/20260102-000010-00001/run.json")).unwrap();
+        let file = tmp.path().join("run.json");
+        let check = |text: &str, want: &str| {
+            std::fs::write(&file, text).unwrap();
+            let e = load_side(&file).unwrap_err();
+            assert_eq!(crate::exit::code_for(&e), 2, "{e}");
+            let msg = format!("{e:#}");
+            assert!(msg.contains(&file.display().to_string()) && msg.contains(want), "{msg}");
+        };
+        check(&good.replacen("\"schema_version\": 1", "\"schema_version\": 7", 1), "field `schema_version` is 7");
+        check(&good.replacen("\"status\": \"pass\"", "\"status\": \"passed\"", 1), "arches[0].scenarios[0].status");
+        check("{\"run_id\": 1}", "field `schema_version` is missing");
+        check("{", "run.json:1:1");
+        let e = load_side(tmp.path().join("nothing").as_path()).unwrap_err();
+        assert_eq!(crate::exit::code_for(&e), 2);
+        std::fs::remove_file(&file).unwrap();
+        let e = load_side(tmp.path()).unwrap_err();
+        assert!(e.to_string().contains("not a run.json, a run folder"), "{e}");
+    }
+}
