@@ -176,6 +176,9 @@ pub struct ValidateArgs {
     /// Suite files to run (default: every suites/*.yaml).
     #[arg(long = "suite", value_name = "FILE", num_args = 1..)]
     pub suites: Vec<PathBuf>,
+    /// Runs of each side (repeats let compare tell a flaky scenario from a regression).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
     #[command(flatten)]
     pub report: CompareReportArgs,
 }
@@ -342,6 +345,7 @@ mod tests {
         let Cmd::Validate(v) = Xtask::try_parse_from(args).unwrap().command else { panic!() };
         assert_eq!((v.kernel.source.patches.len(), v.suites.len()), (1, 1));
         assert_eq!(v.kernel.config.profiles, ["debug"]);
+        assert_eq!(v.repeat, 1);
         let r = Xtask::try_parse_from(["x", "matrix", "--kernel", "l.tar.xz", "--profile", "debug"]).unwrap();
         let Cmd::Matrix(m) = r.command else { panic!() };
         assert_eq!((m.kernels.len(), m.arch.as_str()), (1, "all"));

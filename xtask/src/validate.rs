@@ -1,7 +1,8 @@
 //! `validate`: the kernel developer's flow. Builds and runs the suites on the baseline (the
 //! source without the patches) and on the patched source, on every arch asked for, then prints
 //! the `compare` report between the two run folders and exits as `compare` does (3 when either
-//! side's boots failed for infrastructure reasons). The build cache makes the baseline a hit
+//! side's boots failed for infrastructure reasons). `--repeat N` runs each side N times, so
+//! `compare` can tell a flaky scenario from a regression. The build cache makes the baseline a hit
 //! when it was built before, and the patched build an incremental rebuild of it.
 
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use anyhow::Result;
 use crate::exit::{error, Kind};
 use crate::flags::ValidateArgs;
 use crate::progress::line;
+use crate::results::model::Run;
 
 pub fn run(args: &ValidateArgs) -> Result<u8> {
     let src = &args.kernel.source;
@@ -29,16 +31,18 @@ pub fn run(args: &ValidateArgs) -> Result<u8> {
     let mut base_args = args.kernel.clone();
     base_args.source.patches.clear();
     line("validate: the baseline (no patches)");
-    let (base_dir, base_code) = side(&suites, &base_args, args)?;
+    let (base, base_code) = side(&suites, &base_args, args)?;
     let names: Vec<String> = src.patches.iter().map(|p| p.display().to_string()).collect();
     line(format!("validate: patched with {}", names.join(", ")));
-    let (cur_dir, cur_code) = side(&suites, &args.kernel, args)?;
-    if base_dir == cur_dir {
-        return Err(error(Kind::Infra, format!("both sides wrote into {}", base_dir.display())));
+    let (current, cur_code) = side(&suites, &args.kernel, args)?;
+    if let Some(dir) = base.iter().find(|(d, _)| current.iter().any(|(c, _)| c == d)) {
+        return Err(error(Kind::Infra, format!("both sides wrote into {}", dir.0.display())));
     }
-    line(format!("validate: comparing {} (base) with {} (patched)", base_dir.display(), cur_dir.display()));
-    let code =
-        crate::results::compare::run(&base_dir, &cur_dir, args.report.out.as_deref(), args.report.fail_on_metrics)?;
+    let folders = |s: &[(PathBuf, Run)]| s.iter().map(|(d, _)| d.display().to_string()).collect::<Vec<_>>().join(", ");
+    line(format!("validate: comparing {} (base) with {} (patched)", folders(&base), folders(&current)));
+    let last = current.last().map(|(d, _)| d.clone()).expect("at least one repeat");
+    let out = args.report.out.clone().unwrap_or(last);
+    let code = crate::results::compare::report(&base, &current, &out, args.report.fail_on_metrics)?;
     let infra = Kind::Infra.code();
     if base_code == infra || cur_code == infra {
         line("validate: a boot failed for infrastructure reasons, so the comparison is incomplete");
@@ -47,20 +51,57 @@ pub fn run(args: &ValidateArgs) -> Result<u8> {
     Ok(code)
 }
 
-/// Builds (or fetches) the kernels, runs the suites and writes the reports; returns the run
-/// folder and the run's own exit code.
+/// Builds (or fetches) the kernels, then `--repeat` times runs the suites and writes the
+/// reports; returns each run folder with its model, and the worst exit code of the runs.
 fn side(
     suites: &[crate::suites::Suite],
     kernel: &crate::flags::KernelArgs,
     args: &ValidateArgs,
-) -> Result<(PathBuf, u8)> {
+) -> Result<(Vec<(PathBuf, Run)>, u8)> {
     let built = crate::kernels(kernel)?;
-    let judged = crate::run_suites_judged(suites, &built, &args.vm, kernel.cache_dir.as_deref())?;
-    crate::publish_results(&judged, &built)?;
-    let dir = judged
-        .first()
-        .and_then(|j| j.outcome.out_dir.parent())
-        .map(PathBuf::from)
-        .ok_or_else(|| error(Kind::Infra, "no boot ran, so there is no run folder"))?;
-    Ok((dir, crate::boot::exit_code(&judged)))
+    let mut runs = Vec::new();
+    let mut code = 0;
+    for n in 1..=args.repeat.max(1) {
+        if args.repeat > 1 {
+            line(format!("validate: repeat {n} of {}", args.repeat));
+        }
+        let judged = crate::run_suites_judged(suites, &built, &args.vm, kernel.cache_dir.as_deref())?;
+        crate::publish_results(&judged, &built)?;
+        let dir = judged
+            .first()
+            .and_then(|j| j.outcome.out_dir.parent())
+            .map(PathBuf::from)
+            .ok_or_else(|| error(Kind::Infra, "no boot ran, so there is no run folder"))?;
+        code = code.max(crate::boot::exit_code(&judged));
+        let run = crate::results::compare::read_run_json(&dir.join("run.json"))?;
+        runs.push((dir, run));
+        // Run folders are named by the second: the next run must not land in this one.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+    }
+    Ok((runs, code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(argv: &[&str]) -> ValidateArgs {
+        let mut all = vec!["x", "validate"];
+        all.extend_from_slice(argv);
+        match crate::flags::Xtask::try_parse_from(all).unwrap().command {
+            crate::flags::Cmd::Validate(v) => v,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn bad_input_ends_before_any_build() {
+        let e = run(&args(&["--arch", "x86_64"])).unwrap_err();
+        assert_eq!(crate::exit::code_for(&e), 2);
+        assert!(e.to_string().contains("--patch"), "{e}");
+        let bad = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/suites/bad/bad-hex.yaml");
+        let e = run(&args(&["--patch", "p.patch", "--suite", bad.to_str().unwrap()])).unwrap_err();
+        assert_eq!(crate::exit::code_for(&e), 2, "{e:#}");
+    }
 }

@@ -721,12 +721,16 @@ pub fn write(c: &Comparison, out: &Path) -> Result<Vec<PathBuf>> {
 
 /// `cargo xtask compare BASE CURRENT`: prints the report, writes the files, returns the exit code.
 pub fn run(base: &Path, current: &Path, out: Option<&Path>, metrics_gate: bool) -> Result<u8> {
-    let b = load_side(base)?;
-    let c = load_side(current)?;
-    let cmp = compare(&b, &c);
-    print!("{}", render_text(&cmp));
     let out = out.map_or_else(|| default_out(current), Path::to_path_buf);
-    let written = write(&cmp, &out)?;
+    report(&load_side(base)?, &load_side(current)?, &out, metrics_gate)
+}
+
+/// Compares two sides already read, prints the report, writes the files into `out` and
+/// returns the exit code.
+pub fn report(b: &[(PathBuf, Run)], c: &[(PathBuf, Run)], out: &Path, metrics_gate: bool) -> Result<u8> {
+    let cmp = compare(b, c);
+    print!("{}", render_text(&cmp));
+    let written = write(&cmp, out)?;
     let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
     crate::progress::line(format!("comparison written to {}", names.join(", ")));
     Ok(cmp.exit_code(metrics_gate))
