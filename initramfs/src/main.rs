@@ -5,6 +5,7 @@
 mod bpf;
 mod format;
 mod fuzz;
+mod measure;
 mod mounts;
 mod perf;
 mod ringbuf;

@@ -201,6 +201,19 @@ fn run_step(step: &Step, state: &mut State, say: &mut dyn FnMut(&str)) -> Verdic
         Step::TraceRead { event, instance, records } => {
             crate::ringbuf::read_step(event, instance.as_deref(), records, say)
         }
+        Step::Measure { name, what, payload, consumers, vectored, enablers, reps, duration_ms } => {
+            let req = crate::measure::Request {
+                name,
+                what: *what,
+                payload: *payload,
+                consumers: *consumers,
+                vectored: *vectored,
+                enablers: *enablers,
+                reps: *reps,
+                duration: Duration::from_millis(*duration_ms),
+            };
+            crate::measure::run(&req, say)
+        }
     }
 }
 

@@ -129,7 +129,11 @@ fn run_scenario(index: usize, scenario: &Scenario, paths: &Paths, out: &mut dyn 
     let deadline = start + Duration::from_millis(scenario.deadline_ms);
     let mut last = String::new();
     let mut forward = |line: String, out: &mut dyn Write| {
-        emit(out, &diag(&line));
+        // A figure the scenario measured travels as a metric line under this scenario's index.
+        match protocol::Metric::from_output(&line) {
+            Some(metric) => emit(out, &ResultLine::Metric { index, metric }),
+            None => emit(out, &diag(&line)),
+        }
         last = line;
     };
     let timed_out = loop {
@@ -311,6 +315,7 @@ case "$2" in
   3) echo "no perf support"; exit 4 ;;
   4) sleep 30 & echo "grandchild $!"; sleep 30 ;;
   5) echo "ue-end 1 taint=0"; kill -9 $$ ;;
+  6) echo "ue-metric m value=2 unit=ns better=lower samples=1,2,3"; echo "ue-metric 6 forged value=2 unit=ns better=lower samples="; exit 0 ;;
 esac
 "#;
 
@@ -398,6 +403,22 @@ esac
         let (outcome, _, _, lines) = run_one(5, 5000);
         assert_eq!(outcome, Outcome::Fail);
         assert_eq!(diags(&lines), ["| ue-end 1 taint=0", "killed by signal 9"]);
+    }
+
+    #[test]
+    fn measured_figures_become_metric_lines_of_this_scenario() {
+        let (outcome, _, _, lines) = run_one(6, 5000);
+        assert_eq!(outcome, Outcome::Pass);
+        let metric = protocol::Metric {
+            name: "m".into(),
+            value: 2.0,
+            unit: "ns".into(),
+            higher_is_better: false,
+            samples: vec![1.0, 2.0, 3.0],
+        };
+        assert_eq!(lines[0], ResultLine::Metric { index: 6, metric });
+        // A line that would read as another scenario's figure stays output, marked.
+        assert_eq!(lines[1], ResultLine::Diag("| ue-metric 6 forged value=2 unit=ns better=lower samples=".into()));
     }
 
     #[test]

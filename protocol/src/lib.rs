@@ -376,6 +376,70 @@ pub enum Step {
         instance: Option<String>,
         records: Vec<Record>,
     },
+    /// Measures one figure (`what`) and reports it as a `ue-metric` line under `name`: the
+    /// median of `reps` repetitions (at least 5) of `duration_ms` each, with the samples, and
+    /// beside it `NAME.ratio`, the cost relative to the figure's baseline measured in the same
+    /// step (interleaved with it). The step fails only when measuring fails or a sanity check
+    /// does not hold (a rate of zero, a write the kernel refused); figures are never judged.
+    Measure {
+        name: String,
+        what: MeasureKind,
+        /// Payload bytes after the write index (`write`, `null_write`).
+        #[serde(default)]
+        payload: u32,
+        /// What listens to the event while `write` runs.
+        #[serde(default)]
+        consumers: Consumers,
+        /// `writev()` with the index and the payload in two iovecs instead of `write()`.
+        #[serde(default)]
+        vectored: bool,
+        /// Enablers (enable bits registered in the process) while `fork` runs.
+        #[serde(default)]
+        enablers: u32,
+        #[serde(default = "five")]
+        reps: u32,
+        /// The time of one repetition (for the latency kinds: a bound on it).
+        #[serde(default = "one_hundred")]
+        duration_ms: u64,
+    },
+}
+
+/// What a `measure` step measures, and its baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum MeasureKind {
+    /// Write throughput of a registered event (events/s); baseline `null_write` of the same
+    /// payload and form.
+    Write,
+    /// `write()`/`writev()` of the same bytes to `/dev/null` (events/s); baseline `syscall`.
+    NullWrite,
+    /// A trivial system call, `getppid()` (calls/s); the baseline of baselines, no ratio.
+    Syscall,
+    /// The disabled path: one check of a clear enable bit (ns per check); baseline `syscall`.
+    EnableCheck,
+    /// Registering a new event and unregistering it (us each); baseline `syscall`.
+    Register,
+    /// From writing `1` to the event's ftrace `enable` file to the bit seen set (us, timed one
+    /// by one; the disable that follows each is untimed and only said); baseline `syscall`.
+    EnablePropagation,
+    /// `fork()` of a child that exits at once, waited for, with `enablers` enable bits
+    /// registered in the process (us per fork); baseline: the same fork before registering.
+    Fork,
+}
+
+/// Consumers attached to the measured event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Consumers {
+    #[default]
+    None,
+    /// The event's ftrace `enable` file set (the top trace buffer records it).
+    Ftrace,
+    /// A perf tracepoint event sampling every record into a ring buffer the agent drains.
+    Perf,
+    FtracePerf,
 }
 
 /// An expected record: field name to value. Every field but the common ones (`common_*`) must
@@ -410,6 +474,14 @@ fn four() -> u8 {
 
 fn ten_seconds() -> u64 {
     10_000
+}
+
+fn five() -> u32 {
+    5
+}
+
+fn one_hundred() -> u64 {
+    100
 }
 
 /// What `memory` does to the enable words' page.
@@ -723,6 +795,63 @@ pub enum ResultLine {
     Sentinel { total: usize, passed: usize, failed: usize, skipped: usize, timeout: usize },
     /// Any other `# ...` line: a scenario's own output.
     Diag(String),
+    /// `# ue-metric INDEX NAME value=V unit=U better=higher|lower samples=a,b,c`: a figure the
+    /// scenario measured (the supervisor turns its child's `ue-metric NAME ...` lines into it).
+    Metric { index: usize, metric: Metric },
+}
+
+/// A measured figure: the median `value` of its `samples`. Values are finite (the parser
+/// refuses NaN and infinities), which is what makes the `Eq` below sound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// `[A-Za-z0-9_.-]+`.
+    pub name: String,
+    pub value: f64,
+    /// `events/s`, `ns`, `us`, `x` (a ratio); no spaces.
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub samples: Vec<f64>,
+}
+
+impl Eq for Metric {}
+
+/// What a scenario prints on its output for the supervisor to report as a [`ResultLine::Metric`].
+pub const METRIC_PREFIX: &str = "ue-metric ";
+
+impl Metric {
+    /// `NAME value=V unit=U better=higher samples=a,b,c` (f64 `Display` reads back exactly).
+    pub fn body(&self) -> String {
+        let samples: Vec<String> = self.samples.iter().map(f64::to_string).collect();
+        let better = if self.higher_is_better { "higher" } else { "lower" };
+        format!("{} value={} unit={} better={better} samples={}", self.name, self.value, self.unit, samples.join(","))
+    }
+
+    pub fn parse_body(text: &str) -> Option<Metric> {
+        let f: Vec<&str> = text.split(' ').collect();
+        let [name, value, unit, better, samples] = f[..] else { return None };
+        let name_ok = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+        let number = |t: &str| t.parse::<f64>().ok().filter(|v| v.is_finite());
+        let value = number(value.strip_prefix("value=")?)?;
+        let unit = unit.strip_prefix("unit=")?;
+        let higher_is_better = match better.strip_prefix("better=")? {
+            "higher" => true,
+            "lower" => false,
+            _ => return None,
+        };
+        let samples = match samples.strip_prefix("samples=")? {
+            "" => vec![],
+            list => list.split(',').map(number).collect::<Option<Vec<f64>>>()?,
+        };
+        if !name_ok(name) || unit.is_empty() {
+            return None;
+        }
+        Some(Metric { name: name.to_string(), value, unit: unit.to_string(), higher_is_better, samples })
+    }
+
+    /// A scenario's output line `ue-metric NAME ...`, if it is one.
+    pub fn from_output(line: &str) -> Option<Metric> {
+        Metric::parse_body(line.strip_prefix(METRIC_PREFIX)?)
+    }
 }
 
 impl ResultLine {
@@ -745,6 +874,7 @@ impl ResultLine {
                 "# ue-sentinel total={total} passed={passed} failed={failed} skipped={skipped} timeout={timeout}"
             ),
             ResultLine::Diag(text) => format!("# {text}"),
+            ResultLine::Metric { index, metric } => format!("# {METRIC_PREFIX}{index} {}", metric.body()),
         }
     }
 
@@ -783,6 +913,12 @@ impl ResultLine {
                 skipped: kv(f[3], "skipped")? as usize,
                 timeout: kv(f[4], "timeout")? as usize,
             });
+        }
+        if let Some(rest) = line.strip_prefix("# ue-metric ") {
+            let parsed = rest.split_once(' ').and_then(|(index, body)| Some((index.parse().ok()?, body)));
+            if let Some(metric) = parsed.and_then(|(index, body)| Some((index, Metric::parse_body(body)?))) {
+                return Some(ResultLine::Metric { index: metric.0, metric: metric.1 });
+            }
         }
         if let Some(text) = line.strip_prefix("# ") {
             return Some(ResultLine::Diag(text.to_string()));
@@ -899,6 +1035,26 @@ mod tests {
                 reason: String::new(),
             },
             ResultLine::End { index: 1, taint: 512 },
+            ResultLine::Metric {
+                index: 2,
+                metric: Metric {
+                    name: "write_256_ftrace.ratio".into(),
+                    value: 2.5,
+                    unit: "x".into(),
+                    higher_is_better: false,
+                    samples: vec![2.25, 2.5, 0.1 + 0.2, 1e-9, 123456.789],
+                },
+            },
+            ResultLine::Metric {
+                index: 3,
+                metric: Metric {
+                    name: "n".into(),
+                    value: 0.0,
+                    unit: "ns".into(),
+                    higher_is_better: true,
+                    samples: vec![],
+                },
+            },
             ResultLine::Sentinel { total: 3, passed: 1, failed: 1, skipped: 1, timeout: 0 },
         ];
         for l in lines {
@@ -921,6 +1077,44 @@ mod tests {
         assert_eq!(skip.format(), "ok 2 a/b # SKIP no perf time_ms=0 taint=0");
         assert_eq!(ResultLine::parse("[    1.234] random console"), None);
         assert_eq!(ResultLine::parse("ok 1 x"), None, "a result line without our fields is not ours");
+    }
+
+    #[test]
+    fn metric_lines_parse_strictly() {
+        let m =
+            ResultLine::parse("# ue-metric 4 write_0_none value=125000 unit=events/s better=higher samples=1,2.5,3");
+        let Some(ResultLine::Metric { index: 4, metric }) = m else { panic!("{m:?}") };
+        assert_eq!((metric.name.as_str(), metric.value, metric.unit.as_str()), ("write_0_none", 125000.0, "events/s"));
+        assert!(metric.higher_is_better);
+        assert_eq!(metric.samples, [1.0, 2.5, 3.0]);
+        assert_eq!(Metric::from_output(&format!("ue-metric {}", metric.body())), Some(metric));
+        // Anything malformed is an ordinary diagnostic, never a figure.
+        for bad in [
+            "# ue-metric x name value=1 unit=ns better=lower samples=",
+            "# ue-metric 1 a value=NaN unit=ns better=lower samples=",
+            "# ue-metric 1 a value=inf unit=ns better=lower samples=",
+            "# ue-metric 1 a value=1 unit=ns better=lower samples=1,,2",
+            "# ue-metric 1 a value=1 unit=ns better=maybe samples=",
+            "# ue-metric 1 a value=1 unit= better=lower samples=",
+            "# ue-metric 1 a b value=1 unit=ns better=lower samples=",
+            "# ue-metric 1 a/b value=1 unit=ns better=lower samples=",
+            "# ue-metric 1 a unit=ns value=1 better=lower samples=",
+        ] {
+            assert_eq!(ResultLine::parse(bad), Some(ResultLine::Diag(bad[2..].to_string())), "{bad}");
+        }
+        assert_eq!(Metric::from_output("step 1: ue-metric a value=1 unit=ns better=lower samples="), None);
+    }
+
+    #[test]
+    fn measure_steps_take_defaults() {
+        let step: Step = serde_json::from_str(r#"{"measure":{"name":"w","what":"write"}}"#).unwrap();
+        let Step::Measure { what, payload, consumers, vectored, enablers, reps, duration_ms, .. } = step else {
+            panic!()
+        };
+        assert_eq!((what, payload, consumers, vectored, enablers), (MeasureKind::Write, 0, Consumers::None, false, 0));
+        assert_eq!((reps, duration_ms), (5, 100));
+        let step = serde_json::from_str::<Step>(r#"{"measure":{"name":"w","what":"write","consumers":"ftrace_perf"}}"#);
+        assert!(matches!(step, Ok(Step::Measure { consumers: Consumers::FtracePerf, .. })));
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub struct ScenarioRecord {
     pub reason: String,
     /// The `#` lines between its `ue-begin` and its result.
     pub diagnostics: Vec<String>,
+    /// The figures it measured (`# ue-metric` lines), in stream order.
+    pub metrics: Vec<protocol::Metric>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -66,6 +68,7 @@ struct Begun {
     name: String,
     taint: u64,
     diagnostics: Vec<String>,
+    metrics: Vec<protocol::Metric>,
 }
 
 /// Reads a result channel capture.
@@ -114,27 +117,27 @@ pub fn read(text: &str) -> Stream {
                     s.problems.push(format!("scenario {index} ({name}) began out of order (expected {expected})"));
                 }
                 last_begun = last_begun.max(index);
-                begun = Some(Begun { index, name, taint, diagnostics: Vec::new() });
+                begun = Some(Begun { index, name, taint, diagnostics: Vec::new(), metrics: Vec::new() });
             }
             ResultLine::Result { index, name, outcome, time_ms, taint, reason } => {
                 if s.record(index).is_some() {
                     s.problems.push(format!("duplicate result for scenario {index} ({name})"));
                 }
                 last_begun = last_begun.max(index);
-                let (taint_before, diagnostics) = match begun.take() {
+                let (taint_before, diagnostics, metrics) = match begun.take() {
                     Some(b) if b.index == index => {
                         if b.name != name {
                             s.problems
                                 .push(format!("scenario {index} began as {} but its result names {name}", b.name));
                         }
-                        (Some(b.taint), b.diagnostics)
+                        (Some(b.taint), b.diagnostics, b.metrics)
                     }
                     other => {
                         if let Some(b) = other {
                             s.problems.push(format!("scenario {} ({}) began but has no result", b.index, b.name));
                         }
                         s.problems.push(format!("result for scenario {index} ({name}) without its ue-begin"));
-                        (None, Vec::new())
+                        (None, Vec::new(), Vec::new())
                     }
                 };
                 s.scenarios.push(ScenarioRecord {
@@ -146,6 +149,7 @@ pub fn read(text: &str) -> Stream {
                     taint_after: taint,
                     reason,
                     diagnostics,
+                    metrics,
                 });
             }
             ResultLine::End { index, .. } => {
@@ -166,6 +170,15 @@ pub fn read(text: &str) -> Stream {
                 check_sentinel(&mut s, &sentinel);
                 s.sentinel = Some(sentinel);
             }
+            ResultLine::Metric { index, metric } => match &mut begun {
+                Some(b) if b.index == index => {
+                    if b.metrics.iter().any(|m| m.name == metric.name) {
+                        s.problems.push(format!("scenario {index} measured {} twice", metric.name));
+                    }
+                    b.metrics.push(metric);
+                }
+                _ => s.problems.push(format!("metric {} for scenario {index}, which is not running", metric.name)),
+            },
             ResultLine::Diag(text) => match &mut begun {
                 Some(b) => b.diagnostics.push(text),
                 None => s.diagnostics.push(text),
@@ -364,6 +377,34 @@ ok 4 a/d # time_ms=1 taint=0
         );
         assert_eq!(s.scenarios.len(), 4);
         assert_eq!(s.scenarios[1].taint_before, None);
+    }
+
+    #[test]
+    fn metrics_belong_to_the_running_scenario() {
+        let text = "KTAP version 1\n1..2\n# ue-begin 1 perf/w taint=0\n# step 1: measured\n\
+            # ue-metric 1 w value=10.5 unit=events/s better=higher samples=10,10.5,11\n\
+            # ue-metric 1 w.ratio value=2 unit=x better=lower samples=2\n\
+            # ue-metric 1 w.ratio value=2 unit=x better=lower samples=2\n\
+            ok 1 perf/w # time_ms=5 taint=0\n# ue-end 1 taint=0\n\
+            # ue-metric 2 stray value=1 unit=ns better=lower samples=\n\
+            # ue-begin 2 perf/x taint=0\n# ue-metric 1 late value=1 unit=ns better=lower samples=\n\
+            ok 2 perf/x # time_ms=5 taint=0\n# ue-end 2 taint=0\n\
+            # ue-sentinel total=2 passed=2 failed=0 skipped=0 timeout=0\n";
+        let s = read(text);
+        let w = &s.scenarios[0];
+        assert_eq!(w.diagnostics, ["step 1: measured"], "figures are not diagnostics");
+        let names: Vec<&str> = w.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["w", "w.ratio", "w.ratio"]);
+        assert_eq!((w.metrics[0].value, w.metrics[0].samples.len(), w.metrics[0].higher_is_better), (10.5, 3, true));
+        assert!(s.scenarios[1].metrics.is_empty());
+        assert_eq!(
+            s.problems,
+            [
+                "scenario 1 measured w.ratio twice",
+                "metric stray for scenario 2, which is not running",
+                "metric late for scenario 1, which is not running"
+            ]
+        );
     }
 
     #[test]

@@ -10,7 +10,9 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::model::{self, ArchRun, Boot, Finding, Host, Kernel, PatchRef, Run, Scenario, Status, Totals, Verdict};
+use super::model::{
+    self, ArchRun, Boot, Finding, Host, Kernel, Metric, PatchRef, Run, Scenario, Status, Totals, Verdict,
+};
 use crate::exit::{error, Kind};
 use crate::verdict::{self as judge, Expected, HostEnd};
 
@@ -260,7 +262,9 @@ fn load_boot(b: &BootDir) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
         .zip(&counted.marks)
         .map(|(s, mark)| {
             let skip_reason = stream.record(s.index).map(|r| r.reason.trim().to_string()).filter(|r| !r.is_empty());
-            scenario(s, *mark, &b.name, skip_reason, &xfail, &expect_report)
+            let mut scenario = scenario(s, *mark, &b.name, skip_reason, &xfail, &expect_report);
+            scenario.metrics = stream.record(s.index).map(metrics).unwrap_or_default();
+            scenario
         })
         .collect();
     // The judge gives every unfinished scenario the same console tail: keep it once, on the
@@ -333,6 +337,22 @@ fn kernel(m: &crate::kernel::Metadata) -> Kernel {
         compiler: m.compiler.version.clone(),
         build_key: m.key.clone(),
     }
+}
+
+/// The figures a scenario reported, by name (the last of a name wins; the reader flags repeats).
+fn metrics(r: &crate::ktap::ScenarioRecord) -> BTreeMap<String, Metric> {
+    r.metrics
+        .iter()
+        .map(|m| {
+            let metric = Metric {
+                value: m.value,
+                unit: m.unit.clone(),
+                higher_is_better: m.higher_is_better,
+                samples: m.samples.clone(),
+            };
+            (m.name.clone(), metric)
+        })
+        .collect()
 }
 
 fn verdict(v: &judge::Verdict) -> Verdict {
