@@ -426,3 +426,41 @@ fn scenario(
         console_tail: s.console_tail.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                copy_dir(&e.path(), &to.join(e.file_name()));
+            } else {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+
+    /// A `ue-metric` line in a boot's results.ktap becomes its scenario's metric in the model.
+    #[test]
+    fn metric_lines_land_in_the_scenarios_metrics() {
+        let dir = std::env::temp_dir().join(format!("xtask-collect-metrics-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        copy_dir(&super::super::tests::fixture_dir(), &dir);
+        let ktap = dir.join("x86_64/results.ktap");
+        let text = std::fs::read_to_string(&ktap).unwrap();
+        let metric = "# ue-metric 1 write_0_none value=2.5 unit=events/s better=higher samples=1,2.5,3\n";
+        let at = text.find("\nok 1 ").expect("scenario 1's result") + 1;
+        std::fs::write(&ktap, format!("{}{metric}{}", &text[..at], &text[at..])).unwrap();
+        let run = super::load(&dir, "2026-01-02T03:04:05Z".parse().unwrap()).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let x86 = run.arch("x86_64").unwrap();
+        let m = &x86.scenarios[0].metrics["write_0_none"];
+        assert_eq!((m.value, m.unit.as_str(), m.higher_is_better), (2.5, "events/s", true));
+        assert_eq!(m.samples, [1.0, 2.5, 3.0]);
+        assert!(x86.scenarios[1..].iter().all(|s| s.metrics.is_empty()));
+        assert!(x86.boots[0].problems.is_empty(), "{:?}", x86.boots[0].problems);
+    }
+}

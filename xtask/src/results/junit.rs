@@ -82,6 +82,12 @@ fn case(arch: &str, s: &Scenario) -> TestCase {
     if s.status == Status::Pass && !s.log.is_empty() {
         tc.set_system_out(s.log.join("\n"));
     }
+    // Figures as properties: `metric.NAME` = `VALUE UNIT`, the samples beside it.
+    for (name, m) in &s.metrics {
+        tc.add_property(Property::new(format!("metric.{name}"), format!("{} {}", m.value, m.unit)));
+        let samples: Vec<String> = m.samples.iter().map(f64::to_string).collect();
+        tc.add_property(Property::new(format!("metric.{name}.samples"), samples.join(",")));
+    }
     tc
 }
 

@@ -64,6 +64,8 @@ pub fn render(run: &Run) -> Vec<u8> {
         }
     }
 
+    metrics(run, &mut out);
+
     let _ = writeln!(out, "\n### Provenance\n");
     if let Some(h) = &run.host {
         let _ = writeln!(
@@ -125,6 +127,60 @@ pub fn render(run: &Run) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// The measured figures, a row per scenario and figure, a column per arch: the median and the
+/// range of its samples. Nothing when no scenario measured anything.
+fn metrics(run: &Run, out: &mut String) {
+    let mut rows: Vec<(&str, &str, &str)> = vec![];
+    for a in &run.arches {
+        for s in &a.scenarios {
+            for (name, m) in &s.metrics {
+                if !rows.contains(&(s.name.as_str(), name.as_str(), m.unit.as_str())) {
+                    rows.push((&s.name, name, &m.unit));
+                }
+            }
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let arches: Vec<&str> = run.arches.iter().map(|a| a.arch.as_str()).collect();
+    let _ = writeln!(
+        out,
+        "\n### Metrics\n\nMedian (min–max of the repetitions); `.ratio` is the cost against the figure's baseline.\n"
+    );
+    let _ = writeln!(out, "| scenario | figure | unit | {} |", arches.join(" | "));
+    let _ = writeln!(out, "|---|---|---|{}", "---:|".repeat(arches.len()));
+    for (scenario, name, unit) in rows {
+        let cells: Vec<String> = run
+            .arches
+            .iter()
+            .map(|a| match a.scenario(scenario).and_then(|s| s.metrics.get(name)) {
+                None => "—".to_string(),
+                Some(m) => {
+                    let lo = m.samples.iter().copied().fold(f64::INFINITY, f64::min);
+                    let hi = m.samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    if m.samples.is_empty() {
+                        number(m.value)
+                    } else {
+                        format!("{} ({}–{})", number(m.value), number(lo), number(hi))
+                    }
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "| `{scenario}` | {} | {} | {} |", cell(name), cell(unit), cells.join(" | "));
+    }
+}
+
+/// A figure with as many decimals as its size deserves.
+pub fn number(v: f64) -> String {
+    match v.abs() {
+        a if a >= 1000.0 => format!("{v:.0}"),
+        a if a >= 10.0 => format!("{v:.1}"),
+        a if a >= 1.0 => format!("{v:.2}"),
+        _ => format!("{v:.4}"),
+    }
+}
+
 /// Text for one table cell or list item: one line, no pipes.
 fn cell(s: &str) -> String {
     clean(s).replace('\n', " ").replace('|', "\\|")
@@ -142,5 +198,27 @@ mod tests {
     #[test]
     fn golden() {
         check_golden("summary.md", &render(&fixture()));
+    }
+
+    #[test]
+    fn metrics_get_a_table_with_a_column_per_arch() {
+        let mut run = fixture();
+        assert!(!String::from_utf8(render(&run)).unwrap().contains("### Metrics"), "nothing measured, no table");
+        let m = |value, samples: &[f64]| super::super::model::Metric {
+            value,
+            unit: "events/s".into(),
+            higher_is_better: true,
+            samples: samples.to_vec(),
+        };
+        run.arches[0].scenarios[0].metrics.insert("write_0_none".into(), m(125000.4, &[120000.0, 125000.4, 130000.0]));
+        let first = run.arches[0].scenarios[0].name.clone();
+        let other = run.arches[1].scenarios.iter_mut().find(|s| s.name == first).unwrap();
+        other.metrics.insert("write_0_none".into(), m(2.5, &[]));
+        let text = String::from_utf8(render(&run)).unwrap();
+        let name = &run.arches[0].scenarios[0].name;
+        assert!(
+            text.contains(&format!("| `{name}` | write_0_none | events/s | 125000 (120000–130000) | 2.50 |")),
+            "{text}"
+        );
     }
 }
