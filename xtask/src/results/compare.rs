@@ -294,7 +294,9 @@ fn gather(runs: &[Run]) -> Side {
             }
             for s in &a.scenarios {
                 let note = if s.status.is_failure() {
-                    s.reason.clone().or_else(|| s.log.last().cloned()).or_else(|| s.judged.clone())
+                    // The failing step rather than the scenario process's own exit line.
+                    let step = s.log.iter().rev().find(|l| !l.starts_with("exited with")).or(s.log.last());
+                    s.reason.clone().or_else(|| step.cloned()).or_else(|| s.judged.clone())
                 } else {
                     None
                 };
@@ -797,6 +799,19 @@ mod tests {
         assert_eq!(c.exit_code(false), 1);
         // The worst class first within an arch.
         assert_eq!(c.entries[0].class, Class::Regressed);
+    }
+
+    #[test]
+    fn a_regression_says_which_step_failed() {
+        let mut sides = [load_side(&data("base")).unwrap(), load_side(&data("current")).unwrap()];
+        for (_, run) in &mut sides[1] {
+            let s = run.arches[0].scenarios.iter_mut().find(|s| s.name == "registration/regresses").unwrap();
+            s.reason = None;
+            s.log = vec!["step 9: check word w7: 0x40 (expected 0x80)".into(), "exited with status 1".into()];
+        }
+        let c = compare(&sides[0], &sides[1]);
+        let reg = c.entries.iter().find(|e| e.class == Class::Regressed).unwrap();
+        assert_eq!(reg.note.as_deref(), Some("step 9: check word w7: 0x40 (expected 0x80)"));
     }
 
     #[test]
