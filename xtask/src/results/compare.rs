@@ -18,7 +18,11 @@
 //! Its noise is the larger of the two sides' MAD scaled to a standard deviation (×1.4826). A
 //! change counts only when both sides have at least [`MIN_SAMPLES`] samples, the medians differ
 //! by more than [`NOISE_FACTOR`] times that noise, and the interquartile ranges do not overlap;
-//! with fewer samples it is shown as `unmeasured` and never flagged.
+//! with fewer samples it is shown as `unmeasured` and never flagged. Samples within one run
+//! miss the run-to-run variation (under TCG, host load moves a whole run: two runs of one
+//! kernel differed beyond their own noise on a quarter of the figures), so a change is
+//! `confirmed` only when each side pools at least [`MIN_RUNS`] runs, and only a confirmed
+//! `worse` makes `--fail-on-metrics` exit 1.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -32,6 +36,8 @@ use crate::exit::{error, Kind};
 
 /// Fewest samples per side for a metric's noise to count as measured.
 pub const MIN_SAMPLES: usize = 3;
+/// Fewest runs per side for a metric's change to be confirmed (and able to gate).
+pub const MIN_RUNS: usize = 2;
 /// How many noise widths (robust standard deviations) a change of medians must exceed.
 pub const NOISE_FACTOR: f64 = 3.0;
 /// MAD to standard deviation for normally distributed samples.
@@ -150,6 +156,9 @@ pub struct MetricChange {
     /// The noise width the change was held against: NOISE_FACTOR x 1.4826 x the larger MAD.
     pub threshold: f64,
     pub verdict: MetricVerdict,
+    /// Each side pooled at least [`MIN_RUNS`] runs, so the noise includes the run-to-run
+    /// variation (host load under TCG moves whole runs); only a confirmed `worse` can gate.
+    pub confirmed: bool,
 }
 
 /// `compare.json`.
@@ -174,9 +183,15 @@ impl Comparison {
         self.metrics.iter().filter(|m| m.verdict == MetricVerdict::Worse).count()
     }
 
-    /// 1 on a regressed scenario (or a metric worse beyond noise, when `metrics_gate`), else 0.
+    /// Metrics worse beyond noise with repeats on both sides.
+    pub fn confirmed_worse_metrics(&self) -> usize {
+        self.metrics.iter().filter(|m| m.verdict == MetricVerdict::Worse && m.confirmed).count()
+    }
+
+    /// 1 on a regressed scenario (or a confirmed metric worse beyond noise, when
+    /// `metrics_gate`), else 0.
     pub fn exit_code(&self, metrics_gate: bool) -> u8 {
-        if self.regressions() > 0 || (metrics_gate && self.worse_metrics() > 0) {
+        if self.regressions() > 0 || (metrics_gate && self.confirmed_worse_metrics() > 0) {
             Kind::TestFailed.code()
         } else {
             0
@@ -443,8 +458,9 @@ pub fn compare(base: &[(PathBuf, Run)], current: &[(PathBuf, Run)]) -> Compariso
     }
 }
 
-/// (arch, scenario, metric) -> (unit, higher_is_better, pooled samples), in first-seen order.
-type Pooled = Vec<((String, String, String), (String, bool, Vec<f64>))>;
+/// (arch, scenario, metric) -> (unit, higher_is_better, pooled samples, runs), in first-seen order.
+/// The last number is how many runs it came from.
+type Pooled = Vec<((String, String, String), (String, bool, Vec<f64>, usize))>;
 
 fn pool(runs: &[Run]) -> Pooled {
     let mut out: Pooled = Vec::new();
@@ -455,8 +471,11 @@ fn pool(runs: &[Run]) -> Pooled {
                     let key = (a.arch.clone(), s.name.clone(), name.clone());
                     let samples = samples_of(m);
                     match out.iter_mut().find(|(k, _)| *k == key) {
-                        Some((_, (_, _, v))) => v.extend(samples),
-                        None => out.push((key, (m.unit.clone(), m.higher_is_better, samples))),
+                        Some((_, (_, _, v, runs))) => {
+                            v.extend(samples);
+                            *runs += 1;
+                        }
+                        None => out.push((key, (m.unit.clone(), m.higher_is_better, samples, 1))),
                     }
                 }
             }
@@ -477,8 +496,9 @@ fn samples_of(m: &Metric) -> Vec<f64> {
 fn metrics(base: &[Run], current: &[Run]) -> Vec<MetricChange> {
     let b = pool(base);
     let mut out = Vec::new();
-    for ((arch, scenario, metric), (unit, higher, cs)) in pool(current) {
-        let Some((_, (_, _, bs))) = b.iter().find(|(k, _)| *k == (arch.clone(), scenario.clone(), metric.clone()))
+    for ((arch, scenario, metric), (unit, higher, cs, cruns)) in pool(current) {
+        let Some((_, (_, _, bs, bruns))) =
+            b.iter().find(|(k, _)| *k == (arch.clone(), scenario.clone(), metric.clone()))
         else {
             continue;
         };
@@ -508,6 +528,7 @@ fn metrics(base: &[Run], current: &[Run]) -> Vec<MetricChange> {
             change_pct,
             threshold,
             verdict,
+            confirmed: *bruns >= MIN_RUNS && cruns >= MIN_RUNS,
         });
     }
     out
@@ -548,6 +569,11 @@ fn metric_line(m: &MetricChange) -> String {
     let pct = m.change_pct.map_or(String::new(), |p| format!(" ({p:+.1}%)"));
     let noise = match m.verdict {
         MetricVerdict::Unmeasured => format!("{} and {} samples: noise not measured", m.base.n, m.current.n),
+        MetricVerdict::Better | MetricVerdict::Worse if !m.confirmed => format!(
+            "noise threshold {} {}; unconfirmed: fewer than {MIN_RUNS} runs a side, so run-to-run noise is not in it",
+            num(m.threshold),
+            m.unit
+        ),
         _ => format!("noise threshold {} {}", num(m.threshold), m.unit),
     };
     format!(
@@ -624,11 +650,12 @@ pub fn render_text(c: &Comparison) -> String {
     let r = c.regressions();
     let _ = writeln!(
         out,
-        "\n{}: {r} regressed, {} flaky, {} fixed, {} metric(s) worse beyond noise",
+        "\n{}: {r} regressed, {} flaky, {} fixed, {} metric(s) worse beyond noise ({} confirmed by repeats)",
         if r > 0 { "REGRESSED" } else { "NO REGRESSION" },
         c.counts.get("flaky").copied().unwrap_or(0),
         c.counts.get("fixed").copied().unwrap_or(0),
-        c.worse_metrics()
+        c.worse_metrics(),
+        c.confirmed_worse_metrics()
     );
     out
 }
@@ -688,7 +715,12 @@ pub fn render_markdown(c: &Comparison) -> Vec<u8> {
                 num(m.base.median),
                 num(m.current.median),
                 m.change_pct.map_or("—".to_string(), |p| format!("{p:+.1}%")),
-                m.verdict.as_str()
+                match m.verdict {
+                    MetricVerdict::Better | MetricVerdict::Worse if !m.confirmed => {
+                        format!("{} (unconfirmed: one run a side)", m.verdict.as_str())
+                    }
+                    v => v.as_str().to_string(),
+                }
             );
         }
     }
@@ -831,6 +863,15 @@ mod tests {
         // A value without samples, twice per side: too few to measure noise.
         assert_eq!(m("single").verdict, MetricVerdict::Unmeasured);
         assert_eq!(c.worse_metrics(), 1);
+        assert!(c.metrics.iter().all(|m| m.confirmed), "two runs a side");
+        // One run a side: still worse beyond that run's noise, but unconfirmed, so no gate.
+        let one = |p: &str| load_side(&data(p)).unwrap();
+        let c = compare(&one("base/20260102-000010-00001"), &one("current/20260103-000010-00001"));
+        let t = c.metrics.iter().find(|m| m.metric == "throughput").unwrap();
+        assert_eq!((t.verdict, t.confirmed), (MetricVerdict::Worse, false));
+        assert_eq!((c.worse_metrics(), c.confirmed_worse_metrics()), (1, 0));
+        assert!(render_text(&c).contains("unconfirmed: fewer than 2 runs a side"));
+        assert_eq!(c.exit_code(true), 1, "still 1: a scenario regressed");
     }
 
     #[test]
