@@ -94,11 +94,13 @@ pub fn run_all(jobs: Vec<Job>, opts: &Options) -> Result<Vec<Outcome>> {
     }
     let mut prepared = Vec::new();
     for mut job in jobs {
+        let started = std::time::Instant::now();
         let agent = crate::initramfs::build_agent(job.built.arch)?;
         // The clients first, so a job's own file at the same path (`exec`) wins.
         let mut extra = crate::initramfs::clients_for(job.built.arch, &job.plan, false)?;
         extra.append(&mut job.extra);
         job.extra = extra;
+        crate::timings::record(Some(&boot_name(&job.out_dir)), "initramfs", started.elapsed());
         let accel = accel_for(job.built, &agent, opts)?;
         prepared.push((job, agent, accel));
     }
@@ -123,8 +125,11 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
     let scratch = tempfile::Builder::new().prefix(&format!("xtask-vm-{}-", arch.name)).tempdir()?;
     let artifacts = job.out_dir.join("artifacts");
     std::fs::create_dir_all(&artifacts)?;
+    let started = std::time::Instant::now();
     let spec =
         vm_spec(job.built, &mut job.plan, &job.extra, Some(&artifacts), agent, accel, virtiofsd, opts, scratch.path())?;
+    let name = boot_name(&job.out_dir);
+    crate::timings::record(Some(&name), "initramfs", started.elapsed());
     line(format!(
         "{}: booting {} ({}, {} scenario(s))",
         arch.name,
@@ -133,6 +138,9 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
         job.plan.scenarios.len()
     ));
     let vm = qemu::run(&spec, virtiofsd)?;
+    let to_init = vm.boot.unwrap_or(vm.wall);
+    crate::timings::record(Some(&name), "boot", to_init);
+    crate::timings::record(Some(&name), "scenarios", vm.wall.saturating_sub(to_init));
     // Keep the logs with the results; the scratch directory (sockets, initramfs) goes.
     let keep = |from: &Path, name: &str| -> Result<PathBuf> {
         let to = job.out_dir.join(name);
@@ -445,8 +453,21 @@ pub struct Judged {
     pub marks: Marks,
 }
 
+/// The boot's folder name in the run (`x86_64`, `x86_64.isolated-1`), as phases are keyed.
+fn boot_name(out_dir: &Path) -> String {
+    out_dir.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned())
+}
+
 /// Reads a boot's logs back and decides its verdict; writes `verdict.json` beside them.
 pub fn judge(outcome: Outcome, plan: &protocol::Plan, marks: Marks) -> Result<Judged> {
+    let started = std::time::Instant::now();
+    let name = boot_name(&outcome.out_dir);
+    let judged = judge_(outcome, plan, marks);
+    crate::timings::record(Some(&name), "judge", started.elapsed());
+    judged
+}
+
+fn judge_(outcome: Outcome, plan: &protocol::Plan, marks: Marks) -> Result<Judged> {
     use crate::verdict::HostEnd;
     let console = String::from_utf8_lossy(&std::fs::read(&outcome.vm.console_log)?).into_owned();
     let results = String::from_utf8_lossy(&std::fs::read(&outcome.vm.results_log)?).into_owned();

@@ -21,6 +21,7 @@ mod setup;
 mod source;
 mod suites;
 mod test;
+mod timings;
 mod upstream;
 mod validate;
 mod verdict;
@@ -35,6 +36,7 @@ use crate::exit::{error, Kind};
 use crate::flags::{Cmd, KernelArgs, Xtask};
 
 fn main() -> ExitCode {
+    timings::start();
     qemu::install_signal_handler();
     let args = match Xtask::try_parse() {
         Ok(a) => a,
@@ -298,7 +300,9 @@ pub fn run_suites_judged(
 fn publish_results(judged: &[boot::Judged], built: &[kernel::Built]) -> Result<()> {
     let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) else { return Ok(()) };
     results::collect::save_facts(judged, built)?;
-    results::publish(run_dir).map(|_| ())
+    let t = std::time::Instant::now();
+    results::publish(run_dir)?;
+    timings::finish(run_dir, t.elapsed())
 }
 
 fn single_arch(arch: &str, verb: &str) -> Result<()> {
@@ -378,6 +382,7 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
     let identity = source::identify(&spec, &cache_dir)?;
     let patches = src.patches.iter().map(|p| source::Patch::read(p)).collect::<Result<Vec<_>>>()?;
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let started = std::time::Instant::now();
     for arch in arches {
         let fragments = fragments_for(arch)?;
         let req = kernel::Request {
@@ -391,7 +396,9 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
             config_only: args.config_only,
         };
         out.push(kernel::build(&req)?);
+        timings::record_kernel(out.last().expect("just pushed"));
     }
+    timings::record(None, "kernels", started.elapsed());
     Ok(out)
 }
 

@@ -182,6 +182,8 @@ pub fn load(run_dir: &Path, generated_at: jiff::Timestamp) -> Result<Run> {
         verdict,
         totals,
         arches,
+        timings: crate::timings::load(&real)
+            .map_err(|e| bad(format!("{}: {e}", real.join(crate::timings::FILE).display())))?,
     })
 }
 

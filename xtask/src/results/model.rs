@@ -27,6 +27,10 @@ pub struct Run {
     pub verdict: Verdict,
     pub totals: Totals,
     pub arches: Vec<ArchRun>,
+    /// How long each phase of the invocation that made the run took (`timings.json`); empty
+    /// for runs saved before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timings: Vec<crate::timings::Phase>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,0 +1,156 @@
+//! Per-phase wall times of one invocation: the kernels (and, per arch on a cache miss, source,
+//! configure and build), then per boot initramfs, boot (QEMU start to /init), scenarios (/init
+//! to QEMU's exit) and judge, then render. Phases record themselves as they run; at the end of
+//! a run the table is printed and saved as `timings.json` in the run folder, which the run
+//! model (`run.json`) reads back.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The file in the run folder.
+pub const FILE: &str = "timings.json";
+
+/// One phase of one invocation; `arch` is `None` for phases of the whole run, and the boot's
+/// folder name (`x86_64`, `x86_64.isolated-1`) for phases of a boot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Phase {
+    pub arch: Option<String>,
+    pub phase: String,
+    pub ms: u64,
+}
+
+static PHASES: Mutex<Vec<Phase>> = Mutex::new(Vec::new());
+
+/// Records a phase (phases of boots running in parallel record from their threads).
+pub fn record(arch: Option<&str>, phase: &str, took: Duration) {
+    let p = Phase { arch: arch.map(String::from), phase: phase.to_string(), ms: took.as_millis() as u64 };
+    PHASES.lock().unwrap_or_else(|e| e.into_inner()).push(p);
+}
+
+/// The kernel phases of a build this invocation made (nothing for a cache hit, whose
+/// metadata holds the durations of the build that made it).
+pub fn record_kernel(built: &crate::kernel::Built) {
+    if built.cache_hit {
+        return;
+    }
+    let d = &built.metadata.durations;
+    let secs = |k: &str| d.get(k).copied().unwrap_or(0.0);
+    for (phase, s) in
+        [("source", secs("source")), ("configure", secs("configure")), ("build", secs("build") + secs("install"))]
+    {
+        record(Some(built.arch.name), phase, Duration::from_secs_f64(s));
+    }
+}
+
+static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Marks the start of the invocation (the `total` line).
+pub fn start() {
+    START.get_or_init(std::time::Instant::now);
+}
+
+/// The end of a run: `render` and `total` recorded, the table printed, `timings.json` saved and
+/// `run.json` written again so the model holds them.
+pub fn finish(run_dir: &Path, render: Duration) -> anyhow::Result<()> {
+    record(None, "render", render);
+    if let Some(t) = START.get() {
+        record(None, "total", t.elapsed());
+    }
+    let phases = all();
+    for line in table(&phases).lines() {
+        crate::progress::line(format!("timings: {line}"));
+    }
+    save(run_dir, &phases)?;
+    let run = crate::results::collect::load(run_dir, jiff::Timestamp::now())?;
+    crate::cache::write_atomic(&run_dir.join("run.json"), &crate::results::json::render(&run)?)
+}
+
+/// Everything recorded so far, in order.
+pub fn all() -> Vec<Phase> {
+    PHASES.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The table printed at the end of a run: a line per phase, a column per boot.
+pub fn table(phases: &[Phase]) -> String {
+    let mut columns: Vec<&str> = vec![];
+    let mut rows: Vec<&str> = vec![];
+    for p in phases {
+        let c = p.arch.as_deref().unwrap_or("run");
+        if !columns.contains(&c) {
+            columns.push(c);
+        }
+        if !rows.contains(&p.phase.as_str()) {
+            rows.push(&p.phase);
+        }
+    }
+    let width = columns.iter().map(|c| c.len()).max().unwrap_or(0).max(8);
+    let mut out = format!("{:<12}", "phase");
+    for c in &columns {
+        out.push_str(&format!(" {c:>width$}"));
+    }
+    for r in rows {
+        out.push_str(&format!("\n{r:<12}"));
+        for c in &columns {
+            let ms: Option<u64> = phases
+                .iter()
+                .filter(|p| p.phase == r && p.arch.as_deref().unwrap_or("run") == *c)
+                .map(|p| p.ms)
+                .reduce(|a, b| a + b);
+            let cell = ms.map_or("-".to_string(), |ms| format!("{:.1} s", ms as f64 / 1000.0));
+            out.push_str(&format!(" {cell:>width$}"));
+        }
+    }
+    out
+}
+
+pub fn save(run_dir: &Path, phases: &[Phase]) -> anyhow::Result<()> {
+    crate::cache::write_atomic(&run_dir.join(FILE), &serde_json::to_vec_pretty(phases)?)
+}
+
+/// `timings.json` of a run folder; empty when the run did not record one.
+pub fn load(run_dir: &Path) -> anyhow::Result<Vec<Phase>> {
+    match std::fs::read(run_dir.join(FILE)) {
+        Ok(bytes) => Ok(serde_json::from_slice(&bytes)?),
+        Err(_) => Ok(vec![]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(arch: Option<&str>, phase: &str, ms: u64) -> Phase {
+        Phase { arch: arch.map(String::from), phase: phase.into(), ms }
+    }
+
+    #[test]
+    fn the_table_has_a_column_per_boot_and_sums_repeats() {
+        let phases = [
+            p(None, "kernels", 120),
+            p(Some("x86_64"), "initramfs", 1500),
+            p(Some("arm64"), "initramfs", 900),
+            p(Some("x86_64"), "boot", 3000),
+            p(Some("x86_64"), "boot", 500),
+            p(None, "render", 40),
+        ];
+        let t = table(&phases);
+        let lines: Vec<&str> = t.lines().map(str::trim_end).collect();
+        assert_eq!(lines[0], "phase             run   x86_64    arm64");
+        assert_eq!(lines[1], "kernels         0.1 s        -        -");
+        assert_eq!(lines[2], "initramfs           -    1.5 s    0.9 s");
+        assert_eq!(lines[3], "boot                -    3.5 s        -");
+        assert_eq!(lines[4], "render          0.0 s        -        -");
+    }
+
+    #[test]
+    fn saved_timings_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(load(dir.path()).unwrap(), []);
+        let phases = vec![p(Some("arm64"), "scenarios", 31_000)];
+        save(dir.path(), &phases).unwrap();
+        assert_eq!(load(dir.path()).unwrap(), phases);
+    }
+}
