@@ -358,10 +358,12 @@ impl Bench {
             errors.extend(self.unregister(slot).err());
         }
         // The descriptor that registered holds a reference to the event until it closes.
+        let mut events = std::mem::take(&mut self.extra_events);
         if self.data.take().is_some() {
-            for event in std::mem::take(&mut self.extra_events).into_iter().chain([self.event.clone()]) {
-                errors.extend(delete(&event).err());
-            }
+            events.push(self.event.clone());
+        }
+        for event in events {
+            errors.extend(delete(&event).err());
         }
         if errors.is_empty() {
             Ok(())

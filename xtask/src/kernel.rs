@@ -273,6 +273,8 @@ pub fn build(req: &Request) -> Result<Built> {
     install(&store, &build_dir, &mut metadata, req, t)?;
     let mut built = load(arch, &store)?.context("the freshly installed build cannot be read back")?;
     built.source = Some(source_ref);
+    // Read back from the cache, but make ran.
+    built.cache_hit = false;
     Ok(built)
 }
 

@@ -88,11 +88,14 @@ pub fn render(run: &Run) -> Vec<u8> {
     }
 
     // Metrics: one bar chart per metric name, a bar per arch and scenario.
-    let mut metrics: BTreeMap<&str, Vec<(String, f64, &str)>> = BTreeMap::new();
+    let mut metrics: BTreeMap<&str, Vec<Bar>> = BTreeMap::new();
     for a in &run.arches {
         for s in &a.scenarios {
             for (name, m) in &s.metrics {
-                metrics.entry(name).or_default().push((format!("{} {}", a.arch, s.name), m.value, &m.unit));
+                let lo = m.samples.iter().copied().reduce(f64::min);
+                let hi = m.samples.iter().copied().reduce(f64::max);
+                let range = lo.zip(hi);
+                metrics.entry(name).or_default().push((format!("{} {}", a.arch, s.name), m.value, &m.unit, range));
             }
         }
     }
@@ -164,16 +167,20 @@ pub fn render(run: &Run) -> Vec<u8> {
     o.into_bytes()
 }
 
+/// A bar: its label, value, unit and the range of the samples behind it (drawn as a whisker).
+type Bar<'a> = (String, f64, &'a str, Option<(f64, f64)>);
+
 /// A horizontal bar chart: one labelled bar per value, scaled to the largest.
-fn svg_bars(bars: &[(String, f64, &str)]) -> String {
-    let max = bars.iter().map(|b| b.1).fold(0.0_f64, f64::max).max(f64::MIN_POSITIVE);
+fn svg_bars(bars: &[Bar]) -> String {
+    let top = |b: &Bar| b.3.map_or(b.1, |(_, hi)| hi.max(b.1));
+    let max = bars.iter().map(top).fold(0.0_f64, f64::max).max(f64::MIN_POSITIVE);
     let (row, label_w, bar_w) = (22, 320, 360);
     let height = bars.len() * row + 4;
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-size=\"12\">",
         label_w + bar_w + 120
     );
-    for (i, (label, value, unit)) in bars.iter().enumerate() {
+    for (i, (label, value, unit, range)) in bars.iter().enumerate() {
         let y = i * row + 2;
         let w = ((value / max) * bar_w as f64).max(1.0);
         let _ = write!(
@@ -183,11 +190,24 @@ fn svg_bars(bars: &[(String, f64, &str)]) -> String {
             y + 14,
             esc(label),
             row - 6,
-            label_w as f64 + w + 4.0,
+            label_w as f64 + top(&bars[i]) / max * bar_w as f64 + 4.0,
             y + 14,
-            value,
+            super::markdown::number(*value),
             esc(unit)
         );
+        if let Some((lo, hi)) = range {
+            let x = |v: f64| label_w as f64 + (v / max) * bar_w as f64;
+            let _ = write!(
+                s,
+                "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#333\"><title>samples {} to {}</title></line>",
+                x(*lo),
+                x(*hi),
+                y + (row - 6) / 2,
+                y + (row - 6) / 2,
+                super::markdown::number(*lo),
+                super::markdown::number(*hi)
+            );
+        }
     }
     s.push_str("</svg>");
     s
@@ -224,5 +244,10 @@ mod tests {
         assert!(html.contains("<h3>write_throughput</h3>\n<svg"), "the metric is plotted");
         assert_eq!(html.matches("http://").count(), html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count());
         assert!(html.contains("125000 events/s"));
+        assert!(!html.contains("<line"), "no samples, no whisker");
+        let m = run.arches[0].scenarios[0].metrics.get_mut("write_throughput").unwrap();
+        m.samples = vec![120000.0, 125000.0, 130000.0];
+        let html = String::from_utf8(render(&run)).unwrap();
+        assert!(html.contains("<title>samples 120000 to 130000</title></line>"), "the samples' range is drawn");
     }
 }
