@@ -321,10 +321,49 @@ pub struct PlanFor<'a> {
     pub dir: String,
 }
 
-/// Boots each kernel with its own plan and judges each boot. Boots run in waves, the arches in
-/// parallel within a wave: every arch's first plan, then every arch's second plan, and so on
-/// (isolated scenarios come after the shared boot, and never beside another boot of the same
-/// arch, whose timing they would disturb).
+/// Cuts a plan's scenarios into `parts` consecutive plans of about equal size (fewer when there
+/// are fewer scenarios), for `--vms`.
+pub fn split_plan(plan: protocol::Plan, parts: usize) -> Vec<protocol::Plan> {
+    let n = plan.scenarios.len();
+    let parts = parts.clamp(1, n.max(1));
+    let mut out = Vec::new();
+    let mut rest = plan.scenarios.clone().into_iter();
+    for k in 0..parts {
+        let take = n / parts + usize::from(k < n % parts);
+        out.push(protocol::Plan { scenarios: rest.by_ref().take(take).collect(), ..plan.clone() });
+    }
+    out
+}
+
+/// The folder of part `k` (from 1) of an arch's shared boot: `x86_64`, `x86_64.vm-2`, ...
+pub fn shared_dir(arch: &str, k: usize) -> String {
+    if k == 1 {
+        arch.to_string()
+    } else {
+        format!("{arch}.vm-{k}")
+    }
+}
+
+/// Where a boot folder's name puts it: its arch and its rank among the arch's boots (the
+/// shared boot's parts first, `x86_64` then `x86_64.vm-2`..., then `x86_64.isolated-1`...);
+/// `None` for a name that is no boot folder's.
+pub fn boot_dir_place(name: &str) -> Option<(&str, (u8, u32))> {
+    match name.split_once('.') {
+        None => Some((name, (0, 1))),
+        Some((arch, rest)) => {
+            if let Some(k) = rest.strip_prefix("vm-") {
+                Some((arch, (0, k.parse().ok()?)))
+            } else {
+                Some((arch, (1, rest.strip_prefix("isolated-")?.parse().ok()?)))
+            }
+        }
+    }
+}
+
+/// Boots each kernel with its own plans and judges each boot. The parts of a shared plan
+/// (`--vms`) boot side by side with every arch's; isolated scenarios come after, in waves of
+/// one boot per arch, never beside another boot of the same arch, whose timing they would
+/// disturb.
 pub fn run_plans(
     plans: Vec<PlanFor>,
     extra: &[(String, Vec<u8>)],
@@ -333,14 +372,21 @@ pub fn run_plans(
 ) -> Result<Vec<Judged>> {
     let opts = options(vm, cache_dir)?;
     let run_dir = new_run_dir(&results_root(vm))?;
-    let mut waves: Vec<Vec<PlanFor>> = Vec::new();
+    // Wave 0: every shared boot; then the isolated ones, one per arch per wave.
+    let mut waves: Vec<Vec<PlanFor>> = vec![Vec::new()];
     for p in plans {
-        let wave = waves.iter().position(|w| w.iter().all(|q| q.built.arch.name != p.built.arch.name));
+        let isolated = boot_dir_place(&p.dir).is_some_and(|(_, (kind, _))| kind == 1);
+        let wave = if isolated {
+            waves.iter().skip(1).position(|w| w.iter().all(|q| q.built.arch.name != p.built.arch.name)).map(|w| w + 1)
+        } else {
+            Some(0)
+        };
         match wave {
             Some(w) => waves[w].push(p),
             None => waves.push(vec![p]),
         }
     }
+    waves.retain(|w| !w.is_empty());
     let mut judged: Vec<Judged> = Vec::new();
     for wave in waves {
         let jobs = wave
@@ -608,6 +654,29 @@ fn parse_exec_line(rest: &str) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plans_split_evenly_and_boot_folders_name_their_place() {
+        let mut plan = crate::empty_plan("x86_64");
+        for i in 0..5 {
+            plan.scenarios.push(protocol::Scenario { name: format!("s/{i}"), deadline_ms: 1, steps: vec![] });
+        }
+        let sizes = |parts| split_plan(plan.clone(), parts).iter().map(|p| p.scenarios.len()).collect::<Vec<_>>();
+        assert_eq!(sizes(1), [5]);
+        assert_eq!(sizes(2), [3, 2]);
+        assert_eq!(sizes(3), [2, 2, 1]);
+        assert_eq!(sizes(9), [1, 1, 1, 1, 1]);
+        let parts = split_plan(plan.clone(), 2);
+        assert_eq!(parts[1].scenarios[0].name, "s/3", "in plan order");
+        assert_eq!(sizes(0), [5]);
+        assert_eq!(split_plan(crate::empty_plan("x"), 3).len(), 1);
+        assert_eq!((shared_dir("arm64", 1), shared_dir("arm64", 2)), ("arm64".into(), "arm64.vm-2".into()));
+        assert_eq!(boot_dir_place("x86_64"), Some(("x86_64", (0, 1))));
+        assert_eq!(boot_dir_place("x86_64.vm-3"), Some(("x86_64", (0, 3))));
+        assert_eq!(boot_dir_place("arm64.isolated-2"), Some(("arm64", (1, 2))));
+        assert_eq!(boot_dir_place("arm64.other"), None);
+        assert_eq!(boot_dir_place("arm64.vm-x"), None);
+    }
 
     #[test]
     fn exec_lines_give_exit_codes() {

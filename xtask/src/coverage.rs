@@ -113,7 +113,7 @@ pub fn unknown_ids(items: &[Item], suites: &[Suite], excused: &Excused) -> Vec<S
 }
 
 /// Reads the latest run's verdicts per arch: `results/latest/<arch>/verdict.json` and those of
-/// the arch's isolated boots (`<arch>.isolated-<n>/`).
+/// the arch's other boots (`<arch>.vm-<k>/`, `<arch>.isolated-<n>/`).
 pub fn latest(results: &Path) -> Latest {
     let mut out = Latest::new();
     let run = results.join("latest");
@@ -121,8 +121,8 @@ pub fn latest(results: &Path) -> Latest {
         std::fs::read_dir(&run).into_iter().flatten().filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
     dirs.sort();
     for arch in crate::arch::ARCHES {
-        let isolated = format!("{}.isolated-", arch.name);
-        for dir in dirs.iter().filter(|d| *d == arch.name || d.starts_with(&isolated)) {
+        let mine = |d: &&String| crate::boot::boot_dir_place(d).is_some_and(|(a, _)| a == arch.name);
+        for dir in dirs.iter().filter(mine) {
             let Ok(bytes) = std::fs::read(run.join(dir).join("verdict.json")) else { continue };
             let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
             let statuses = v["result"]["scenarios"]

@@ -97,6 +97,11 @@ pub struct VmArgs {
     /// Virtual CPUs per VM.
     #[arg(long, default_value_t = 1)]
     pub cpus: u32,
+    /// VMs per arch for the shared scenarios: the plan is cut into this many parts of about
+    /// equal size, booted side by side, and their results folded back into the arch's
+    /// (`-j/--jobs` is make's).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub vms: u32,
     /// Memory per VM, in MiB.
     #[arg(long, default_value_t = 512)]
     pub memory: u32,

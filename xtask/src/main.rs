@@ -280,8 +280,10 @@ pub fn run_suites_judged(
         }
         // No shared boot when every planned scenario of this kernel is isolated.
         if !compiled.plan.scenarios.is_empty() || isolated.iter().all(|p| p.built.arch.name != b.arch.name) {
-            let dir = b.arch.name.to_string();
-            plans.push(boot::PlanFor { built: b, plan: compiled.plan, marks: compiled.marks, dir });
+            for (k, plan) in boot::split_plan(compiled.plan, vm.vms as usize).into_iter().enumerate() {
+                let dir = boot::shared_dir(b.arch.name, k + 1);
+                plans.push(boot::PlanFor { built: b, plan, marks: compiled.marks.clone(), dir });
+            }
         }
     }
     plans.extend(isolated);

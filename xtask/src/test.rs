@@ -178,6 +178,7 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
         accel: AccelChoice::Auto,
         share: None,
         cpus: 1,
+        vms: 1,
         memory: 512,
         results: Some(results.path().to_path_buf()),
     };

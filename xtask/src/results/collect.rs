@@ -74,11 +74,12 @@ fn this_host() -> Host {
     }
 }
 
-/// One boot folder: `<arch>` or `<arch>.isolated-<n>`.
+/// One boot folder: `<arch>`, `<arch>.vm-<k>` (a part of the shared boot, `--vms`) or
+/// `<arch>.isolated-<n>`.
 struct BootDir {
     arch: String,
-    /// 0 for the shared boot, n for `isolated-n`.
-    order: u32,
+    /// Its rank among the arch's boots (see `boot::boot_dir_place`).
+    order: (u8, u32),
     name: String,
     path: PathBuf,
 }
@@ -97,12 +98,8 @@ pub fn load(run_dir: &Path, generated_at: jiff::Timestamp) -> Result<Run> {
         if !path.is_dir() {
             continue;
         }
-        let (arch, order) = match name.split_once(".isolated-") {
-            Some((a, n)) => match n.parse() {
-                Ok(n) => (a.to_string(), n),
-                Err(_) => continue,
-            },
-            None => (name.clone(), 0),
+        let Some((arch, order)) = crate::boot::boot_dir_place(&name).map(|(a, o)| (a.to_string(), o)) else {
+            continue;
         };
         if path.join("verdict.json").is_file() {
             boots.push(BootDir { arch, order, name, path });
