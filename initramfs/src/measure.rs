@@ -9,7 +9,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use protocol::{Consumers, MeasureKind, Metric};
 
 use crate::steps::Verdict;
-use crate::uevents::{errno, errno_text, ioctl, UserReg, UserUnreg, DIAG_IOCSDEL, DIAG_IOCSREG, DIAG_IOCSUNREG};
+use crate::uevents::{errno, errno_text, ioctl, DIAG_IOCSDEL};
 
 /// The fewest repetitions a figure may have (the "median over at least 5").
 pub const MIN_REPS: u32 = 5;
@@ -595,30 +595,11 @@ fn open_data() -> Result<OwnedFd, String> {
 
 /// `DIAG_IOCSREG` of `format` with bit 0 of the 4-byte word at `addr`; the write index.
 fn register(fd: RawFd, format: &str, addr: u64) -> Result<u32, String> {
-    let name = std::ffi::CString::new(format).map_err(|_| format!("`{format}` has a NUL"))?;
-    let reg = UserReg {
-        size: crate::uevents::USER_REG_SIZE as u32,
-        enable_bit: 0,
-        enable_size: 4,
-        flags: 0,
-        enable_addr: addr,
-        name_args: name.as_ptr() as u64,
-    };
-    let mut buf = reg.encode(&[]);
-    ioctl(fd, DIAG_IOCSREG, buf.as_mut_ptr() as u64).map_err(|e| format!("register `{format}`: {}", errno_text(e)))?;
-    Ok(u32::from_ne_bytes(buf[24..28].try_into().expect("4 bytes")))
+    crate::uevents::register_bit0(fd, format, addr).map_err(|e| format!("register `{format}`: {}", errno_text(e)))
 }
 
 fn unregister(fd: RawFd, addr: u64) -> Result<(), String> {
-    let unreg = UserUnreg {
-        size: crate::uevents::USER_UNREG_SIZE as u32,
-        disable_bit: 0,
-        reserved: 0,
-        reserved2: 0,
-        disable_addr: addr,
-    };
-    let buf = unreg.encode();
-    ioctl(fd, DIAG_IOCSUNREG, buf.as_ptr() as u64).map(|_| ()).map_err(|e| format!("unregister: {}", errno_text(e)))
+    crate::uevents::unregister_bit0(fd, addr).map_err(|e| format!("unregister: {}", errno_text(e)))
 }
 
 /// Deletes an event on a descriptor of its own (one that holds no reference to it), retrying
@@ -721,41 +702,12 @@ impl Ring {
             .trim()
             .parse()
             .map_err(|_| format!("{id_path}: not an id"))?;
-        let attr = crate::perf::attr(id, false);
-        // SAFETY: a valid perf_event_attr of the size it states; the kernel only reads it.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
-                attr.as_ptr(),
-                0 as libc::pid_t,
-                -1 as libc::c_int,
-                -1 as libc::c_int,
-                8 as libc::c_ulong,
-            )
-        };
-        if fd < 0 {
-            return Err(format!("perf_event_open on {event}: {}", errno_text(errno())));
+        use crate::perf::RingError;
+        match crate::perf::open_ring(id, false, PERF_PAGES) {
+            Ok((fd, base, len, _)) => Ok(Ring { _fd: fd, base, len, drained: std::cell::Cell::new(0) }),
+            Err(RingError::Open(e)) => Err(format!("perf_event_open on {event}: {}", errno_text(e))),
+            Err(RingError::Map(e)) => Err(format!("mmap of the perf ring: {}", errno_text(e))),
         }
-        // SAFETY: a new descriptor nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let len = page * (1 + PERF_PAGES);
-        // SAFETY: a fresh shared mapping of the perf fd, checked below.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(format!("mmap of the perf ring: {}", errno_text(errno())));
-        }
-        Ok(Ring { _fd: fd, base: base.cast(), len, drained: std::cell::Cell::new(0) })
     }
 
     /// Consumes everything written so far (data_tail = data_head).

@@ -57,6 +57,46 @@ pub fn attr(id: u64, disabled: bool) -> [u8; ATTR_SIZE] {
     a
 }
 
+/// Why [`open_ring`] failed: perf_event_open's errno, or the mapping's.
+pub enum RingError {
+    Open(i32),
+    Map(i32),
+}
+
+/// `perf_event_open` of tracepoint `id` for this process on any CPU, sampling every record
+/// with PERF_SAMPLE_RAW, and its ring buffer of `data_pages` pages mapped: the descriptor,
+/// the mapping (unmapped by its owner), its length and the page size.
+pub fn open_ring(id: u64, disabled: bool, data_pages: usize) -> Result<(OwnedFd, *mut u8, usize, usize), RingError> {
+    let a = attr(id, disabled);
+    // SAFETY: `a` is a valid perf_event_attr of the size it states; the kernel only reads it.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            a.as_ptr(),
+            0 as libc::pid_t,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(RingError::Open(crate::uevents::errno()));
+    }
+    // SAFETY: the syscall returned a new descriptor that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    let len = page * (1 + data_pages);
+    // SAFETY: a fresh shared mapping of the perf fd; checked for MAP_FAILED below.
+    let ring = unsafe {
+        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0)
+    };
+    if ring == libc::MAP_FAILED {
+        return Err(RingError::Map(crate::uevents::errno()));
+    }
+    Ok((fd, ring.cast(), len, page))
+}
+
 pub fn open(
     state: &mut State,
     name: &str,
@@ -81,44 +121,16 @@ pub fn open(
             return Verdict::Fail;
         }
     };
-    let a = attr(id, disabled);
-    // SAFETY: `a` is a valid perf_event_attr of the size it states; the kernel only reads it.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            a.as_ptr(),
-            0 as libc::pid_t,
-            -1 as libc::c_int,
-            -1 as libc::c_int,
-            PERF_FLAG_FD_CLOEXEC,
-        )
+    let (fd, ring, ring_len, page) = match open_ring(id, disabled, DATA_PAGES) {
+        Ok(opened) => opened,
+        Err(RingError::Open(errno)) => return judge(&what, &errno_text(errno), Err(errno), expect, say),
+        Err(RingError::Map(errno)) => {
+            say(&format!("{what}: mmap of the ring buffer: {}", errno_text(errno)));
+            return Verdict::Fail;
+        }
     };
-    if fd < 0 {
-        let errno = crate::uevents::errno();
-        return judge(&what, &errno_text(errno), Err(errno), expect, say);
-    }
-    // SAFETY: the syscall returned a new descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-    let ring_len = page * (1 + DATA_PAGES);
-    // SAFETY: a fresh shared mapping of the perf fd; checked for MAP_FAILED below.
-    let ring = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            ring_len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            fd.as_raw_fd(),
-            0,
-        )
-    };
-    if ring == libc::MAP_FAILED {
-        say(&format!("{what}: mmap of the ring buffer: {}", errno_text(crate::uevents::errno())));
-        return Verdict::Fail;
-    }
     let event = event.to_string();
-    state.perf.insert(name.to_string(), PerfEvent { fd, ring: ring.cast(), ring_len, page, id, event });
+    state.perf.insert(name.to_string(), PerfEvent { fd, ring, ring_len, page, id, event });
     judge(&what, &format!("ok, tracepoint id {id}"), Ok(0), expect, say)
 }
 

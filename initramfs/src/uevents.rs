@@ -708,18 +708,7 @@ impl State {
                 files.push(OwnedFd::from(file));
             }
             let fd = files.last().expect("opened above").as_raw_fd();
-            let mut name = format.replace("{i}", &i.to_string()).into_bytes();
-            name.push(0);
-            let reg = UserReg {
-                size: USER_REG_SIZE as u32,
-                enable_bit: 0,
-                enable_size: 4,
-                flags: 0,
-                enable_addr: word,
-                name_args: name.as_ptr() as u64,
-            };
-            let mut buf = reg.encode(&[]);
-            if let Err(e) = ioctl(fd, DIAG_IOCSREG, buf.as_mut_ptr() as u64) {
+            if let Err(e) = register_bit0(fd, &format.replace("{i}", &i.to_string()), word) {
                 let got = format!(
                     "{i} events registered on {} files in {} ms, then {}",
                     files.len(),
@@ -730,15 +719,7 @@ impl State {
                 self.kept_files.extend(files);
                 return Ok(judge(&what, &got, Err(e), expect, say));
             }
-            let unreg = UserUnreg {
-                size: USER_UNREG_SIZE as u32,
-                disable_bit: 0,
-                reserved: 0,
-                reserved2: 0,
-                disable_addr: word,
-            };
-            let mut ubuf = unreg.encode();
-            if let Err(e) = ioctl(fd, DIAG_IOCSUNREG, ubuf.as_mut_ptr() as u64) {
+            if let Err(e) = unregister_bit0(fd, word) {
                 return Err(format!("{what}: unregistering event {i}: {}", errno_text(e)));
             }
         }
@@ -829,6 +810,30 @@ impl State {
 
 /// A step's own end, or why it could not run (said as the step's line; the step fails).
 type Done = Result<Verdict, String>;
+
+/// A plain `DIAG_IOCSREG` of `format` on bit 0 of the 4-byte word at `addr`: the write index,
+/// or the errno (EINVAL for a format with a NUL).
+pub fn register_bit0(fd: RawFd, format: &str, addr: u64) -> Result<u32, i32> {
+    let name = std::ffi::CString::new(format).map_err(|_| libc::EINVAL)?;
+    let reg = UserReg {
+        size: USER_REG_SIZE as u32,
+        enable_bit: 0,
+        enable_size: 4,
+        flags: 0,
+        enable_addr: addr,
+        name_args: name.as_ptr() as u64,
+    };
+    let mut buf = reg.encode(&[]);
+    ioctl(fd, DIAG_IOCSREG, buf.as_mut_ptr() as u64)?;
+    Ok(u32::from_ne_bytes(buf[WRITE_INDEX_AT..USER_REG_SIZE].try_into().expect("4 bytes")))
+}
+
+/// A plain `DIAG_IOCSUNREG` of bit 0 of the word at `addr`.
+pub fn unregister_bit0(fd: RawFd, addr: u64) -> Result<(), i32> {
+    let unreg =
+        UserUnreg { size: USER_UNREG_SIZE as u32, disable_bit: 0, reserved: 0, reserved2: 0, disable_addr: addr };
+    ioctl(fd, DIAG_IOCSUNREG, unreg.encode().as_ptr() as u64).map(|_| ())
+}
 
 /// Forks a holder that leaves the scenario's process group (a session of its own) and sleeps
 /// until the reboot with copies of every descriptor this process has, so their files are
