@@ -495,6 +495,12 @@ impl Checker<'_> {
                         self.error(&at(&[Only, Key("head_hex")]), format!("bad hex: {e}"));
                     }
                 }
+                Step::Measure { reps, .. } if *reps < 5 => {
+                    self.error(
+                        &at(&[Only, Key("reps")]),
+                        format!("a figure is a median over at least 5 repetitions, not {reps}"),
+                    );
+                }
                 Step::CheckBit { bit, .. } if *bit >= 64 => {
                     self.error(&at(&[Only, Key("bit")]), format!("an enable word has 64 bits: there is no bit {bit}"));
                 }
@@ -1012,6 +1018,15 @@ mod tests {
         for (bad, want) in cases {
             assert_eq!(headlines(bad), [format!("test_data/suites/bad/{bad}.yaml:{want}")]);
         }
+        assert_eq!(
+            headlines("misused-steps"),
+            [
+                "test_data/suites/bad/misused-steps.yaml:5:50: a figure is a median over at least 5 repetitions, not 4",
+                "test_data/suites/bad/misused-steps.yaml:6:87: only an `isolated: true` scenario may leave its events to the reboot",
+                "test_data/suites/bad/misused-steps.yaml:7:67: states the errno that ends the registrations",
+                "test_data/suites/bad/misused-steps.yaml:8:17: `file` goes with `op: share_file`, and `share_file` needs a `file`",
+            ]
+        );
         assert_eq!(
             headlines("bad-records"),
             [
