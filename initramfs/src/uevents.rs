@@ -312,7 +312,7 @@ impl State {
             Step::RegisterUntil { format, max, expect, hold_until_reboot } => {
                 let done = self.register_until(format, *max, expect, say);
                 if *hold_until_reboot {
-                    hold_until_reboot_(say);
+                    hold_descriptors_until_reboot(say);
                 }
                 done
             }
@@ -838,7 +838,7 @@ pub fn unregister_bit0(fd: RawFd, addr: u64) -> Result<(), i32> {
 /// Forks a holder that leaves the scenario's process group (a session of its own) and sleeps
 /// until the reboot with copies of every descriptor this process has, so their files are
 /// never released.
-fn hold_until_reboot_(say: &mut dyn FnMut(&str)) {
+fn hold_descriptors_until_reboot(say: &mut dyn FnMut(&str)) {
     // SAFETY: the child only calls async-signal-safe functions (setsid, pause) before it dies
     // with the VM.
     match unsafe { libc::fork() } {
