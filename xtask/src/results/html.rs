@@ -127,14 +127,7 @@ pub fn render(run: &Run) -> Vec<u8> {
     }
     o.push_str("</table>\n<h2>Provenance</h2>\n<table>\n");
     if let Some(h) = &run.host {
-        let _ = writeln!(
-            o,
-            "<tr><th>host</th><td>{} ({}, Linux {}, {} CPUs)</td></tr>",
-            esc(&h.hostname),
-            esc(&h.os),
-            esc(&h.kernel),
-            h.cpus
-        );
+        let _ = writeln!(o, "<tr><th>host</th><td>{}</td></tr>", esc(&h.describe()));
     }
     for a in &run.arches {
         let Some(k) = &a.kernel else {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::model::{Boot, Run, Scenario, Status};
+use super::model::{Boot, Finding, Run, Scenario, Status};
 
 pub fn render(run: &Run) -> Result<Vec<u8>> {
     let mut report = Report::new(format!("user_events conformance {}", run.run_id));
@@ -95,18 +95,18 @@ fn case(arch: &str, s: &Scenario) -> TestCase {
 fn details(s: &Scenario) -> String {
     let mut out = s.log.join("\n");
     for f in &s.findings {
-        out.push_str(&format!(
-            "\n\nkernel {} (console.log line {}):\n{}",
-            f.kind,
-            f.console_line,
-            f.excerpt.join("\n")
-        ));
+        out.push_str(&format!("\n\n{}", finding_text(f)));
     }
     if !s.console_tail.is_empty() {
         out.push_str("\n\nconsole tail:\n");
         out.push_str(&s.console_tail.join("\n"));
     }
     out
+}
+
+/// A kernel report with where it stands in console.log, then its excerpt.
+fn finding_text(f: &Finding) -> String {
+    format!("kernel {} (console.log line {}):\n{}", f.kind, f.console_line, f.excerpt.join("\n"))
 }
 
 /// `boot:<name>`: the boot's health outside the scenarios.
@@ -118,12 +118,7 @@ fn boot_case(arch: &str, b: &Boot) -> TestCase {
             let mut s = TestCaseStatus::non_success(kind);
             let mut text = b.problems.join("\n");
             for f in &b.findings {
-                text.push_str(&format!(
-                    "\nkernel {} (console.log line {}):\n{}",
-                    f.kind,
-                    f.console_line,
-                    f.excerpt.join("\n")
-                ));
+                text.push_str(&format!("\n{}", finding_text(f)));
             }
             s.set_type(b.verdict.kind.as_str()).set_message(why).set_description(text.trim_start());
             s

@@ -68,14 +68,7 @@ pub fn render(run: &Run) -> Vec<u8> {
 
     let _ = writeln!(out, "\n### Provenance\n");
     if let Some(h) = &run.host {
-        let _ = writeln!(
-            out,
-            "- host: {} ({}, Linux {}, {} CPUs)",
-            cell(&h.hostname),
-            cell(&h.os),
-            cell(&h.kernel),
-            h.cpus
-        );
+        let _ = writeln!(out, "- host: {}", cell(&h.describe()));
     }
     for a in &run.arches {
         match &a.kernel {

@@ -43,6 +43,13 @@ pub struct Host {
     pub cpus: usize,
 }
 
+impl Host {
+    /// `name (OS, Linux 6.1.0, 2 CPUs)`, as the reports show it.
+    pub fn describe(&self) -> String {
+        format!("{} ({}, Linux {}, {} CPUs)", self.hostname, self.os, self.kernel, self.cpus)
+    }
+}
+
 /// One arch: its kernel, its boots (the shared one and any `isolated` ones) and its scenarios.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArchRun {
