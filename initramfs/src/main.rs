@@ -11,6 +11,7 @@ mod perf;
 mod ringbuf;
 mod shell;
 mod steps;
+mod stuck;
 mod supervisor;
 mod sys;
 mod uevents;
@@ -133,7 +134,10 @@ fn guest() {
         plan.scenarios.len(),
         port.display()
     ));
-    let c = supervisor::run_plan(&plan, &paths, &mut out);
+    // The guard writes on its own handle of the port, so a supervisor blocked in the kernel
+    // cannot keep it from reporting.
+    let guard = out.try_clone().ok().map(stuck::Guard::start);
+    let c = supervisor::run_plan(&plan, &paths, &mut out, guard.as_ref());
     console(&format!(
         "ue-agent: done: {} passed, {} failed, {} skipped, {} timed out",
         c.passed, c.failed, c.skipped, c.timeout
@@ -181,7 +185,7 @@ fn host_agent(plan_path: PathBuf, results: Option<PathBuf>) -> i32 {
             return 2;
         }
     };
-    let c = supervisor::run_plan(&plan, &paths, &mut out);
+    let c = supervisor::run_plan(&plan, &paths, &mut out, None);
     if plan.shell {
         shell::run(&mut io::stdin().lock(), &mut io::stdout(), false);
     }

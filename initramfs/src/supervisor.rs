@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use protocol::{Outcome, Plan, ResultLine, Scenario};
 
+use crate::stuck::{self, Guard, KILL_GRACE};
 use crate::sys;
 
 /// How often the supervisor checks whether a scenario has exited.
@@ -85,21 +86,45 @@ pub fn report_bad_plan(message: &str, out: &mut dyn Write) {
     emit(out, &ResultLine::Sentinel { total: 0, passed: 0, failed: 0, skipped: 0, timeout: 0 });
 }
 
-/// Runs every scenario and writes the whole stream, header to sentinel.
-pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write) -> Counts {
+/// How long past its deadline a scenario (its kill, the evidence of a stuck process and its
+/// cleanup) may take before the guard declares the supervisor blocked.
+pub const GUARD_SLACK: Duration = Duration::from_secs(15);
+
+/// Runs every scenario and writes the whole stream, header to sentinel. A scenario that leaves
+/// a process stuck in the kernel ends the plan early: its result, then `ue-abort` in place of
+/// the sentinel, so the host runs the rest in a fresh boot. `guard` (the guest's) ends the plan
+/// the same way when the supervisor itself blocks.
+pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&Guard>) -> Counts {
     emit(out, &ResultLine::Header);
     emit(out, &ResultLine::Plan { count: plan.scenarios.len() });
     let mut counts = Counts::default();
     for (i, scenario) in plan.scenarios.iter().enumerate() {
         let index = i + 1;
         let name = scenario.name.clone();
+        if let Some(g) = guard {
+            let budget = Duration::from_millis(scenario.deadline_ms) + KILL_GRACE + GUARD_SLACK;
+            g.arm(budget, format!("scenario {index} {name}"), i);
+        }
         emit(out, &ResultLine::Begin { index, name: name.clone(), taint: read_taint(&paths.tainted) });
         kmsg(paths, &format!("ue-agent: begin {index} {name}"));
-        let (outcome, time_ms, reason) = run_scenario(index, scenario, paths, out);
+        let ran = run_scenario(index, scenario, paths, out);
+        let (outcome, time_ms, reason) = (ran.outcome, ran.time_ms, ran.reason);
         let taint = read_taint(&paths.tainted);
         emit(out, &ResultLine::Result { index, name, outcome, time_ms, taint, reason });
+        if let Some(stuck) = ran.stuck {
+            // The kernel holds a process that SIGKILL cannot end: whatever it holds (a lock, a
+            // reference) would block every later scenario. Give up this boot.
+            emit(out, &ResultLine::End { index, taint });
+            emit(out, &ResultLine::Abort { after: index, reason: stuck });
+            counts.timeout += usize::from(outcome == Outcome::Timeout);
+            counts.failed += usize::from(outcome == Outcome::Fail);
+            return counts;
+        }
         kmsg(paths, &format!("ue-agent: end {index}"));
         emit(out, &ResultLine::End { index, taint });
+        if let Some(g) = guard {
+            g.disarm();
+        }
         match outcome {
             Outcome::Pass => counts.passed += 1,
             Outcome::Fail => counts.failed += 1,
@@ -115,14 +140,27 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write) -> Counts {
     counts
 }
 
-/// One scenario: (outcome, time in ms, skip reason). Its output lines become Diag lines.
-fn run_scenario(index: usize, scenario: &Scenario, paths: &Paths, out: &mut dyn Write) -> (Outcome, u64, String) {
+/// How one scenario ran.
+struct Ran {
+    outcome: Outcome,
+    time_ms: u64,
+    /// The `# SKIP` reason.
+    reason: String,
+    /// Why the plan cannot go on: a process of the scenario did not die after SIGKILL.
+    stuck: Option<String>,
+}
+
+/// One scenario, killed at its deadline. Its output lines become Diag lines. The supervisor
+/// never waits unboundedly on a killed child: one that has not died within [`KILL_GRACE`] is
+/// stuck in the kernel, reported with where it is (`/proc/<pid>/stack`) and the blocked tasks.
+fn run_scenario(index: usize, scenario: &Scenario, paths: &Paths, out: &mut dyn Write) -> Ran {
     let start = Instant::now();
-    let (mut child, lines) = match spawn_scenario(index, paths) {
+    let ran = |outcome, time_ms, reason: String| Ran { outcome, time_ms, reason, stuck: None };
+    let (child, lines) = match spawn_scenario(index, paths) {
         Ok(x) => x,
         Err(e) => {
             emit(out, &diag(&format!("cannot start scenario: {}", sys::error_name(&e))));
-            return (Outcome::Fail, 0, String::new());
+            return ran(Outcome::Fail, 0, String::new());
         }
     };
     let pid = child.id();
@@ -155,7 +193,47 @@ fn run_scenario(index: usize, scenario: &Scenario, paths: &Paths, out: &mut dyn 
     let time_ms = start.elapsed().as_millis() as u64;
     // Whatever the scenario left behind in its group dies with it, so scenarios stay apart.
     sys::kill_group(pid);
-    let status = child.wait();
+    let proc = Path::new("/proc");
+    let gone_by = Instant::now() + KILL_GRACE;
+    let stuck = loop {
+        let mut alive = if sys::has_exited(pid) { Vec::new() } else { vec![pid] };
+        alive.extend(stuck::group_members(proc, pid).into_iter().filter(|p| *p != pid));
+        if alive.is_empty() || Instant::now() >= gone_by {
+            break alive;
+        }
+        match lines.recv_timeout(POLL) {
+            Ok(line) => forward(line, out),
+            Err(_) => thread::sleep(POLL),
+        }
+    };
+    if !stuck.is_empty() {
+        let what = if timed_out {
+            format!("deadline of {} ms expired: killed the process group", scenario.deadline_ms)
+        } else {
+            "the scenario ended: killed its process group".to_string()
+        };
+        let list = stuck.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+        emit(
+            out,
+            &diag(&format!(
+                "{what}, but pid {list} did not die within {} s: stuck in the kernel",
+                KILL_GRACE.as_secs()
+            )),
+        );
+        for p in &stuck {
+            for l in stuck::describe(proc, *p) {
+                emit(out, &diag(&l));
+            }
+        }
+        if let Err(e) = stuck::show_blocked_tasks() {
+            emit(out, &diag(&e));
+        }
+        let outcome = if timed_out { Outcome::Timeout } else { Outcome::Fail };
+        let why = format!("pid {list} of scenario {index} is stuck in the kernel");
+        return Ran { outcome, time_ms, reason: String::new(), stuck: Some(why) };
+    }
+    // It has exited (a zombie until now), so this returns at once.
+    let status = { child }.wait();
     let grace = Instant::now() + DRAIN;
     while let Some(left) = grace.checked_duration_since(Instant::now()) {
         match lines.recv_timeout(left) {
@@ -165,7 +243,7 @@ fn run_scenario(index: usize, scenario: &Scenario, paths: &Paths, out: &mut dyn 
     }
     if timed_out {
         emit(out, &diag(&format!("deadline of {} ms expired: killed the process group", scenario.deadline_ms)));
-        return (Outcome::Timeout, time_ms, String::new());
+        return ran(Outcome::Timeout, time_ms, String::new());
     }
     let outcome = match status {
         Err(e) => {
@@ -186,7 +264,7 @@ fn run_scenario(index: usize, scenario: &Scenario, paths: &Paths, out: &mut dyn 
         },
     };
     let reason = if outcome == Outcome::Skip { clean(&last) } else { String::new() };
-    (outcome, time_ms, reason)
+    ran(outcome, time_ms, reason)
 }
 
 /// Starts the scenario child in its own process group with stdout and stderr on one pipe (so
@@ -360,6 +438,8 @@ esac
         let mut out = Vec::new();
         let s = scenario("t/x", deadline_ms);
         let r = run_scenario(index, &s, &paths(&dir), &mut out);
+        assert!(r.stuck.is_none());
+        let r = (r.outcome, r.time_ms, r.reason);
         let lines = String::from_utf8(out).unwrap().lines().map(|l| ResultLine::parse(l).unwrap()).collect();
         fs::remove_dir_all(&dir).unwrap();
         (r.0, r.1, r.2, lines)
@@ -451,7 +531,7 @@ esac
         let p = paths(&dir);
         let plan = plan(vec![scenario("t/pass", 5000), scenario("t/fail", 5000), scenario("t/skip", 5000)]);
         let mut out = Vec::new();
-        let counts = run_plan(&plan, &p, &mut out);
+        let counts = run_plan(&plan, &p, &mut out, None);
         assert_eq!(counts, Counts { passed: 1, failed: 1, skipped: 1, timeout: 0 });
         let text = String::from_utf8(out).unwrap();
         let mut lines: Vec<ResultLine> = text.lines().map(|l| ResultLine::parse(l).expect(l)).collect();

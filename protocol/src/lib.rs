@@ -798,6 +798,11 @@ pub enum ResultLine {
     /// `# ue-metric INDEX NAME value=V unit=U better=higher|lower samples=a,b,c`: a figure the
     /// scenario measured (the supervisor turns its child's `ue-metric NAME ...` lines into it).
     Metric { index: usize, metric: Metric },
+    /// `# ue-abort after=INDEX REASON`: the agent gives up the rest of the plan after scenario
+    /// INDEX (0: before any) because the kernel is no longer usable (a process stuck in the
+    /// kernel, the supervisor itself blocked). It ends the stream in place of the sentinel; the
+    /// host runs the scenarios after INDEX in a fresh boot.
+    Abort { after: usize, reason: String },
 }
 
 /// A measured figure: the median `value` of its `samples`. Values are finite (the parser
@@ -875,6 +880,7 @@ impl ResultLine {
             ),
             ResultLine::Diag(text) => format!("# {text}"),
             ResultLine::Metric { index, metric } => format!("# {METRIC_PREFIX}{index} {}", metric.body()),
+            ResultLine::Abort { after, reason } => format!("# ue-abort after={after} {reason}"),
         }
     }
 
@@ -913,6 +919,12 @@ impl ResultLine {
                 skipped: kv(f[3], "skipped")? as usize,
                 timeout: kv(f[4], "timeout")? as usize,
             });
+        }
+        if let Some(rest) = line.strip_prefix("# ue-abort ") {
+            let (after, reason) = rest.split_once(' ').unwrap_or((rest, ""));
+            if let Some(after) = kv(after, "after") {
+                return Some(ResultLine::Abort { after: after as usize, reason: reason.to_string() });
+            }
         }
         if let Some(rest) = line.strip_prefix("# ue-metric ") {
             let parsed = rest.split_once(' ').and_then(|(index, body)| Some((index.parse().ok()?, body)));
@@ -1056,6 +1068,8 @@ mod tests {
                 },
             },
             ResultLine::Sentinel { total: 3, passed: 1, failed: 1, skipped: 1, timeout: 0 },
+            ResultLine::Abort { after: 7, reason: "pid 80 is stuck in the kernel (D state)".into() },
+            ResultLine::Abort { after: 0, reason: String::new() },
         ];
         for l in lines {
             let text = l.format();

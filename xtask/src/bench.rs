@@ -89,12 +89,14 @@ pub fn boot(built: &[Built], runs: usize, accel: AccelChoice) -> Result<Vec<Boot
                     kernel: b.image.clone(),
                     initrd: cpio.clone(),
                     workdir: scratch.path().join(format!("{}-{which}-{i}", b.arch.name)),
+                    logs: scratch.path().join(format!("{}-{which}-{i}", b.arch.name)),
                     accel,
                     memory_mb: 512,
                     cpus: 1,
                     shares: vec![],
                     boot_timeout: Duration::from_secs(60),
                     watchdog: Duration::from_secs(90),
+                    deadlines_ms: None,
                     extra_cmdline: vec![],
                 };
                 let vm = qemu::run(&spec, None)?;

@@ -54,6 +54,8 @@ pub struct Outcome {
     pub out_dir: PathBuf,
     /// Whether the artifacts folder came back from the guest over virtio-fs.
     pub artifacts_shared: bool,
+    /// The initramfs it booted, kept by content in the cache (`cargo xtask replay` boots it).
+    pub initramfs: PathBuf,
 }
 
 /// Parses `--share HOST_DIR[:GUEST_PATH]` (default guest path `/share`).
@@ -92,6 +94,10 @@ pub fn run_all(jobs: Vec<Job>, opts: &Options) -> Result<Vec<Outcome>> {
             "virtiofsd not found: booting without virtio-fs, so artifacts stay in the guest (run `cargo xtask setup`)",
         );
     }
+    // A missing QEMU is the host's problem, named before any boot starts.
+    for job in &jobs {
+        qemu::qemu_binary(job.built.arch, qemu::qemu_search_path().as_deref())?;
+    }
     let mut prepared = Vec::new();
     for mut job in jobs {
         let started = std::time::Instant::now();
@@ -122,46 +128,66 @@ pub fn run_all(jobs: Vec<Job>, opts: &Options) -> Result<Vec<Outcome>> {
 fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, opts: &Options) -> Result<Outcome> {
     let arch = job.built.arch;
     std::fs::create_dir_all(&job.out_dir)?;
+    // Only the sockets live here: the logs go straight into the run folder as they come.
     let scratch = tempfile::Builder::new().prefix(&format!("xtask-vm-{}-", arch.name)).tempdir()?;
     let artifacts = job.out_dir.join("artifacts");
     std::fs::create_dir_all(&artifacts)?;
     let started = std::time::Instant::now();
-    let spec =
-        vm_spec(job.built, &mut job.plan, &job.extra, Some(&artifacts), agent, accel, virtiofsd, opts, scratch.path())?;
+    let vm_dirs = VmDirs { work: scratch.path(), logs: &job.out_dir };
+    let spec = vm_spec(job.built, &mut job.plan, &job.extra, Some(&artifacts), agent, accel, virtiofsd, opts, vm_dirs)?;
     let name = boot_name(&job.out_dir);
     crate::timings::record(Some(&name), "initramfs", started.elapsed());
     line(format!(
-        "{}: booting {} ({}, {} scenario(s))",
-        arch.name,
+        "{name}: booting {} ({}, {} scenario(s))",
         job.built.metadata.kernelrelease,
         accel.name(),
         job.plan.scenarios.len()
     ));
-    let vm = qemu::run(&spec, virtiofsd)?;
+    let vm = qemu::run(&spec, virtiofsd).unwrap_or_else(|e| {
+        // Past this point nothing is thrown away: the boot is judged an infrastructure error
+        // with whatever logs it left.
+        line(format!("{name}: the boot failed on the host: {e:#}"));
+        let touch = |p: PathBuf| {
+            if !p.exists() {
+                let _ = std::fs::write(&p, b"");
+            }
+            p
+        };
+        VmRun {
+            console_log: touch(spec.console_log()),
+            results_log: touch(spec.results_log()),
+            ended: qemu::Ended::Failed { error: format!("{e:#}") },
+            command_line: std::fs::read_to_string(job.out_dir.join("qemu-command.txt"))
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+            wall: started.elapsed(),
+            boot: None,
+        }
+    });
     let to_init = vm.boot.unwrap_or(vm.wall);
     crate::timings::record(Some(&name), "boot", to_init);
     crate::timings::record(Some(&name), "scenarios", vm.wall.saturating_sub(to_init));
-    // Keep the logs with the results; the scratch directory (sockets, initramfs) goes.
-    let keep = |from: &Path, name: &str| -> Result<PathBuf> {
-        let to = job.out_dir.join(name);
-        if from.exists() {
-            std::fs::copy(from, &to).with_context(|| format!("keeping {}", from.display()))?;
-        } else {
-            std::fs::write(&to, b"")?;
-        }
-        Ok(to)
-    };
-    let console_log = keep(&vm.console_log, "console.log")?;
-    let results_log = keep(&vm.results_log, "results.ktap")?;
-    keep(&scratch.path().join("qemu-command.txt"), "qemu-command.txt")?;
-    keep(&scratch.path().join("qemu-stderr.log"), "qemu-stderr.log")?;
-    let vm = VmRun { console_log, results_log, ..vm };
-    Ok(Outcome { arch, accel, vm, out_dir: job.out_dir, artifacts_shared: job.plan.artifacts_virtiofs })
+    Ok(Outcome {
+        arch,
+        accel,
+        vm,
+        out_dir: job.out_dir,
+        artifacts_shared: job.plan.artifacts_virtiofs,
+        initramfs: spec.initrd,
+    })
 }
 
-/// Wires the virtio-fs shares into the plan, writes the initramfs into `workdir` and returns
-/// the VM to run. Without `artifacts` (the shell) nothing comes back from the guest; a plan
-/// with a shell has no deadlines.
+/// Where a VM's sockets go (`work`, short-lived) and where its logs go (`logs`, kept).
+#[derive(Clone, Copy)]
+struct VmDirs<'a> {
+    work: &'a Path,
+    logs: &'a Path,
+}
+
+/// Wires the virtio-fs shares into the plan, writes the initramfs (kept by content in the
+/// cache) and returns the VM to run. Without `artifacts` (the shell) nothing comes back from the
+/// guest; a plan with a shell has no deadlines.
 #[allow(clippy::too_many_arguments)]
 fn vm_spec(
     built: &Built,
@@ -172,7 +198,7 @@ fn vm_spec(
     accel: Accel,
     virtiofsd: Option<&Path>,
     opts: &Options,
-    workdir: &Path,
+    dirs: VmDirs,
 ) -> Result<VmSpec> {
     let mut shares = Vec::new();
     if virtiofsd.is_some() {
@@ -187,28 +213,48 @@ fn vm_spec(
     } else if opts.share.is_some() {
         return Err(error(Kind::Infra, "--share needs virtiofsd: run `cargo xtask setup`"));
     }
-    let initrd = workdir.join("initramfs.cpio");
-    crate::initramfs::write(&initrd, agent, plan, extra)?;
+    let initrd = keep_initramfs(&opts.cache_dir, dirs.work, |path| crate::initramfs::write(path, agent, plan, extra))?;
     let boot_timeout = Duration::from_secs(15 * accel.slowdown() as u64);
     let deadlines: u64 = plan.scenarios.iter().map(|s| s.deadline_ms).sum();
-    let (boot_timeout, watchdog) = if plan.shell {
-        (Duration::MAX, Duration::MAX)
+    let (boot_timeout, watchdog, deadlines_ms) = if plan.shell {
+        (Duration::MAX, Duration::MAX, None)
     } else {
-        (boot_timeout, boot_timeout + Duration::from_millis(deadlines) + Duration::from_secs(30))
+        // The backstop behind the progress watchdog (`hang.rs`), which fires long before.
+        let watchdog = boot_timeout + Duration::from_millis(deadlines) + Duration::from_secs(30);
+        (boot_timeout, watchdog, Some(plan.scenarios.iter().map(|s| s.deadline_ms).collect()))
     };
     Ok(VmSpec {
         arch: built.arch,
         kernel: built.image.clone(),
         initrd,
-        workdir: workdir.to_path_buf(),
+        workdir: dirs.work.to_path_buf(),
+        logs: dirs.logs.to_path_buf(),
         accel,
         memory_mb: opts.memory_mb,
         cpus: opts.cpus,
         shares,
         boot_timeout,
         watchdog,
+        deadlines_ms,
         extra_cmdline: vec![],
     })
+}
+
+/// Writes an initramfs with `write` and keeps it as `<cache>/initramfs/<sha256>.cpio`, so a
+/// run folder can name the exact initramfs it booted (`replay`) without holding a copy.
+fn keep_initramfs(cache_dir: &Path, scratch: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<PathBuf> {
+    let fresh = scratch.join("initramfs.cpio");
+    write(&fresh)?;
+    let digest = crate::source::sha256_file(&fresh)?;
+    let dir = cache_dir.join("initramfs");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let kept = dir.join(format!("{digest}.cpio"));
+    if !kept.is_file() {
+        let part = dir.join(format!("{digest}.cpio.part-{}", std::process::id()));
+        std::fs::copy(&fresh, &part).with_context(|| format!("keeping {}", kept.display()))?;
+        std::fs::rename(&part, &kept)?;
+    }
+    Ok(kept)
 }
 
 /// The cached answer of the KVM trial boot.
@@ -259,12 +305,14 @@ fn accel_for(built: &Built, agent: &Path, opts: &Options) -> Result<Accel> {
         kernel: built.image.clone(),
         initrd,
         workdir: scratch.path().to_path_buf(),
+        logs: scratch.path().to_path_buf(),
         accel: Accel::Kvm,
         memory_mb: 256,
         cpus: 1,
         shares: vec![],
         boot_timeout: Duration::from_secs(8),
         watchdog: Duration::from_secs(12),
+        deadlines_ms: None,
         extra_cmdline: vec![],
     };
     let (kvm, detail) = match qemu::run(&spec, None) {
@@ -337,33 +385,56 @@ pub fn split_plan(plan: protocol::Plan, parts: usize) -> Vec<protocol::Plan> {
 
 /// The folder of part `k` (from 1) of an arch's shared boot: `x86_64`, `x86_64.vm-2`, ...
 pub fn shared_dir(arch: &str, k: usize) -> String {
-    if k == 1 {
-        arch.to_string()
-    } else {
-        format!("{arch}.vm-{k}")
-    }
+    BootDir::Shared(k as u32).name(arch)
 }
 
-/// Where a boot folder's name puts it: its arch and its rank among the arch's boots (the
-/// shared boot's parts first, `x86_64` then `x86_64.vm-2`..., then `x86_64.isolated-1`...);
-/// `None` for a name that is no boot folder's.
-pub fn boot_dir_place(name: &str) -> Option<(&str, (u8, u32))> {
-    match name.split_once('.') {
-        None => Some((name, (0, 1))),
-        Some((arch, rest)) => {
-            if let Some(k) = rest.strip_prefix("vm-") {
-                Some((arch, (0, k.parse().ok()?)))
-            } else {
-                Some((arch, (1, rest.strip_prefix("isolated-")?.parse().ok()?)))
-            }
+/// A boot's place among its arch's boots, as its folder names it; the order is the run's:
+/// the shared boot's parts, then the isolated scenarios' boots, then the resume boots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum BootDir {
+    /// Part `k` (from 1) of the arch's shared plan: `x86_64`, `x86_64.vm-2` (`--vms`).
+    Shared(u32),
+    /// A scenario marked `isolated`, in a boot of its own: `x86_64.isolated-1`.
+    Isolated(u32),
+    /// The scenarios a crash or hang left unrun, in a fresh boot: `x86_64.resume-1`.
+    Resume(u32),
+}
+
+impl BootDir {
+    /// The arch and place of a boot folder's name; `None` for a name that is no boot folder's.
+    pub fn parse(name: &str) -> Option<(&str, BootDir)> {
+        let Some((arch, rest)) = name.split_once('.') else { return Some((name, BootDir::Shared(1))) };
+        let (kind, n) = rest.split_once('-')?;
+        let n = n.parse().ok()?;
+        let place = match kind {
+            "vm" => BootDir::Shared(n),
+            "isolated" => BootDir::Isolated(n),
+            "resume" => BootDir::Resume(n),
+            _ => return None,
+        };
+        Some((arch, place))
+    }
+
+    pub fn name(self, arch: &str) -> String {
+        match self {
+            BootDir::Shared(1) => arch.to_string(),
+            BootDir::Shared(k) => format!("{arch}.vm-{k}"),
+            BootDir::Isolated(n) => format!("{arch}.isolated-{n}"),
+            BootDir::Resume(n) => format!("{arch}.resume-{n}"),
         }
     }
 }
 
+/// How many resume boots an arch gets at most: each one follows a crash or hang that still
+/// left scenarios to run.
+pub const MAX_RESUMES: u32 = 8;
+
 /// Boots each kernel with its own plans and judges each boot. The parts of a shared plan
 /// (`--vms`) boot side by side with every arch's; isolated scenarios come after, in waves of
 /// one boot per arch, never beside another boot of the same arch, whose timing they would
-/// disturb.
+/// disturb. A boot that a crash or hang ended early hands the scenarios it did not run to a
+/// fresh boot of the same kernel (`<arch>.resume-N`, at most [`MAX_RESUMES`] per arch); the
+/// scenario that broke it keeps its own verdict and is not run again.
 pub fn run_plans(
     plans: Vec<PlanFor>,
     extra: &[(String, Vec<u8>)],
@@ -375,7 +446,7 @@ pub fn run_plans(
     // Wave 0: every shared boot; then the isolated ones, one per arch per wave.
     let mut waves: Vec<Vec<PlanFor>> = vec![Vec::new()];
     for p in plans {
-        let isolated = boot_dir_place(&p.dir).is_some_and(|(_, (kind, _))| kind == 1);
+        let isolated = BootDir::parse(&p.dir).is_some_and(|(_, place)| matches!(place, BootDir::Isolated(_)));
         let wave = if isolated {
             waves.iter().skip(1).position(|w| w.iter().all(|q| q.built.arch.name != p.built.arch.name)).map(|w| w + 1)
         } else {
@@ -387,15 +458,44 @@ pub fn run_plans(
         }
     }
     waves.retain(|w| !w.is_empty());
+    let mut waves = std::collections::VecDeque::from(waves);
+    let mut resumes: BTreeMap<&str, u32> = BTreeMap::new();
     let mut judged: Vec<Judged> = Vec::new();
-    for wave in waves {
+    while let Some(wave) = waves.pop_front() {
+        if qemu::interrupted() {
+            break;
+        }
         let jobs = wave
             .iter()
             .map(|p| Job { built: p.built, plan: p.plan.clone(), extra: extra.to_vec(), out_dir: run_dir.join(&p.dir) })
             .collect();
         let outcomes = run_all(jobs, &opts)?;
+        let mut next = Vec::new();
         for (o, p) in outcomes.into_iter().zip(wave) {
-            judged.push(judge(o, &p.plan, p.marks)?);
+            let mut j = judge(o, &p.plan, p.marks.clone())?;
+            if let Some(rest) = resume_plan(&j, &p.plan) {
+                let arch = p.built.arch.name;
+                let n = resumes.entry(arch).or_insert(0);
+                *n += 1;
+                if *n <= MAX_RESUMES {
+                    let dir = BootDir::Resume(*n).name(arch);
+                    line(format!(
+                        "{}: {} ended early ({}); its {} unrun scenario(s) go to a fresh boot, {dir}",
+                        arch,
+                        boot_name(&j.outcome.out_dir),
+                        j.result.verdict.as_str(),
+                        rest.scenarios.len()
+                    ));
+                    j.resumed_in = Some(dir.clone());
+                    next.push(PlanFor { built: p.built, plan: rest, marks: p.marks, dir });
+                } else {
+                    line(format!("{arch}: {MAX_RESUMES} resume boots already: the rest stays not run"));
+                }
+            }
+            judged.push(j);
+        }
+        if !next.is_empty() {
+            waves.push_back(next);
         }
     }
     for j in &judged {
@@ -403,6 +503,26 @@ pub fn run_plans(
     }
     line(format!("results: {}", run_dir.display()));
     Ok(judged)
+}
+
+/// The scenarios a boot left unrun, as a plan for a fresh boot; `None` when there are none, or
+/// when a fresh boot would not help: the kernel did not boot, the host failed, a signal stopped
+/// the run, or the boot ran nothing at all (it would only break the same way again).
+fn resume_plan(j: &Judged, plan: &protocol::Plan) -> Option<protocol::Plan> {
+    use crate::verdict::{Status, Verdict};
+    if matches!(j.result.verdict, Verdict::BootFailure(_) | Verdict::Interrupted)
+        || matches!(j.outcome.vm.ended, qemu::Ended::Failed { .. })
+    {
+        return None;
+    }
+    let unrun: Vec<&str> =
+        j.result.scenarios.iter().filter(|s| s.status == Status::NotRun).map(|s| s.name.as_str()).collect();
+    let progressed = j.result.scenarios.iter().any(|s| s.status != Status::NotRun);
+    if unrun.is_empty() || !progressed {
+        return None;
+    }
+    let scenarios = plan.scenarios.iter().filter(|s| unrun.contains(&s.name.as_str())).cloned().collect();
+    Some(protocol::Plan { scenarios, ..plan.clone() })
 }
 
 /// The ELF machine number of an arch's binaries, and whether the file needs a dynamic loader.
@@ -477,7 +597,8 @@ pub fn shell(built: &Built, vm: &crate::flags::VmArgs, cache_dir: Option<&Path>)
     plan.shell = true;
     let clients = crate::initramfs::clients_for(built.arch, &plan, true)?;
     let virtiofsd = crate::setup::virtiofsd();
-    let spec = vm_spec(built, &mut plan, &clients, None, &agent, accel, virtiofsd.as_deref(), &opts, scratch.path())?;
+    let dirs = VmDirs { work: scratch.path(), logs: scratch.path() };
+    let spec = vm_spec(built, &mut plan, &clients, None, &agent, accel, virtiofsd.as_deref(), &opts, dirs)?;
     line(format!(
         "{}: shell on {} ({}); type `help`, `exit` ends it, Ctrl-A x kills QEMU",
         built.arch.name,
@@ -497,6 +618,8 @@ pub struct Judged {
     pub counted: crate::verdict::WithXfail,
     /// The plan's expected failures and expected kernel reports.
     pub marks: Marks,
+    /// The resume boot that runs what this one left unrun (`x86_64.resume-1`).
+    pub resumed_in: Option<String>,
 }
 
 /// The boot's folder name in the run (`x86_64`, `x86_64.isolated-1`), as phases are keyed.
@@ -518,10 +641,7 @@ fn judge_(outcome: Outcome, plan: &protocol::Plan, marks: Marks) -> Result<Judge
     let console = String::from_utf8_lossy(&std::fs::read(&outcome.vm.console_log)?).into_owned();
     let results = String::from_utf8_lossy(&std::fs::read(&outcome.vm.results_log)?).into_owned();
     let planned: Vec<String> = plan.scenarios.iter().map(|s| s.name.clone()).collect();
-    let end = match &outcome.vm.ended {
-        qemu::Ended::Exited { code } => HostEnd::Exited { code: *code },
-        qemu::Ended::Killed { after_ms, .. } => HostEnd::WatchdogFired { after_ms: *after_ms },
-    };
+    let end = HostEnd::of(&outcome.vm.ended);
     let result = crate::verdict::decide(
         &planned,
         &marks.expect_report,
@@ -541,6 +661,7 @@ fn judge_(outcome: Outcome, plan: &protocol::Plan, marks: Marks) -> Result<Judge
         "wall_ms": outcome.vm.wall.as_millis() as u64,
         "boot_ms": outcome.vm.boot.map(|b| b.as_millis() as u64),
         "artifacts_shared": outcome.artifacts_shared,
+        "initramfs": outcome.initramfs,
         "result": result,
         "xfail": marks.xfail,
         "expect_report": marks.expect_report,
@@ -548,13 +669,16 @@ fn judge_(outcome: Outcome, plan: &protocol::Plan, marks: Marks) -> Result<Judge
         "verdict_with_xfail": counted.verdict,
     });
     std::fs::write(outcome.out_dir.join("verdict.json"), serde_json::to_vec_pretty(&record)?)?;
-    Ok(Judged { outcome, result, counted, marks })
+    Ok(Judged { outcome, result, counted, marks, resumed_in: None })
 }
 
 fn print_boot(j: &Judged) {
     use crate::verdict::{Expected, Status};
     let arch = j.outcome.arch.name;
     for (s, mark) in j.result.scenarios.iter().zip(&j.counted.marks) {
+        if s.status == Status::NotRun && j.resumed_in.is_some() {
+            continue;
+        }
         let tag = match (mark, s.status) {
             (Some(Expected::Xfail), _) => "XFAIL",
             (Some(Expected::Xpass), _) => "XPASS",
@@ -588,6 +712,10 @@ fn print_boot(j: &Judged) {
     for p in &j.result.problems {
         line(format!("{arch}: problem: {p}"));
     }
+    if let Some(next) = &j.resumed_in {
+        let unrun = j.result.scenarios.iter().filter(|s| s.status == Status::NotRun).count();
+        line(format!("{arch}: {unrun} scenario(s) not run in this boot ran in {next}"));
+    }
     let boot = j.outcome.vm.boot.map_or("never".to_string(), |b| format!("{:.2} s", b.as_secs_f64()));
     let count = |e: Expected| j.counted.marks.iter().filter(|m| **m == Some(e)).count();
     let expected = match (count(Expected::Xfail), count(Expected::Xpass)) {
@@ -608,12 +736,19 @@ fn print_boot(j: &Judged) {
 /// The process exit code for a set of boots (see `exit.rs`).
 pub fn exit_code(judged: &[Judged]) -> u8 {
     use crate::verdict::Verdict;
-    let worst = judged.iter().map(|j| match j.counted.verdict {
+    let code = |v: &Verdict| match v {
         Verdict::Pass => 0,
-        Verdict::Fail | Verdict::KernelPanic { .. } | Verdict::Timeout => Kind::TestFailed.code(),
+        Verdict::Fail | Verdict::KernelPanic { .. } | Verdict::Timeout | Verdict::BootFailure(_) => {
+            Kind::TestFailed.code()
+        }
         Verdict::InfraError(_) => Kind::Infra.code(),
-    });
-    worst.max().unwrap_or(0)
+        Verdict::Interrupted => Kind::Interrupted.code(),
+    };
+    // An interrupt wins: the run did not finish, whatever it found so far.
+    if qemu::interrupted() || judged.iter().any(|j| j.counted.verdict == Verdict::Interrupted) {
+        return Kind::Interrupted.code();
+    }
+    judged.iter().map(|j| code(&j.counted.verdict)).max().unwrap_or(0)
 }
 
 /// The exit status of `exec`'s program, from the agent's step line, with its output printed.
@@ -671,11 +806,17 @@ mod tests {
         assert_eq!(sizes(0), [5]);
         assert_eq!(split_plan(crate::empty_plan("x"), 3).len(), 1);
         assert_eq!((shared_dir("arm64", 1), shared_dir("arm64", 2)), ("arm64".into(), "arm64.vm-2".into()));
-        assert_eq!(boot_dir_place("x86_64"), Some(("x86_64", (0, 1))));
-        assert_eq!(boot_dir_place("x86_64.vm-3"), Some(("x86_64", (0, 3))));
-        assert_eq!(boot_dir_place("arm64.isolated-2"), Some(("arm64", (1, 2))));
-        assert_eq!(boot_dir_place("arm64.other"), None);
-        assert_eq!(boot_dir_place("arm64.vm-x"), None);
+        assert_eq!(BootDir::parse("x86_64"), Some(("x86_64", BootDir::Shared(1))));
+        assert_eq!(BootDir::parse("x86_64.vm-3"), Some(("x86_64", BootDir::Shared(3))));
+        assert_eq!(BootDir::parse("arm64.isolated-2"), Some(("arm64", BootDir::Isolated(2))));
+        assert_eq!(BootDir::parse("arm64.resume-1"), Some(("arm64", BootDir::Resume(1))));
+        assert_eq!(BootDir::parse("arm64.other"), None);
+        assert_eq!(BootDir::parse("arm64.vm-x"), None);
+        for name in ["x86_64", "x86_64.vm-3", "arm64.isolated-2", "arm64.resume-1"] {
+            let (arch, place) = BootDir::parse(name).unwrap();
+            assert_eq!(place.name(arch), name);
+        }
+        assert!(BootDir::Shared(2) < BootDir::Isolated(1) && BootDir::Isolated(9) < BootDir::Resume(1));
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub enum FindingKind {
     HungTask,
     Lockdep,
     RcuStall,
+    /// `sysrq: Show Blocked State`: the tasks in D state, dumped on purpose by the agent when a
+    /// scenario's process would not die (evidence for a hang, not a report of its own).
+    BlockedTasks,
 }
 
 impl FindingKind {
@@ -44,6 +47,7 @@ impl FindingKind {
             FindingKind::HungTask => "hung-task",
             FindingKind::Lockdep => "lockdep",
             FindingKind::RcuStall => "rcu-stall",
+            FindingKind::BlockedTasks => "blocked-tasks",
         }
     }
 }
@@ -313,6 +317,9 @@ fn trigger(msg: &str) -> Option<Trigger> {
     }
     if msg.starts_with("INFO: task ") && msg.contains(" blocked for more than ") {
         return t(HungTask, Ending::Trace);
+    }
+    if msg.starts_with("sysrq: Show Blocked State") {
+        return t(BlockedTasks, Ending::Trace);
     }
     let rcu = msg.strip_prefix("rcu: ").unwrap_or(msg);
     if rcu.starts_with("INFO: rcu_") && rcu.contains("stall") {

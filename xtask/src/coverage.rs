@@ -121,7 +121,7 @@ pub fn latest(results: &Path) -> Latest {
         std::fs::read_dir(&run).into_iter().flatten().filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
     dirs.sort();
     for arch in crate::arch::ARCHES {
-        let mine = |d: &&String| crate::boot::boot_dir_place(d).is_some_and(|(a, _)| a == arch.name);
+        let mine = |d: &&String| crate::boot::BootDir::parse(d).is_some_and(|(a, _)| a == arch.name);
         for dir in dirs.iter().filter(mine) {
             let Ok(bytes) = std::fs::read(run.join(dir).join("verdict.json")) else { continue };
             let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };

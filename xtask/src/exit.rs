@@ -7,6 +7,7 @@
 //! | 2    | bad input or usage (a flag, a file, a fragment, a patch)         |
 //! | 3    | infrastructure failure (a missing tool, provisioning, QEMU)      |
 //! | 125  | the kernel cannot be built (so `git bisect run` skips the commit)|
+//! | 130  | interrupted (SIGINT, SIGTERM, SIGHUP); the run folder keeps what ran |
 
 use std::fmt;
 
@@ -16,6 +17,7 @@ pub enum Kind {
     BadInput,
     Infra,
     CannotBuild,
+    Interrupted,
 }
 
 impl Kind {
@@ -25,6 +27,7 @@ impl Kind {
             Kind::BadInput => 2,
             Kind::Infra => 3,
             Kind::CannotBuild => 125,
+            Kind::Interrupted => 130,
         }
     }
 }

@@ -49,6 +49,8 @@ pub struct Stream {
     pub running_diagnostics: Vec<String>,
     /// Only present when the agent finished; its absence means a crash, a hang or a cut.
     pub sentinel: Option<Sentinel>,
+    /// `ue-abort`: the agent gave up the plan after this scenario (0: before any), and why.
+    pub aborted: Option<(usize, String)>,
     /// `#` lines outside any scenario: the agent's own.
     pub diagnostics: Vec<String>,
     /// Non-blank lines that are not part of the protocol.
@@ -87,8 +89,8 @@ pub fn read(text: &str) -> Stream {
             continue;
         };
         protocol_lines += 1;
-        if s.sentinel.is_some() {
-            s.problems.push(format!("protocol line after the sentinel: {line}"));
+        if s.sentinel.is_some() || s.aborted.is_some() {
+            s.problems.push(format!("protocol line after the end of the stream: {line}"));
         }
         if protocol_lines == 1 && parsed != ResultLine::Header {
             s.problems.push("the stream does not start with `KTAP version 1`".to_string());
@@ -169,6 +171,12 @@ pub fn read(text: &str) -> Stream {
                 let sentinel = Sentinel { total, passed, failed, skipped, timeout };
                 check_sentinel(&mut s, &sentinel);
                 s.sentinel = Some(sentinel);
+            }
+            ResultLine::Abort { after, reason } => {
+                if s.sentinel.is_some() {
+                    s.problems.push("ue-abort after the sentinel".to_string());
+                }
+                s.aborted = Some((after, reason));
             }
             ResultLine::Metric { index, metric } => match &mut begun {
                 Some(b) if b.index == index => {
@@ -371,7 +379,7 @@ ok 4 a/d # time_ms=1 taint=0
                 "duplicate result for scenario 2 (a/x)",
                 "scenario 2 began as a/b but its result names a/x",
                 "ue-end for scenario 5, which has no result",
-                "protocol line after the sentinel: ok 4 a/d # time_ms=1 taint=0",
+                "protocol line after the end of the stream: ok 4 a/d # time_ms=1 taint=0",
                 "result for scenario 4 (a/d) without its ue-begin",
             ]
         );

@@ -10,6 +10,7 @@ mod console;
 mod coverage;
 mod exit;
 mod flags;
+mod hang;
 mod initramfs;
 mod kconfig;
 mod kernel;

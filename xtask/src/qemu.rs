@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -51,17 +52,40 @@ static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 /// the handler exits the process, so their owners' drops never run.
 static WORKDIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// Installs the handler that kills every child group on SIGINT, SIGTERM or SIGHUP, then exits
-/// with 130. Children live in their own process groups (so a terminal's Ctrl-C does not reach
-/// QEMU half-way through a write), which is why xtask must kill them itself.
+/// Set by SIGINT, SIGTERM or SIGHUP: running VMs end as `interrupted`, no new boot starts.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// How long the run may take to write what it has (logs, verdicts, run.json) after a signal.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(30);
+
+/// Whether a signal asked the run to stop.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Installs the handler for SIGINT, SIGTERM and SIGHUP. It kills every child group (children
+/// live in their own process groups, so a terminal's Ctrl-C does not reach QEMU half-way
+/// through a write, which is why xtask must kill them itself). With no VM running it exits
+/// with 130 at once. With VMs running, their boots end as `interrupted` and the run writes its
+/// logs, verdicts and reports before it exits with 130; a second signal, or
+/// [`INTERRUPT_GRACE`] without an exit, exits at once.
 pub fn install_signal_handler() {
     let _ = ctrlc::set_handler(|| {
+        let again = INTERRUPTED.swap(true, Ordering::SeqCst);
+        let booting = GROUPS.lock().map(|g| !g.is_empty()).unwrap_or(false);
         kill_all_groups();
-        for dir in WORKDIRS.lock().map(|d| d.clone()).unwrap_or_default() {
-            let _ = std::fs::remove_dir_all(dir);
+        if again || !booting {
+            for dir in WORKDIRS.lock().map(|d| d.clone()).unwrap_or_default() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            eprintln!("\ninterrupted: killed QEMU and virtiofsd");
+            std::process::exit(130);
         }
-        eprintln!("\ninterrupted: killed QEMU and virtiofsd");
-        std::process::exit(130);
+        eprintln!("\ninterrupted: killed QEMU and virtiofsd; keeping the logs and writing the reports");
+        std::thread::spawn(|| {
+            std::thread::sleep(INTERRUPT_GRACE);
+            kill_all_groups();
+            std::process::exit(130);
+        });
     });
 }
 
@@ -180,8 +204,12 @@ pub struct VmSpec {
     pub arch: &'static Arch,
     pub kernel: PathBuf,
     pub initrd: PathBuf,
-    /// A private directory for this VM: sockets, console and result logs.
+    /// A private directory for this VM's sockets (short paths: a socket path has 108 bytes).
     pub workdir: PathBuf,
+    /// Where the logs are written as they come (`console.log`, `results.ktap`,
+    /// `qemu-command.txt`, `qemu-stderr.log`): the boot's folder in the run, so an interrupt,
+    /// a hang or an error loses nothing.
+    pub logs: PathBuf,
     pub accel: Accel,
     pub memory_mb: u32,
     pub cpus: u32,
@@ -190,16 +218,43 @@ pub struct VmSpec {
     pub boot_timeout: Duration,
     /// Kill the VM when it has not ended by then (the host watchdog).
     pub watchdog: Duration,
+    /// The plan's deadlines, scenario by scenario, for the progress watchdog (`hang.rs`);
+    /// `None` runs without it (the KVM probe, the shell).
+    pub deadlines_ms: Option<Vec<u64>>,
     pub extra_cmdline: Vec<String>,
 }
 
-/// How a VM ended, seen from the host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// How a VM ended, seen from the host (`verdict.json`'s `ended`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Ended {
     /// QEMU exited by itself (a reboot from the guest, including after a panic).
     Exited { code: Option<i32> },
-    /// The host killed it: no boot within the boot timeout, or no end within the watchdog.
-    Killed { after_ms: u64, reason: String },
+    /// The host killed it, for `kind`'s reason.
+    Killed {
+        after_ms: u64,
+        reason: String,
+        #[serde(default)]
+        kind: KillKind,
+    },
+    /// The boot could not go on: QEMU or virtiofsd failed on the host.
+    Failed { error: String },
+}
+
+/// Why the host killed a VM.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KillKind {
+    /// The kernel did not reach /init within the boot timeout.
+    NoBoot,
+    /// No progress on the result channel within the running scenario's deadline and grace.
+    Hung,
+    /// The whole-boot watchdog (the backstop), or runs saved before kinds were recorded.
+    #[default]
+    Watchdog,
+    /// The kernel panicked but did not reboot.
+    PanicNoReboot,
+    /// SIGINT, SIGTERM or SIGHUP.
+    Interrupted,
 }
 
 /// What a VM left behind.
@@ -216,10 +271,10 @@ pub struct VmRun {
 
 impl VmSpec {
     pub fn console_log(&self) -> PathBuf {
-        self.workdir.join("console.log")
+        self.logs.join("console.log")
     }
     pub fn results_log(&self) -> PathBuf {
-        self.workdir.join("results.ktap")
+        self.logs.join("results.ktap")
     }
 
     /// The full QEMU argument list (without the binary).
@@ -324,6 +379,7 @@ fn listening_in(table: &str, path: &str) -> bool {
 /// Boots one VM and waits for it to end, teeing the console to `console.log`.
 pub fn run(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<VmRun> {
     std::fs::create_dir_all(&spec.workdir)?;
+    std::fs::create_dir_all(&spec.logs)?;
     if let Ok(mut dirs) = WORKDIRS.lock() {
         dirs.push(spec.workdir.clone());
     }
@@ -334,11 +390,11 @@ pub fn run(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<VmRun> {
         .chain(args.iter().map(|a| if a.contains(' ') { format!("'{a}'") } else { a.clone() }))
         .collect::<Vec<_>>()
         .join(" ");
-    std::fs::write(spec.workdir.join("qemu-command.txt"), format!("{command_line}\n"))?;
+    std::fs::write(spec.logs.join("qemu-command.txt"), format!("{command_line}\n"))?;
 
     let mut cmd = Command::new(&qemu);
     cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped());
-    cmd.stderr(std::fs::File::create(spec.workdir.join("qemu-stderr.log"))?);
+    cmd.stderr(std::fs::File::create(spec.logs.join("qemu-stderr.log"))?);
     let started = Instant::now();
     let mut vm = Group::spawn(cmd, "qemu")?;
     let stdout = vm.child.stdout.take().context("qemu stdout")?;
@@ -363,6 +419,8 @@ pub fn run(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<VmRun> {
 
     let mut boot = None;
     let mut panic_at = None;
+    let mut watch = spec.deadlines_ms.clone().map(|d| crate::hang::Watch::new(d, spec.boot_timeout + STARTUP, started));
+    let mut tail = ResultsTail::default();
     let ended = loop {
         for ev in rx.try_iter() {
             match ev {
@@ -370,23 +428,37 @@ pub fn run(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<VmRun> {
                 Event::Panic => panic_at = Some(Instant::now()),
             }
         }
+        if let Some(w) = watch.as_mut() {
+            for line in tail.read(&spec.results_log()) {
+                w.feed(&line, Instant::now());
+            }
+        }
         if let Some(status) = vm.child.try_wait()? {
+            if interrupted() {
+                break killed(started, "interrupted by a signal".into(), KillKind::Interrupted);
+            }
             break Ended::Exited { code: status.code() };
         }
         let elapsed = started.elapsed();
-        let kill_reason = if boot.is_none() && elapsed > spec.boot_timeout {
-            Some(format!("the kernel did not reach /init within {} s", spec.boot_timeout.as_secs()))
-        } else if elapsed > spec.watchdog {
-            Some(format!("the VM did not end within the host watchdog of {} s", spec.watchdog.as_secs()))
+        let kill = if interrupted() {
+            Some(("interrupted by a signal".to_string(), KillKind::Interrupted))
+        } else if boot.is_none() && elapsed > spec.boot_timeout {
+            let why = format!("the kernel did not reach /init within {} s", spec.boot_timeout.as_secs());
+            Some((why, KillKind::NoBoot))
         } else if panic_at.is_some_and(|p| p.elapsed() > Duration::from_secs(10)) {
-            Some("the kernel panicked but did not reboot within 10 s".to_string())
+            Some(("the kernel panicked but did not reboot within 10 s".to_string(), KillKind::PanicNoReboot))
+        } else if let Some(why) = watch.as_ref().filter(|_| boot.is_some()).and_then(|w| w.overdue(Instant::now())) {
+            Some((why, KillKind::Hung))
+        } else if elapsed > spec.watchdog {
+            let why = format!("the VM did not end within the host watchdog of {} s", spec.watchdog.as_secs());
+            Some((why, KillKind::Watchdog))
         } else {
             None
         };
-        if let Some(reason) = kill_reason {
+        if let Some((reason, kind)) = kill {
             vm.signal(libc::SIGKILL);
             let _ = vm.child.wait();
-            break Ended::Killed { after_ms: elapsed.as_millis() as u64, reason };
+            break killed(started, reason, kind);
         }
         std::thread::sleep(Duration::from_millis(5));
     };
@@ -416,6 +488,37 @@ pub fn interactive(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<Option<i32
 enum Event {
     Booted(Instant),
     Panic,
+}
+
+/// From /init to the agent's first line on the result channel (it waits up to 5 s for its
+/// port), beyond the boot timeout.
+const STARTUP: Duration = Duration::from_secs(30);
+
+fn killed(started: Instant, reason: String, kind: KillKind) -> Ended {
+    Ended::Killed { after_ms: started.elapsed().as_millis() as u64, reason, kind }
+}
+
+/// The result log read as it grows (QEMU appends to it), in whole lines.
+#[derive(Default)]
+struct ResultsTail {
+    offset: u64,
+    lines: crate::hang::Lines,
+}
+
+impl ResultsTail {
+    fn read(&mut self, path: &Path) -> Vec<protocol::ResultLine> {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = std::fs::File::open(path) else { return vec![] };
+        if f.metadata().map_or(true, |m| m.len() <= self.offset) {
+            return vec![];
+        }
+        let mut buf = Vec::new();
+        if f.seek(SeekFrom::Start(self.offset)).and_then(|_| f.read_to_end(&mut buf)).is_err() {
+            return vec![];
+        }
+        self.offset += buf.len() as u64;
+        self.lines.push(&buf)
+    }
 }
 
 #[cfg(test)]
@@ -469,12 +572,14 @@ mod tests {
             kernel: "/k/bzImage".into(),
             initrd: "/k/initrd".into(),
             workdir: "/w".into(),
+            logs: "/w".into(),
             accel: Accel::Tcg,
             memory_mb: 256,
             cpus: 1,
             shares: vec![Share { tag: "ue-artifacts".into(), host_dir: "/a".into() }],
             boot_timeout: Duration::from_secs(30),
             watchdog: Duration::from_secs(60),
+            deadlines_ms: None,
             extra_cmdline: vec!["loglevel=7".into()],
         };
         let args = spec.args(&["/w/fs0.sock".into()]).join(" ");

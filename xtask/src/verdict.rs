@@ -18,11 +18,32 @@ const TAIL_LINES: usize = 40;
 pub enum HostEnd {
     /// QEMU exited by itself (the guest powered off or rebooted, or QEMU died).
     Exited { code: Option<i32> },
-    /// The host killed QEMU: the guest hung.
-    WatchdogFired { after_ms: u64 },
-    /// The boot could not happen (QEMU would not start, no agent, ...).
-    #[allow(dead_code)] // the boot phase does not construct it yet
+    /// The host killed QEMU: the guest hung (the progress watchdog, or the whole-boot backstop).
+    WatchdogFired { after_ms: u64, reason: String },
+    /// The host killed QEMU: the kernel did not reach /init in time.
+    NoBoot { reason: String },
+    /// A signal (SIGINT, SIGTERM, SIGHUP) stopped the run.
+    Interrupted { after_ms: u64 },
+    /// The boot could not go on (QEMU or virtiofsd failed on the host).
     InfraError(String),
+}
+
+impl HostEnd {
+    /// What the judge makes of how QEMU ended.
+    pub fn of(ended: &crate::qemu::Ended) -> HostEnd {
+        use crate::qemu::{Ended, KillKind};
+        match ended {
+            Ended::Exited { code } => HostEnd::Exited { code: *code },
+            Ended::Killed { reason, kind: KillKind::NoBoot, .. } => HostEnd::NoBoot { reason: reason.clone() },
+            Ended::Killed { after_ms, kind: KillKind::Interrupted, .. } => {
+                HostEnd::Interrupted { after_ms: *after_ms }
+            }
+            Ended::Killed { after_ms, reason, .. } => {
+                HostEnd::WatchdogFired { after_ms: *after_ms, reason: reason.clone() }
+            }
+            Ended::Failed { error } => HostEnd::InfraError(error.clone()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -32,6 +53,10 @@ pub enum Verdict {
     Fail,
     KernelPanic { scenario: Option<String> },
     Timeout,
+    /// The kernel never reached /init, and why.
+    BootFailure(String),
+    /// A signal stopped the run before the boot ended.
+    Interrupted,
     InfraError(String),
 }
 
@@ -42,18 +67,23 @@ impl Verdict {
             Verdict::Fail => "fail",
             Verdict::KernelPanic { .. } => "kernel-panic",
             Verdict::Timeout => "timeout",
+            Verdict::BootFailure(_) => "boot-failure",
+            Verdict::Interrupted => "interrupted",
             Verdict::InfraError(_) => "infra-error",
         }
     }
 
-    /// Higher wins: infra-error > kernel-panic > timeout > fail > pass.
+    /// Higher wins: infra-error > interrupted > boot-failure > kernel-panic > timeout > fail >
+    /// pass.
     fn rank(&self) -> u8 {
         match self {
             Verdict::Pass => 0,
             Verdict::Fail => 1,
             Verdict::Timeout => 2,
             Verdict::KernelPanic { .. } => 3,
-            Verdict::InfraError(_) => 4,
+            Verdict::BootFailure(_) => 4,
+            Verdict::Interrupted => 5,
+            Verdict::InfraError(_) => 6,
         }
     }
 }
@@ -115,7 +145,12 @@ enum Stop {
     /// A panic, or an oops that killed init; the scenario it happened in, if any.
     Crash { finding: Finding, scenario: Option<(usize, String)> },
     /// The watchdog fired without a sentinel.
-    Hang { after_ms: u64, scenario: Option<(usize, String)> },
+    Hang { after_ms: u64, reason: String, scenario: Option<(usize, String)> },
+    /// The agent gave up the plan (`ue-abort`): a process stuck in the kernel, or the
+    /// supervisor itself blocked while `scenario` ran.
+    Abort { after: usize, reason: String, scenario: Option<(usize, String)> },
+    /// A signal stopped the run.
+    Interrupted { scenario: Option<(usize, String)> },
     /// QEMU exited without a sentinel and without a panic on the console.
     Vanished { code: Option<i32>, scenario: Option<(usize, String)> },
 }
@@ -123,9 +158,11 @@ enum Stop {
 impl Stop {
     fn scenario(&self) -> Option<usize> {
         match self {
-            Stop::Crash { scenario, .. } | Stop::Hang { scenario, .. } | Stop::Vanished { scenario, .. } => {
-                scenario.as_ref().map(|s| s.0)
-            }
+            Stop::Crash { scenario, .. }
+            | Stop::Hang { scenario, .. }
+            | Stop::Abort { scenario, .. }
+            | Stop::Interrupted { scenario }
+            | Stop::Vanished { scenario, .. } => scenario.as_ref().map(|s| s.0),
         }
     }
 }
@@ -143,19 +180,25 @@ pub fn decide(
     let mut problems = stream.problems.clone();
     check_names(planned, stream, scan, &mut problems);
 
-    let stop = stop(stream, scan, end);
-    if let (HostEnd::WatchdogFired { after_ms }, Some(_)) = (end, &stream.sentinel) {
+    let boot_failure = boot_failure(stream, scan, console, end);
+    let stop = if boot_failure.is_some() { None } else { stop(stream, scan, end) };
+    if let (HostEnd::WatchdogFired { after_ms, .. }, Some(_)) = (end, &stream.sentinel) {
         problems.push(format!("the VM did not power off after the sentinel: the watchdog fired after {after_ms} ms"));
     }
     let not_run_reason = match (&stop, end) {
         (_, HostEnd::InfraError(e)) => format!("not run: {e}"),
+        _ if boot_failure.is_some() => {
+            format!("not run: the kernel did not boot: {}", boot_failure.as_deref().unwrap_or_default())
+        }
+        (Some(Stop::Interrupted { .. }), _) => "not run: the run was interrupted by a signal".to_string(),
+        (Some(Stop::Abort { after, reason, .. }), _) => {
+            format!("not run: the agent gave up the boot after scenario {after}: {reason}")
+        }
         (Some(Stop::Crash { scenario: Some((i, n)), .. }), _) => {
             format!("not run: the kernel crashed during scenario {i} ({n})")
         }
         (Some(Stop::Crash { .. }), _) => "not run: the kernel crashed outside any scenario".to_string(),
-        (Some(Stop::Hang { after_ms, .. }), _) => {
-            format!("not run: the VM hung; the watchdog fired after {after_ms} ms")
-        }
+        (Some(Stop::Hang { reason, .. }), _) => format!("not run: the VM hung: {reason}"),
         (Some(Stop::Vanished { .. }), _) => "not run: the agent ended without its sentinel".to_string(),
         (None, _) => "not run: the result channel has no result for it".to_string(),
     };
@@ -202,10 +245,20 @@ pub fn decide(
                     .push(format!("the kernel crashed while this scenario ran (console line {})", finding.line));
                 r.console_tail = tail.clone();
             }
-            Some(Stop::Hang { after_ms, .. }) if record.is_none() => {
+            Some(Stop::Hang { after_ms, reason, .. }) if record.is_none() => {
                 r.status = Status::Timeout;
-                r.diagnostics
-                    .push(format!("the VM hung while this scenario ran; the watchdog fired after {after_ms} ms"));
+                r.diagnostics.push(format!("the VM hung while this scenario ran: {reason} (killed after {after_ms} ms)"));
+                r.console_tail = tail.clone();
+            }
+            Some(Stop::Abort { reason, .. }) => {
+                if record.is_none() {
+                    r.status = Status::Timeout;
+                }
+                r.diagnostics.push(format!("the agent gave up the boot: {reason}"));
+                r.console_tail = tail.clone();
+            }
+            Some(Stop::Interrupted { .. }) if record.is_none() => {
+                r.diagnostics.push("interrupted by a signal while it ran".to_string());
                 r.console_tail = tail.clone();
             }
             Some(Stop::Vanished { .. }) if record.is_none() => {
@@ -281,7 +334,8 @@ pub fn decide(
         Some(Stop::Crash { scenario, .. }) => {
             raise(Verdict::KernelPanic { scenario: scenario.as_ref().map(|s| s.1.clone()) })
         }
-        Some(Stop::Hang { .. }) => raise(Verdict::Timeout),
+        Some(Stop::Hang { .. } | Stop::Abort { .. }) => raise(Verdict::Timeout),
+        Some(Stop::Interrupted { .. }) => raise(Verdict::Interrupted),
         Some(Stop::Vanished { code, scenario }) => {
             let how = match code {
                 Some(c) => format!("QEMU exited with code {c}"),
@@ -295,6 +349,9 @@ pub fn decide(
             raise(Verdict::InfraError(format!("the agent ended without its sentinel: {how} {when}{empty}")));
         }
         None => {}
+    }
+    if let Some(why) = boot_failure {
+        raise(Verdict::BootFailure(why));
     }
     if let HostEnd::InfraError(e) = end {
         raise(Verdict::InfraError(e.clone()));
@@ -356,6 +413,27 @@ pub fn with_xfail(result: &BootResult, xfail: &BTreeMap<String, String>) -> With
     WithXfail { verdict, marks }
 }
 
+/// Why the kernel never reached /init, when it did not: the host's boot timeout, or the console
+/// (a panic before init, "No working init found") with no `Run /init` line and nothing on the
+/// result channel. An empty console is QEMU's failure, not the kernel's.
+fn boot_failure(stream: &Stream, scan: &Scan, console: &str, end: &HostEnd) -> Option<String> {
+    match end {
+        HostEnd::NoBoot { reason } => return Some(reason.clone()),
+        HostEnd::Interrupted { .. } | HostEnd::InfraError(_) => return None,
+        HostEnd::Exited { .. } | HostEnd::WatchdogFired { .. } => {}
+    }
+    if console.contains(crate::qemu::BOOT_MARKER) || stream.header_seen || console.trim().is_empty() {
+        return None;
+    }
+    Some(match scan.findings.iter().find(|f| f.kind == FindingKind::Panic) {
+        Some(panic) => panic.summary.clone(),
+        None => match end {
+            HostEnd::Exited { code: Some(c) } => format!("QEMU exited (code {c}) before the kernel reached /init"),
+            _ => "the VM ended before the kernel reached /init".to_string(),
+        },
+    })
+}
+
 fn stop(stream: &Stream, scan: &Scan, end: &HostEnd) -> Option<Stop> {
     let no_sentinel = stream.sentinel.is_none();
     // An oops in init is fatal ("Attempted to kill init!"), even when the log stops before the
@@ -373,10 +451,19 @@ fn stop(stream: &Stream, scan: &Scan, end: &HostEnd) -> Option<Stop> {
     }
     // The result channel knows best what ran; the console fills in when the Begin line was lost.
     let running = stream.running.clone().or_else(|| scan.last_begun().filter(|(i, _)| stream.record(*i).is_none()));
+    if let Some((after, reason)) = &stream.aborted {
+        // A stuck scenario has its result and is named by `after`; a guard's abort comes while
+        // the scenario runs.
+        let scenario = running.or_else(|| stream.record(*after).map(|r| (r.index, r.name.clone())));
+        return Some(Stop::Abort { after: *after, reason: reason.clone(), scenario });
+    }
     match end {
-        HostEnd::WatchdogFired { after_ms } => Some(Stop::Hang { after_ms: *after_ms, scenario: running }),
+        HostEnd::WatchdogFired { after_ms, reason } => {
+            Some(Stop::Hang { after_ms: *after_ms, reason: reason.clone(), scenario: running })
+        }
+        HostEnd::Interrupted { .. } => Some(Stop::Interrupted { scenario: running }),
         HostEnd::Exited { code } => Some(Stop::Vanished { code: *code, scenario: running }),
-        HostEnd::InfraError(_) => None,
+        HostEnd::NoBoot { .. } | HostEnd::InfraError(_) => None,
     }
 }
 
@@ -541,7 +628,7 @@ mod tests {
     #[test]
     fn lkdtm_panic_in_scenario_2_of_4() {
         let names = ["abi/register", "fault/panic", "abi/write", "abi/enable"];
-        for end in [EXITED, HostEnd::WatchdogFired { after_ms: 30_000 }] {
+        for end in [EXITED, HostEnd::WatchdogFired { after_ms: 30_000, reason: "r".into() }] {
             let r = run(&names, TRUNCATED, PANIC_LOG, &end);
             check(&r, "kernel-panic", &[Pass, Crashed, NotRun, NotRun]);
             assert_eq!(r.verdict, Verdict::KernelPanic { scenario: Some("fault/panic".to_string()) });
@@ -582,23 +669,23 @@ mod tests {
         let names = ["abi/register", "fault/hung-task", "abi/enable"];
         let ktap = "KTAP version 1\n1..3\n# ue-begin 1 abi/register taint=0\nok 1 abi/register # time_ms=14 taint=0\n\
                     # ue-end 1 taint=0\n# ue-begin 2 fault/hung-task taint=0\n";
-        let r = run(&names, ktap, HUNG_LOG, &HostEnd::WatchdogFired { after_ms: 60_000 });
+        let r = run(&names, ktap, HUNG_LOG, &HostEnd::WatchdogFired { after_ms: 60_000, reason: "r".into() });
         check(&r, "timeout", &[Pass, Timeout, NotRun]);
         let hung = &r.scenarios[1];
         assert_eq!(hung.findings[0].kind, FindingKind::HungTask);
         assert_eq!(
             hung.diagnostics,
             [
-                "the VM hung while this scenario ran; the watchdog fired after 60000 ms",
+                "the VM hung while this scenario ran: r (killed after 60000 ms)",
                 "kernel INFO: task ue-agent:59 blocked for more than 10 seconds.: see findings",
             ]
         );
         assert_eq!(hung.console_tail.last().unwrap(), "[   15.361267]  </TASK>");
-        assert_eq!(r.scenarios[2].diagnostics, ["not run: the VM hung; the watchdog fired after 60000 ms"]);
+        assert_eq!(r.scenarios[2].diagnostics, ["not run: the VM hung: r"]);
 
         // The console alone names the hung scenario when the Begin line never reached the host.
         let ktap = "KTAP version 1\n1..3\n# ue-begin 1 abi/register taint=0\nok 1 abi/register # time_ms=14 taint=0\n";
-        let r = run(&names, ktap, HUNG_LOG, &HostEnd::WatchdogFired { after_ms: 60_000 });
+        let r = run(&names, ktap, HUNG_LOG, &HostEnd::WatchdogFired { after_ms: 60_000, reason: "r".into() });
         check(&r, "timeout", &[Pass, Timeout, NotRun]);
     }
 
@@ -607,7 +694,7 @@ mod tests {
         let names = ["abi/register", "abi/fork", "abi/enable"];
         let ktap = "KTAP version 1\n1..3\n# ue-begin 1 abi/register taint=0\nok 1 abi/register # time_ms=14 taint=0\n\
                     # ue-end 1 taint=0\n# ue-begin 2 abi/fork taint=0\n";
-        let r = run(&names, ktap, TRUNCATED_LOG, &HostEnd::WatchdogFired { after_ms: 60_000 });
+        let r = run(&names, ktap, TRUNCATED_LOG, &HostEnd::WatchdogFired { after_ms: 60_000, reason: "r".into() });
         check(&r, "kernel-panic", &[Pass, Crashed, NotRun]);
         assert_eq!(r.verdict, Verdict::KernelPanic { scenario: Some("abi/fork".to_string()) });
         assert_eq!(r.scenarios[1].console_tail.last().unwrap(), "[    0.453447] RDX: 00000000000");
@@ -639,6 +726,53 @@ mod tests {
         let ktap = &PASS[..PASS.find("ok 2").unwrap()];
         let r = run(&ABI, ktap, PASS_LOG, &EXITED);
         check(&r, "infra-error", &[Pass, Crashed, NotRun]);
+    }
+
+    #[test]
+    fn a_stuck_scenario_ends_the_boot_with_its_timeout_and_the_rest_unrun() {
+        let names = ["abi/register", "abi/stuck", "abi/enable"];
+        let ktap = "KTAP version 1\n1..3\n# ue-begin 1 abi/register taint=0\nok 1 abi/register # time_ms=14 taint=0\n\
+                    # ue-end 1 taint=0\n# ue-begin 2 abi/stuck taint=0\n\
+                    # pid 80 (ue-agent) task 80: state D (disk sleep), wchan msleep\n\
+                    not ok 2 abi/stuck # TIMEOUT time_ms=10002 taint=0\n# ue-end 2 taint=0\n\
+                    # ue-abort after=2 pid 80 of scenario 2 is stuck in the kernel\n";
+        let r = run(&names, ktap, PASS_LOG, &EXITED);
+        check(&r, "timeout", &[Pass, Timeout, NotRun]);
+        assert_eq!(r.scenarios[1].diagnostics[0], "pid 80 (ue-agent) task 80: state D (disk sleep), wchan msleep");
+        assert_eq!(
+            r.scenarios[2].diagnostics,
+            ["not run: the agent gave up the boot after scenario 2: pid 80 of scenario 2 is stuck in the kernel"]
+        );
+        // The guard's abort comes while the scenario still runs.
+        let ktap = "KTAP version 1\n1..3\n# ue-begin 1 abi/register taint=0\n# ue-abort after=0 the supervisor was blocked\n";
+        let r = run(&names, ktap, PASS_LOG, &EXITED);
+        check(&r, "timeout", &[Timeout, NotRun, NotRun]);
+        assert_eq!(r.scenarios[0].diagnostics, ["the agent gave up the boot: the supervisor was blocked"]);
+    }
+
+    #[test]
+    fn a_kernel_that_never_reaches_init_is_a_boot_failure() {
+        let log = "[    0.1] Linux version 6.12\n[    0.5] Kernel panic - not syncing: No working init found.  Try passing init= option to kernel.\n";
+        let r = run(&ABI, "", log, &EXITED);
+        check(&r, "boot-failure", &[NotRun, NotRun, NotRun]);
+        assert_eq!(
+            r.verdict,
+            Verdict::BootFailure(
+                "Kernel panic - not syncing: No working init found.  Try passing init= option to kernel.".into()
+            )
+        );
+        assert!(r.scenarios[0].diagnostics[0].starts_with("not run: the kernel did not boot: Kernel panic"));
+        let r = run(&ABI, "", "[    0.1] Linux version 6.12\n", &HostEnd::NoBoot { reason: "no /init in 60 s".into() });
+        assert_eq!(r.verdict, Verdict::BootFailure("no /init in 60 s".into()));
+    }
+
+    #[test]
+    fn an_interrupted_boot_says_so() {
+        let ktap = &PASS[..PASS.find("ok 2").unwrap()];
+        let r = run(&ABI, ktap, PASS_LOG, &HostEnd::Interrupted { after_ms: 900 });
+        check(&r, "interrupted", &[Pass, NotRun, NotRun]);
+        assert_eq!(r.scenarios[1].diagnostics.last().unwrap(), "interrupted by a signal while it ran");
+        assert_eq!(r.scenarios[2].diagnostics, ["not run: the run was interrupted by a signal"]);
     }
 
     #[test]
@@ -682,7 +816,7 @@ mod tests {
         assert_eq!(r.findings.len(), 1);
         assert_eq!(r.findings[0].scenario, None);
 
-        let r = run(&ABI, PASS, PASS_LOG, &HostEnd::WatchdogFired { after_ms: 5 });
+        let r = run(&ABI, PASS, PASS_LOG, &HostEnd::WatchdogFired { after_ms: 5, reason: "r".into() });
         check(&r, "fail", &[Pass, Pass, Pass]);
         assert_eq!(r.problems, ["the VM did not power off after the sentinel: the watchdog fired after 5 ms"]);
     }

@@ -78,8 +78,8 @@ fn this_host() -> Host {
 /// `<arch>.isolated-<n>`.
 struct BootDir {
     arch: String,
-    /// Its rank among the arch's boots (see `boot::boot_dir_place`).
-    order: (u8, u32),
+    /// Its rank among the arch's boots.
+    order: crate::boot::BootDir,
     name: String,
     path: PathBuf,
 }
@@ -98,7 +98,7 @@ pub fn load(run_dir: &Path, generated_at: jiff::Timestamp) -> Result<Run> {
         if !path.is_dir() {
             continue;
         }
-        let Some((arch, order)) = crate::boot::boot_dir_place(&name).map(|(a, o)| (a.to_string(), o)) else {
+        let Some((arch, order)) = crate::boot::BootDir::parse(&name).map(|(a, o)| (a.to_string(), o)) else {
             continue;
         };
         if path.join("verdict.json").is_file() {
@@ -136,7 +136,14 @@ pub fn load(run_dir: &Path, generated_at: jiff::Timestamp) -> Result<Run> {
         arch.verdict = arch.verdict.clone().worst(&boot.verdict);
         arch.kernel = arch.kernel.take().or(kernel);
         arch.boots.push(boot);
-        arch.scenarios.extend(scenarios);
+        // A resume boot's results take the place of the `not-run` entries of the boot that
+        // handed them over.
+        for s in scenarios {
+            match arch.scenarios.iter_mut().find(|old| old.name == s.name && old.status == Status::NotRun) {
+                Some(old) => *old = s,
+                None => arch.scenarios.push(s),
+            }
+        }
     }
     for arch in &mut arches {
         let file = real.join(&arch.arch).join("skipped.json");
@@ -232,17 +239,15 @@ fn load_boot(b: &BootDir) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
         .collect::<Result<_>>()?;
     let xfail = string_map(&v, &file, "xfail")?;
     let expect_report = string_map(&v, &file, "expect_report")?;
-    let ended = field(&v, &file, &["ended"])?;
-    let (end, ended_text) = if let Some(e) = ended.get("Exited") {
-        let code = e.get("code").and_then(Value::as_i64).map(|c| c as i32);
-        let text = code.map_or("killed by a signal".to_string(), |c| format!("exited with code {c}"));
-        (HostEnd::Exited { code }, text)
-    } else if let Some(k) = ended.get("Killed") {
-        let after_ms = k.get("after_ms").and_then(Value::as_u64).unwrap_or(0);
-        let reason = k.get("reason").and_then(Value::as_str).unwrap_or("");
-        (HostEnd::WatchdogFired { after_ms }, format!("killed after {after_ms} ms: {reason}"))
-    } else {
-        return Err(error(Kind::BadInput, format!("{}: field `ended` is neither Exited nor Killed", file.display())));
+    let ended: crate::qemu::Ended = serde_json::from_value(field(&v, &file, &["ended"])?.clone())
+        .map_err(|e| error(Kind::BadInput, format!("{}: field `ended`: {e}", file.display())))?;
+    let end = HostEnd::of(&ended);
+    let ended_text = match &ended {
+        crate::qemu::Ended::Exited { code } => {
+            code.map_or("killed by a signal".to_string(), |c| format!("exited with code {c}"))
+        }
+        crate::qemu::Ended::Killed { after_ms, reason, .. } => format!("killed after {after_ms} ms: {reason}"),
+        crate::qemu::Ended::Failed { error } => format!("failed on the host: {error}"),
     };
     let read_log = |name: &str| -> Result<String> {
         let p = b.path.join(name);
@@ -357,8 +362,8 @@ fn metrics(r: &crate::ktap::ScenarioRecord) -> BTreeMap<String, Metric> {
 fn verdict(v: &judge::Verdict) -> Verdict {
     let detail = match v {
         judge::Verdict::KernelPanic { scenario } => scenario.clone(),
-        judge::Verdict::InfraError(e) => Some(e.clone()),
-        judge::Verdict::Pass | judge::Verdict::Fail | judge::Verdict::Timeout => None,
+        judge::Verdict::InfraError(e) | judge::Verdict::BootFailure(e) => Some(e.clone()),
+        judge::Verdict::Pass | judge::Verdict::Fail | judge::Verdict::Timeout | judge::Verdict::Interrupted => None,
     };
     Verdict { kind: v.as_str().to_string(), detail }
 }

@@ -83,7 +83,7 @@ fn parts_of(run_dir: &Path) -> Result<Vec<Part>> {
         if !p.join("verdict.json").is_file() && !p.join("skipped.json").is_file() {
             continue;
         }
-        let Some(arch) = crate::boot::boot_dir_place(&name).map(|(a, _)| a.to_string()) else { continue };
+        let Some(arch) = crate::boot::BootDir::parse(&name).map(|(a, _)| a.to_string()) else { continue };
         by_arch.entry(arch).or_default().push(name);
     }
     let mut parts = Vec::new();

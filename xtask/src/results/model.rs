@@ -154,7 +154,8 @@ impl Boot {
 /// A boot's (or an arch's, or a run's) verdict: the worst thing that happened.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {
-    /// `pass`, `fail`, `timeout`, `kernel-panic` or `infra-error`, in increasing severity.
+    /// `pass`, `fail`, `timeout`, `kernel-panic`, `boot-failure`, `interrupted` or
+    /// `infra-error`, in increasing severity.
     pub kind: String,
     /// The scenario a panic happened in, or what went wrong with the infrastructure.
     pub detail: Option<String>,
@@ -171,7 +172,9 @@ impl Verdict {
             "fail" => 1,
             "timeout" => 2,
             "kernel-panic" => 3,
-            _ => 4,
+            "boot-failure" => 4,
+            "interrupted" => 5,
+            _ => 6,
         }
     }
 
@@ -179,7 +182,8 @@ impl Verdict {
     pub fn exit_code(&self) -> u8 {
         match self.severity() {
             0 => 0,
-            1..=3 => crate::exit::Kind::TestFailed.code(),
+            1..=4 => crate::exit::Kind::TestFailed.code(),
+            5 => crate::exit::Kind::Interrupted.code(),
             _ => crate::exit::Kind::Infra.code(),
         }
     }

@@ -1,0 +1,134 @@
+//! The host's progress watchdog, sans-IO: fed the result channel's lines as they arrive and the
+//! plan's deadlines, it says when the guest counts as hung (no progress within the running
+//! scenario's deadline plus a grace), long before the whole-boot watchdog would.
+
+use std::time::{Duration, Instant};
+
+use protocol::ResultLine;
+
+/// What the agent may take past a scenario's deadline before it reports on its own: the kill
+/// grace for a stuck process, the evidence, the cleanup and its guard (the agent's
+/// `KILL_GRACE` + `GUARD_SLACK`, 17 s), and a margin for the host.
+pub const SCENARIO_GRACE: Duration = Duration::from_secs(30);
+/// Between two scenarios (reaping, taint, the next `ue-begin`).
+pub const BETWEEN: Duration = Duration::from_secs(30);
+/// From the sentinel or `ue-abort` to QEMU's exit (virtio-fs syncs, the reboot).
+pub const TO_EXIT: Duration = Duration::from_secs(20);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Phase {
+    /// Before the stream's first line: the boot timeout and the agent's start cover it.
+    Starting,
+    Running { index: usize, name: String },
+    Between { after: usize },
+    Ended,
+}
+
+/// The watchdog's view of one boot.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    deadlines_ms: Vec<u64>,
+    startup: Duration,
+    phase: Phase,
+    since: Instant,
+}
+
+impl Watch {
+    /// `deadlines_ms[i]` is scenario `i + 1`'s; `startup` bounds the time from QEMU's start to
+    /// the stream's first line.
+    pub fn new(deadlines_ms: Vec<u64>, startup: Duration, now: Instant) -> Watch {
+        Watch { deadlines_ms, startup, phase: Phase::Starting, since: now }
+    }
+
+    /// A line arrived on the result channel.
+    pub fn feed(&mut self, line: &ResultLine, now: Instant) {
+        let phase = match line {
+            ResultLine::Begin { index, name, .. } => Phase::Running { index: *index, name: name.clone() },
+            ResultLine::End { index, .. } => Phase::Between { after: *index },
+            ResultLine::Sentinel { .. } | ResultLine::Abort { .. } => Phase::Ended,
+            ResultLine::Header | ResultLine::Plan { .. } => Phase::Between { after: 0 },
+            // Output and results inside a scenario do not extend its budget.
+            ResultLine::Result { .. } | ResultLine::Diag(_) | ResultLine::Metric { .. } => return,
+        };
+        if phase != self.phase {
+            self.phase = phase;
+            self.since = now;
+        }
+    }
+
+    /// Why the guest counts as hung at `now`, if it does.
+    pub fn overdue(&self, now: Instant) -> Option<String> {
+        let waited = now.saturating_duration_since(self.since);
+        let (budget, what) = match &self.phase {
+            Phase::Starting => (self.startup, "before the agent's first line on the result channel".to_string()),
+            Phase::Running { index, name } => {
+                let deadline = Duration::from_millis(self.deadlines_ms.get(index - 1).copied().unwrap_or(0));
+                let what = format!(
+                    "while scenario {index} ({name}) ran, {} s past its deadline of {} ms",
+                    (waited.saturating_sub(deadline)).as_secs(),
+                    deadline.as_millis()
+                );
+                (deadline + SCENARIO_GRACE, what)
+            }
+            Phase::Between { after: 0 } => (BETWEEN, "before the first scenario began".to_string()),
+            Phase::Between { after } => (BETWEEN, format!("after scenario {after} ended")),
+            Phase::Ended => (TO_EXIT, "after the end of the result stream (the VM did not power off)".to_string()),
+        };
+        (waited > budget).then(|| format!("no progress on the result channel for {} s {what}", waited.as_secs()))
+    }
+}
+
+/// Splits newly read bytes of the result log into whole lines, keeping a cut line for later.
+#[derive(Debug, Default)]
+pub struct Lines {
+    partial: Vec<u8>,
+}
+
+impl Lines {
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<ResultLine> {
+        self.partial.extend_from_slice(bytes);
+        let Some(last) = self.partial.iter().rposition(|b| *b == b'\n') else { return vec![] };
+        let whole: Vec<u8> = self.partial.drain(..=last).collect();
+        String::from_utf8_lossy(&whole).lines().filter_map(ResultLine::parse).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn begin(index: usize) -> ResultLine {
+        ResultLine::Begin { index, name: format!("s/{index}"), taint: 0 }
+    }
+
+    #[test]
+    fn a_running_scenario_gets_its_deadline_and_the_grace() {
+        let t0 = Instant::now();
+        let mut w = Watch::new(vec![10_000, 2_000], Duration::from_secs(60), t0);
+        assert_eq!(w.overdue(t0 + Duration::from_secs(59)), None);
+        assert!(w.overdue(t0 + Duration::from_secs(61)).unwrap().contains("before the agent's first line"));
+        w.feed(&ResultLine::Header, t0);
+        w.feed(&begin(1), t0);
+        // Output does not extend the budget.
+        w.feed(&ResultLine::Diag("x".into()), t0 + Duration::from_secs(30));
+        assert_eq!(w.overdue(t0 + Duration::from_secs(39)), None);
+        let why = w.overdue(t0 + Duration::from_secs(41)).unwrap();
+        assert_eq!(why, "no progress on the result channel for 41 s while scenario 1 (s/1) ran, 31 s past its deadline of 10000 ms");
+        w.feed(&ResultLine::End { index: 1, taint: 0 }, t0 + Duration::from_secs(12));
+        assert!(w.overdue(t0 + Duration::from_secs(43)).unwrap().ends_with("after scenario 1 ended"));
+        w.feed(&begin(2), t0 + Duration::from_secs(13));
+        assert_eq!(w.overdue(t0 + Duration::from_secs(44)), None);
+        assert!(w.overdue(t0 + Duration::from_secs(46)).is_some());
+        w.feed(&ResultLine::Abort { after: 2, reason: String::new() }, t0 + Duration::from_secs(14));
+        assert_eq!(w.overdue(t0 + Duration::from_secs(33)), None);
+        assert!(w.overdue(t0 + Duration::from_secs(35)).unwrap().contains("did not power off"));
+    }
+
+    #[test]
+    fn lines_are_cut_only_at_newlines() {
+        let mut l = Lines::default();
+        assert_eq!(l.push(b"KTAP version 1\n# ue-beg"), vec![ResultLine::Header]);
+        assert_eq!(l.push(b"in 1 a/b taint=0"), vec![]);
+        assert_eq!(l.push(b"\n"), vec![ResultLine::Begin { index: 1, name: "a/b".into(), taint: 0 }]);
+    }
+}
