@@ -54,8 +54,9 @@ pub struct Outcome {
     pub out_dir: PathBuf,
     /// Whether the artifacts folder came back from the guest over virtio-fs.
     pub artifacts_shared: bool,
-    /// The initramfs it booted, kept by content in the cache (`cargo xtask replay` boots it).
-    pub initramfs: PathBuf,
+    /// What QEMU booted: kernel, initramfs (kept by content in the cache), machine; recorded so
+    /// `cargo xtask replay` can boot it again.
+    pub spec: VmSpec,
 }
 
 /// Parses `--share HOST_DIR[:GUEST_PATH]` (default guest path `/share`).
@@ -168,14 +169,7 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
     let to_init = vm.boot.unwrap_or(vm.wall);
     crate::timings::record(Some(&name), "boot", to_init);
     crate::timings::record(Some(&name), "scenarios", vm.wall.saturating_sub(to_init));
-    Ok(Outcome {
-        arch,
-        accel,
-        vm,
-        out_dir: job.out_dir,
-        artifacts_shared: job.plan.artifacts_virtiofs,
-        initramfs: spec.initrd,
-    })
+    Ok(Outcome { arch, accel, vm, out_dir: job.out_dir, artifacts_shared: job.plan.artifacts_virtiofs, spec })
 }
 
 /// Where a VM's sockets go (`work`, short-lived) and where its logs go (`logs`, kept).
@@ -661,7 +655,7 @@ fn judge_(outcome: Outcome, plan: &protocol::Plan, marks: Marks) -> Result<Judge
         "wall_ms": outcome.vm.wall.as_millis() as u64,
         "boot_ms": outcome.vm.boot.map(|b| b.as_millis() as u64),
         "artifacts_shared": outcome.artifacts_shared,
-        "initramfs": outcome.initramfs,
+        "vm": crate::replay::VmRecord::of(&outcome.spec),
         "result": result,
         "xfail": marks.xfail,
         "expect_report": marks.expect_report,
@@ -672,7 +666,7 @@ fn judge_(outcome: Outcome, plan: &protocol::Plan, marks: Marks) -> Result<Judge
     Ok(Judged { outcome, result, counted, marks, resumed_in: None })
 }
 
-fn print_boot(j: &Judged) {
+pub fn print_boot(j: &Judged) {
     use crate::verdict::{Expected, Status};
     let arch = j.outcome.arch.name;
     for (s, mark) in j.result.scenarios.iter().zip(&j.counted.marks) {

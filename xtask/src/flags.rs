@@ -47,6 +47,9 @@ pub enum Cmd {
     /// Re-render a run folder's reports (run.json, junit.xml, <arch>.ktap, kcidb.json, summary.md,
     /// report.html) from its saved logs, without booting; exits as the run would have.
     Report(ReportArgs),
+    /// Boot a run's boot again exactly as it was (the same kernel, initramfs and QEMU command
+    /// line, no planning), to reproduce a crash or hang; judged and reported as a new run.
+    Replay(ReplayArgs),
     /// Classify two runs per arch and scenario (fixed, regressed, new, removed, still failing,
     /// flaky) and judge metric changes against the runs' own noise; exits 1 on a regression.
     Compare(CompareArgs),
@@ -106,6 +109,21 @@ pub struct VmArgs {
     #[arg(long, default_value_t = 512)]
     pub memory: u32,
     /// Where run folders go (default: results/ in the checkout).
+    #[arg(long, value_name = "DIR")]
+    pub results: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// The run folder (results/<run-id>, or results/latest).
+    pub run: PathBuf,
+    /// Replay only this arch's boots.
+    #[arg(long)]
+    pub arch: Option<String>,
+    /// Replay only the boot folder of this name (x86_64, x86_64.resume-1, ...).
+    #[arg(long)]
+    pub boot: Option<String>,
+    /// Where the new run folder goes (default: results/ in the checkout).
     #[arg(long, value_name = "DIR")]
     pub results: Option<PathBuf>,
 }

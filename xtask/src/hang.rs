@@ -19,8 +19,13 @@ pub const TO_EXIT: Duration = Duration::from_secs(20);
 enum Phase {
     /// Before the stream's first line: the boot timeout and the agent's start cover it.
     Starting,
-    Running { index: usize, name: String },
-    Between { after: usize },
+    Running {
+        index: usize,
+        name: String,
+    },
+    Between {
+        after: usize,
+    },
     Ended,
 }
 
@@ -113,7 +118,10 @@ mod tests {
         w.feed(&ResultLine::Diag("x".into()), t0 + Duration::from_secs(30));
         assert_eq!(w.overdue(t0 + Duration::from_secs(39)), None);
         let why = w.overdue(t0 + Duration::from_secs(41)).unwrap();
-        assert_eq!(why, "no progress on the result channel for 41 s while scenario 1 (s/1) ran, 31 s past its deadline of 10000 ms");
+        assert_eq!(
+            why,
+            "no progress on the result channel for 41 s while scenario 1 (s/1) ran, 31 s past its deadline of 10000 ms"
+        );
         w.feed(&ResultLine::End { index: 1, taint: 0 }, t0 + Duration::from_secs(12));
         assert!(w.overdue(t0 + Duration::from_secs(43)).unwrap().ends_with("after scenario 1 ended"));
         w.feed(&begin(2), t0 + Duration::from_secs(13));

@@ -17,6 +17,7 @@ mod kernel;
 mod ktap;
 mod progress;
 mod qemu;
+mod replay;
 mod results;
 mod setup;
 mod source;
@@ -166,6 +167,10 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             boot::exec(&built[0], &args.command, args.timeout, &args.vm, args.kernel.cache_dir.as_deref())
         }
         Cmd::Report(args) => Ok(results::publish(&args.from)?.verdict.exit_code()),
+        Cmd::Replay(args) => {
+            let results = args.results.unwrap_or_else(|| project_root().join("results"));
+            replay::replay(&args.run, args.arch.as_deref(), args.boot.as_deref(), &results)
+        }
         Cmd::Compare(args) => {
             results::compare::run(&args.base, &args.current, args.report.out.as_deref(), args.report.fail_on_metrics)
         }

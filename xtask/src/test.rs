@@ -263,6 +263,176 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     let started = Instant::now();
     let result = ctrl_c_leaves_nothing(results.path());
     record(outcomes, "Ctrl-C during a boot leaves no QEMU or virtiofsd behind", started, result);
+
+    let started = Instant::now();
+    let result = sigterm_keeps_the_evidence(results.path());
+    record(
+        outcomes,
+        "SIGTERM mid-boot keeps console.log and the partial KTAP, writes run.json `interrupted`, leaves no process",
+        started,
+        result,
+    );
+
+    let started = Instant::now();
+    let result = hang_to_verdict(results.path());
+    record(
+        outcomes,
+        "x86_64: a deadlocked ioctl (patched kernel) is a timeout with blocked-task evidence within 60 s, the rest passes in a resume boot",
+        started,
+        result,
+    );
+    Ok(())
+}
+
+/// The one run folder `xtask` made under `results` (skipping `latest`), once it exists.
+fn run_folder(results: &Path) -> Option<std::path::PathBuf> {
+    std::fs::read_dir(results).ok()?.flatten().map(|e| e.path()).find(|p| p.is_dir() && !p.ends_with("latest"))
+}
+
+/// Runs `xtask` as a user would, in the background, with its output in `log`.
+fn spawn_xtask(args: &[&str], results: &Path, log: &Path, marker: &str) -> Result<std::process::Child> {
+    let (key, value) = marker.split_once('=').unwrap_or_default();
+    let log = std::fs::File::create(log)?;
+    Ok(Command::new(this_xtask()?)
+        .args(args)
+        .arg("--results")
+        .arg(results)
+        .env(key, value)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()?)
+}
+
+fn wait_for<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Result<Option<T>>) -> Result<T> {
+    let until = Instant::now() + within;
+    loop {
+        if let Some(v) = probe()? {
+            return Ok(v);
+        }
+        anyhow::ensure!(Instant::now() < until, "{what}: not within {} s", within.as_secs());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGTERM (what a CI runner sends) to a run while its second scenario runs: the run folder
+/// keeps the console and the partial result channel, gets a run.json saying `interrupted`, and
+/// `report --from` renders it; nothing the run started survives.
+fn sigterm_keeps_the_evidence(scratch: &Path) -> Result<()> {
+    let results = tempfile::tempdir_in(scratch)?;
+    let marker = format!("XTASK_TEST_MARKER=sigterm-{}", std::process::id());
+    let plan_path = results.path().join("plan.json");
+    let mut plan = crate::empty_plan("sigterm");
+    plan.scenarios = vec![
+        scenario("sigterm/quick", 5_000, vec![Step::Sleep { ms: 1 }]),
+        scenario("sigterm/long", 600_000, vec![Step::Sleep { ms: 600_000 }]),
+    ];
+    std::fs::write(&plan_path, serde_json::to_vec(&plan)?)?;
+    let log = scratch.join("sigterm.log");
+    let plan_arg = plan_path.display().to_string();
+    let args = ["boot", "--arch", "x86_64", "--accel", "tcg", "--plan", &plan_arg];
+    let mut child = spawn_xtask(&args, results.path(), &log, &marker)?;
+    let ktap = wait_for("the second scenario beginning", Duration::from_secs(180), || {
+        let ktap = run_folder(results.path()).map(|r| r.join("x86_64/results.ktap"));
+        Ok(ktap.filter(|k| std::fs::read_to_string(k).is_ok_and(|t| t.contains("# ue-begin 2 "))))
+    });
+    let ktap = match ktap {
+        Ok(k) => k,
+        Err(e) => {
+            let _ = child.kill();
+            return Err(e.context(std::fs::read_to_string(&log).unwrap_or_default()));
+        }
+    };
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = wait_for("xtask's exit after SIGTERM", Duration::from_secs(40), || Ok(child.try_wait()?))?;
+    let output = std::fs::read_to_string(&log).unwrap_or_default();
+    anyhow::ensure!(status.code() == Some(130), "xtask exited with {status}, expected 130:\n{output}");
+    std::thread::sleep(Duration::from_millis(300));
+    let left = marked_processes(&marker);
+    anyhow::ensure!(left.is_empty(), "left behind after SIGTERM: {left:?}");
+    let run = ktap.parent().and_then(Path::parent).context("run folder")?.to_path_buf();
+    let console = std::fs::read_to_string(run.join("x86_64/console.log"))?;
+    anyhow::ensure!(console.contains(crate::qemu::BOOT_MARKER), "console.log lost the boot: {console:?}");
+    let stream = crate::ktap::read(&std::fs::read_to_string(&ktap)?);
+    anyhow::ensure!(stream.record(1).is_some() && stream.sentinel.is_none(), "not a partial KTAP: {stream:?}");
+    for kept in ["qemu-command.txt", "verdict.json"] {
+        anyhow::ensure!(run.join("x86_64").join(kept).is_file(), "no {kept} in {}", run.display());
+    }
+    let model: serde_json::Value = serde_json::from_slice(&std::fs::read(run.join("run.json"))?)?;
+    anyhow::ensure!(model["verdict"]["kind"] == "interrupted", "run.json verdict {}", model["verdict"]);
+    let out = Command::new(this_xtask()?).args(["report", "--from"]).arg(&run).output()?;
+    anyhow::ensure!(
+        out.status.code() == Some(130) && run.join("report.html").is_file(),
+        "report --from exited {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+/// A kernel patched to deadlock `DIAG_IOCSDEL` on one name (an incremental build of the cached
+/// kernel), and a plan with the deadlock in the middle: the hung scenario's verdict comes within
+/// 60 s of the hang, as `timeout` with the stuck process's kernel stack and the blocked-task
+/// dump, every scenario after it passes in a resume boot, and the run exits 1.
+fn hang_to_verdict(scratch: &Path) -> Result<()> {
+    let root = crate::project_root();
+    let results = tempfile::tempdir_in(scratch)?;
+    let marker = format!("XTASK_TEST_MARKER=hang-{}", std::process::id());
+    let patch = root.join("xtask/test_data/patches/deadlock-on-delete.patch").display().to_string();
+    let suite = root.join("xtask/test_data/suites/faults/fault.yaml").display().to_string();
+    let log = scratch.join("hang.log");
+    let args = ["boot", "--arch", "x86_64", "--patch", &patch, "--suite", &suite];
+    let mut child = spawn_xtask(&args, results.path(), &log, &marker)?;
+    let boot = || run_folder(results.path()).map(|r| r.join("x86_64"));
+    // Builds the patched kernel first (incremental), then boots.
+    let hang = wait_for("the deadlocking scenario beginning", Duration::from_secs(900), || {
+        let begun = boot().is_some_and(|b| {
+            std::fs::read_to_string(b.join("results.ktap")).is_ok_and(|t| t.contains("# ue-begin 2 fault/deadlock "))
+        });
+        if !begun && child.try_wait()?.is_some() {
+            anyhow::bail!("xtask ended first:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+        }
+        Ok(begun.then(Instant::now))
+    })?;
+    let verdict = wait_for("the hung boot's verdict", Duration::from_secs(120), || {
+        Ok(boot().filter(|b| b.join("verdict.json").is_file()).map(|_| Instant::now()))
+    })?;
+    let status = wait_for("xtask's exit", Duration::from_secs(120), || Ok(child.try_wait()?))?;
+    let output = std::fs::read_to_string(&log).unwrap_or_default();
+    let secs = (verdict - hang).as_secs_f64();
+    line(format!("hang to verdict: {secs:.1} s (the scenario's deadline is 5 s)"));
+    anyhow::ensure!(secs < 60.0, "the verdict came {secs:.1} s after the hang");
+    anyhow::ensure!(status.code() == Some(1), "xtask exited with {status}, expected 1:\n{output}");
+    let run = boot().and_then(|b| b.parent().map(Path::to_path_buf)).context("run folder")?;
+    let model: serde_json::Value = serde_json::from_slice(&std::fs::read(run.join("run.json"))?)?;
+    let scenarios = model["arches"][0]["scenarios"].as_array().context("no scenarios in run.json")?;
+    let got: Vec<(String, String, String, String)> = scenarios
+        .iter()
+        .map(|s| {
+            let text = |k: &str| s[k].as_str().unwrap_or("-").to_string();
+            (text("name"), text("status"), text("judged"), text("boot"))
+        })
+        .collect();
+    let want = [
+        ("fault/before-the-hang", "pass", "-", "x86_64"),
+        ("fault/deadlock", "fail", "timeout", "x86_64"),
+        ("fault/after-the-hang-registers", "pass", "-", "x86_64.resume-1"),
+        ("fault/after-the-hang-deletes", "pass", "-", "x86_64.resume-1"),
+    ];
+    let want: Vec<(String, String, String, String)> =
+        want.iter().map(|(a, b, c, d)| (a.to_string(), b.to_string(), c.to_string(), d.to_string())).collect();
+    anyhow::ensure!(got == want, "statuses {got:?}");
+    let hung = &scenarios[1];
+    let log_lines: Vec<&str> = hung["log"].as_array().into_iter().flatten().filter_map(|l| l.as_str()).collect();
+    anyhow::ensure!(
+        log_lines.iter().any(|l| l.contains("stuck in the kernel"))
+            && log_lines.iter().any(|l| l.contains("state D"))
+            && log_lines.iter().any(|l| l.contains("user_events_ioctl")),
+        "no stuck-process evidence in the hung scenario's log: {log_lines:?}"
+    );
+    let blocked = hung["findings"].as_array().into_iter().flatten().any(|f| f["kind"] == "blocked-tasks");
+    anyhow::ensure!(blocked, "no blocked-task dump attributed to the hung scenario: {}", hung["findings"]);
     Ok(())
 }
 

@@ -35,9 +35,7 @@ impl HostEnd {
         match ended {
             Ended::Exited { code } => HostEnd::Exited { code: *code },
             Ended::Killed { reason, kind: KillKind::NoBoot, .. } => HostEnd::NoBoot { reason: reason.clone() },
-            Ended::Killed { after_ms, kind: KillKind::Interrupted, .. } => {
-                HostEnd::Interrupted { after_ms: *after_ms }
-            }
+            Ended::Killed { after_ms, kind: KillKind::Interrupted, .. } => HostEnd::Interrupted { after_ms: *after_ms },
             Ended::Killed { after_ms, reason, .. } => {
                 HostEnd::WatchdogFired { after_ms: *after_ms, reason: reason.clone() }
             }
@@ -51,7 +49,9 @@ impl HostEnd {
 pub enum Verdict {
     Pass,
     Fail,
-    KernelPanic { scenario: Option<String> },
+    KernelPanic {
+        scenario: Option<String>,
+    },
     Timeout,
     /// The kernel never reached /init, and why.
     BootFailure(String),
@@ -247,7 +247,8 @@ pub fn decide(
             }
             Some(Stop::Hang { after_ms, reason, .. }) if record.is_none() => {
                 r.status = Status::Timeout;
-                r.diagnostics.push(format!("the VM hung while this scenario ran: {reason} (killed after {after_ms} ms)"));
+                r.diagnostics
+                    .push(format!("the VM hung while this scenario ran: {reason} (killed after {after_ms} ms)"));
                 r.console_tail = tail.clone();
             }
             Some(Stop::Abort { reason, .. }) => {
@@ -744,7 +745,8 @@ mod tests {
             ["not run: the agent gave up the boot after scenario 2: pid 80 of scenario 2 is stuck in the kernel"]
         );
         // The guard's abort comes while the scenario still runs.
-        let ktap = "KTAP version 1\n1..3\n# ue-begin 1 abi/register taint=0\n# ue-abort after=0 the supervisor was blocked\n";
+        let ktap =
+            "KTAP version 1\n1..3\n# ue-begin 1 abi/register taint=0\n# ue-abort after=0 the supervisor was blocked\n";
         let r = run(&names, ktap, PASS_LOG, &EXITED);
         check(&r, "timeout", &[Timeout, NotRun, NotRun]);
         assert_eq!(r.scenarios[0].diagnostics, ["the agent gave up the boot: the supervisor was blocked"]);
