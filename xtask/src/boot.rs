@@ -827,8 +827,8 @@ mod tests {
         let d = dir.path().display().to_string();
         assert_eq!(parse_share(&d).unwrap().1, "/share");
         assert_eq!(parse_share(&format!("{d}:/mnt/x")).unwrap().1, "/mnt/x");
-        assert_eq!(crate::exit::code_for(&parse_share(&format!("{d}:rel")).unwrap_err()), 2);
-        assert_eq!(crate::exit::code_for(&parse_share("/no/such/dir").unwrap_err()), 2);
+        assert_eq!(crate::exit::code_for(&parse_share(&format!("{d}:rel")).unwrap_err()), 128);
+        assert_eq!(crate::exit::code_for(&parse_share("/no/such/dir").unwrap_err()), 128);
     }
 
     #[test]

@@ -138,10 +138,10 @@ mod tests {
     #[test]
     fn bad_input_is_exit_2() {
         let e = cells(&[], "all", &["nosuch".to_string()], &root()).unwrap_err();
-        assert_eq!(crate::exit::code_for(&e), 2);
+        assert_eq!(crate::exit::code_for(&e), 128);
         assert!(e.to_string().contains("nosuch.config"), "{e}");
         let e = cells(&[], "sparc", &[], &root()).unwrap_err();
-        assert_eq!(crate::exit::code_for(&e), 2);
+        assert_eq!(crate::exit::code_for(&e), 128);
         let e = cells(&["a/linux.tar.xz".into(), "b/linux.tar.gz".into()], "x86_64", &[], &root()).unwrap_err();
         assert!(e.to_string().contains("linux-x86_64-default"), "{e}");
     }

@@ -1,12 +1,16 @@
 //! The exit codes of `cargo xtask`, documented in one place, and the error kinds that map to them.
 //!
-//! | code | meaning                                                          |
-//! |------|------------------------------------------------------------------|
-//! | 0    | everything asked for was done and every test passed              |
-//! | 1    | a test failed                                                     |
-//! | 2    | bad input or usage (a flag, a file, a fragment, a patch)         |
-//! | 3    | infrastructure failure (a missing tool, provisioning, QEMU)      |
-//! | 125  | the kernel cannot be built (so `git bisect run` skips the commit)|
+//! They suit `git bisect run`, which calls 0 good, 125 "skip this commit", 1-127 bad, and
+//! aborts the bisection on anything above 127: only a test failure may blame a commit, so bad
+//! input and infrastructure failures (a flaky QEMU start, a missing tool) are >= 128.
+//!
+//! | code | meaning                                                              |
+//! |------|----------------------------------------------------------------------|
+//! | 0    | everything asked for was done and every test passed                  |
+//! | 1    | a test failed                                                        |
+//! | 125  | the kernel cannot be built or configured (`git bisect run` skips it) |
+//! | 128  | bad input or usage (a flag, a file, a fragment, a patch)             |
+//! | 129  | infrastructure failure (a missing tool, provisioning, QEMU)          |
 //! | 130  | interrupted (SIGINT, SIGTERM, SIGHUP); the run folder keeps what ran |
 
 use std::fmt;
@@ -24,8 +28,8 @@ impl Kind {
     pub fn code(self) -> u8 {
         match self {
             Kind::TestFailed => 1,
-            Kind::BadInput => 2,
-            Kind::Infra => 3,
+            Kind::BadInput => 128,
+            Kind::Infra => 129,
             Kind::CannotBuild => 125,
             Kind::Interrupted => 130,
         }
@@ -67,7 +71,7 @@ mod tests {
         let err: anyhow::Result<()> = Err(error(Kind::CannotBuild, "make failed"));
         let err = err.context("building x86_64").unwrap_err();
         assert_eq!(code_for(&err), 125);
-        assert_eq!(code_for(&anyhow::anyhow!("io")), 3);
-        assert_eq!(code_for(&error(Kind::BadInput, "x")), 2);
+        assert_eq!(code_for(&anyhow::anyhow!("io")), 129);
+        assert_eq!(code_for(&error(Kind::BadInput, "x")), 128);
     }
 }

@@ -8,8 +8,9 @@ use clap::{Args, Parser, Subcommand};
 #[command(
     name = "cargo xtask",
     about = "Build CONFIG_USER_EVENTS kernels and run the user_events conformance suites under QEMU",
-    after_help = "Exit codes: 0 passed, 1 a test failed, 2 bad input or usage, 3 infrastructure failure, \
-                  125 the kernel cannot be built (git bisect run skips the commit)."
+    after_help = "Exit codes (safe for `git bisect run`): 0 passed, 1 a test failed, 125 the kernel cannot be \
+                  built (bisect skips the commit), 128 bad input or usage, 129 infrastructure failure, \
+                  130 interrupted (128 and up abort a bisection instead of blaming a commit)."
 )]
 pub struct Xtask {
     #[command(subcommand)]

@@ -546,7 +546,7 @@ mod tests {
         assert!(err.contains("kernel-configs/x.config:2") && err.contains("USER_EVENTS=y"), "{err}");
         let f = Fragment { name: "x.config".into(), text: "CONFIG_A\n".into() };
         assert!(f.requests_at("x").unwrap_err().to_string().contains("x:1"));
-        assert_eq!(crate::exit::code_for(&f.requests_at("x").unwrap_err()), 2);
+        assert_eq!(crate::exit::code_for(&f.requests_at("x").unwrap_err()), 128);
         assert!(Fragment::from_cli(&["CONFIG_KASAN".into()]).is_err());
     }
 

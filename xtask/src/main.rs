@@ -207,7 +207,7 @@ pub fn suite_files() -> Result<Vec<PathBuf>> {
     suites::files_in(&dir).map_err(|e| error(Kind::BadInput, format!("{}: {e}", dir.display())))
 }
 
-/// Loads and validates suites; every error of every file ends the command with exit code 2.
+/// Loads and validates suites; every error of every file ends the command as bad input (128).
 pub fn load_suites(files: &[PathBuf]) -> Result<Vec<suites::Suite>> {
     suites::load_all(files).map_err(|e| error(Kind::BadInput, format!("invalid suite files:\n{e}")))
 }
@@ -419,8 +419,8 @@ mod tests {
         let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/suites");
         let good = data.join("good/registration.yaml");
         assert_eq!(check_suites(std::slice::from_ref(&good)), 0);
-        assert_eq!(check_suites(&[good.clone(), data.join("bad/bad-hex.yaml")]), 2);
-        assert_eq!(check_suites(&[good.clone(), good]), 2, "one suite name in two files");
+        assert_eq!(check_suites(&[good.clone(), data.join("bad/bad-hex.yaml")]), 128);
+        assert_eq!(check_suites(&[good.clone(), good]), 128, "one suite name in two files");
         assert_eq!(check_suites(&[]), 0);
     }
 }

@@ -547,7 +547,7 @@ mod tests {
             err.to_string(),
             "`qemu-system-aarch64` not found in PATH (or XTASK_QEMU_DIR): install the Debian package qemu-system-arm (`cargo xtask setup` does)"
         );
-        assert_eq!(crate::exit::code_for(&err), 3);
+        assert_eq!(crate::exit::code_for(&err), 129);
     }
 
     #[test]

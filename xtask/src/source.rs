@@ -458,7 +458,7 @@ mod tests {
         std::fs::write(dir.path().join("kernel/trace/trace_events_user.c"), "int x = 22;\n").unwrap();
         assert_ne!(identify_tree(dir.path()).unwrap().id, a.id);
         let err = identify_tree(&dir.path().join("kernel")).unwrap_err();
-        assert_eq!(crate::exit::code_for(&err), 2);
+        assert_eq!(crate::exit::code_for(&err), 128);
     }
 
     const PATCH: &str = "\
@@ -507,7 +507,7 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("bad.patch"), "{msg}");
         assert!(msg.contains("kernel/trace/trace_events_user.c: Hunk #1 FAILED at 1"), "{msg}");
-        assert_eq!(crate::exit::code_for(&err), 2);
+        assert_eq!(crate::exit::code_for(&err), 128);
     }
 
     #[test]

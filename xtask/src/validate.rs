@@ -98,10 +98,10 @@ mod tests {
     #[test]
     fn bad_input_ends_before_any_build() {
         let e = run(&args(&["--arch", "x86_64"])).unwrap_err();
-        assert_eq!(crate::exit::code_for(&e), 2);
+        assert_eq!(crate::exit::code_for(&e), 128);
         assert!(e.to_string().contains("--patch"), "{e}");
         let bad = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/suites/bad/bad-hex.yaml");
         let e = run(&args(&["--patch", "p.patch", "--suite", bad.to_str().unwrap()])).unwrap_err();
-        assert_eq!(crate::exit::code_for(&e), 2, "{e:#}");
+        assert_eq!(crate::exit::code_for(&e), 128, "{e:#}");
     }
 }

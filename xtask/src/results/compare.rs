@@ -200,7 +200,7 @@ impl Comparison {
 }
 
 /// Reads one side: a `run.json`, a run folder (its `run.json`, else its logs), or a folder of
-/// run folders (each a repeat; a `latest` link is skipped). Every error is bad input (exit 2).
+/// run folders (each a repeat; a `latest` link is skipped). Every error is bad input (exit 128).
 pub fn load_side(path: &Path) -> Result<Vec<(PathBuf, Run)>> {
     let bad = |m: String| error(Kind::BadInput, m);
     let meta = std::fs::metadata(path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
@@ -941,7 +941,7 @@ mod tests {
         let check = |text: &str, want: &str| {
             std::fs::write(&file, text).unwrap();
             let e = load_side(&file).unwrap_err();
-            assert_eq!(crate::exit::code_for(&e), 2, "{e}");
+            assert_eq!(crate::exit::code_for(&e), 128, "{e}");
             let msg = format!("{e:#}");
             assert!(msg.contains(&file.display().to_string()) && msg.contains(want), "{msg}");
         };
@@ -950,7 +950,7 @@ mod tests {
         check("{\"run_id\": 1}", "field `schema_version` is missing");
         check("{", "run.json:1:1");
         let e = load_side(tmp.path().join("nothing").as_path()).unwrap_err();
-        assert_eq!(crate::exit::code_for(&e), 2);
+        assert_eq!(crate::exit::code_for(&e), 128);
         std::fs::remove_file(&file).unwrap();
         let e = load_side(tmp.path()).unwrap_err();
         assert!(e.to_string().contains("not a run.json, a run folder"), "{e}");

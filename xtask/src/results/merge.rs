@@ -300,7 +300,7 @@ mod tests {
         assert_eq!(again.arches.len(), 3);
         // Into a folder that is not empty: bad input, nothing touched.
         let e = merge(&inputs, &out).unwrap_err();
-        assert_eq!(crate::exit::code_for(&e), 2);
+        assert_eq!(crate::exit::code_for(&e), 128);
     }
 
     #[test]
@@ -308,9 +308,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join("a/b")).unwrap();
         let e = merge(&[tmp.path().join("a")], &tmp.path().join("out")).unwrap_err();
-        assert_eq!(crate::exit::code_for(&e), 2);
+        assert_eq!(crate::exit::code_for(&e), 128);
         assert!(e.to_string().contains("no run folder"), "{e}");
         let e = merge(&[tmp.path().join("missing")], &tmp.path().join("out")).unwrap_err();
-        assert_eq!(crate::exit::code_for(&e), 2);
+        assert_eq!(crate::exit::code_for(&e), 128);
     }
 }
