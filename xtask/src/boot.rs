@@ -334,7 +334,7 @@ pub fn options(vm: &crate::flags::VmArgs, cache_dir: Option<&Path>) -> Result<Op
     })
 }
 
-fn results_root(vm: &crate::flags::VmArgs) -> PathBuf {
+pub fn results_root(vm: &crate::flags::VmArgs) -> PathBuf {
     vm.results.clone().unwrap_or_else(|| crate::project_root().join("results"))
 }
 

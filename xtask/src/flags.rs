@@ -114,6 +114,24 @@ pub struct VmArgs {
     pub results: Option<PathBuf>,
 }
 
+/// Which scenarios run.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SelectArgs {
+    /// Suite files (YAML) to run (repeatable; default: every suites/*.yaml).
+    #[arg(long = "suite", value_name = "FILE", num_args = 1..)]
+    pub suites: Vec<PathBuf>,
+    /// Only the scenarios whose `suite/scenario` name matches GLOB (`*`, `?`; repeatable);
+    /// `!GLOB` leaves matching ones out.
+    #[arg(long = "filter", value_name = "GLOB", allow_hyphen_values = true)]
+    pub filters: Vec<String>,
+    /// Print the selected plan per arch (with skip reasons) and boot nothing.
+    #[arg(long)]
+    pub list: bool,
+    /// Only the failed, timed-out and not-run scenarios of a run, per arch (default: the latest).
+    #[arg(long, value_name = "RUN", num_args = 0..=1, default_missing_value = "latest")]
+    pub rerun_failed: Option<PathBuf>,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct ReplayArgs {
     /// The run folder (results/<run-id>, or results/latest).
@@ -135,6 +153,8 @@ pub struct RunArgs {
     pub kernel: KernelArgs,
     #[command(flatten)]
     pub vm: VmArgs,
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// After the suites, also run the kernel's own user_events selftests (not gating).
     #[arg(long)]
     pub upstream_selftests: bool,
@@ -155,11 +175,11 @@ pub struct BootArgs {
     #[command(flatten)]
     pub vm: VmArgs,
     /// A compiled plan (JSON, the guest agent's input) instead of the empty plan.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["suites", "filters", "list", "rerun_failed"])]
     pub plan: Option<PathBuf>,
-    /// Suite files (YAML) to validate, compile against each kernel and run.
-    #[arg(long = "suite", value_name = "FILE", num_args = 1.., conflicts_with = "plan")]
-    pub suites: Vec<PathBuf>,
+    /// Without `--suite`, `--filter` or `--rerun-failed`, boot boots the empty plan.
+    #[command(flatten)]
+    pub select: SelectArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -197,9 +217,8 @@ pub struct ValidateArgs {
     pub kernel: KernelArgs,
     #[command(flatten)]
     pub vm: VmArgs,
-    /// Suite files to run (default: every suites/*.yaml).
-    #[arg(long = "suite", value_name = "FILE", num_args = 1..)]
-    pub suites: Vec<PathBuf>,
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// Runs of each side (repeats let compare tell a flaky scenario from a regression).
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
@@ -343,8 +362,18 @@ mod tests {
     fn suites_are_files_and_exclude_a_plan() {
         let r = Xtask::try_parse_from(["x", "boot", "--suite", "a.yaml", "b.yaml", "--suite", "c.yaml"]).unwrap();
         let Cmd::Boot(b) = r.command else { panic!() };
-        assert_eq!(b.suites, [PathBuf::from("a.yaml"), "b.yaml".into(), "c.yaml".into()]);
+        assert_eq!(b.select.suites, [PathBuf::from("a.yaml"), "b.yaml".into(), "c.yaml".into()]);
         assert!(Xtask::try_parse_from(["x", "boot", "--suite", "a.yaml", "--plan", "p.json"]).is_err());
+        assert!(Xtask::try_parse_from(["x", "boot", "--filter", "a/*", "--plan", "p.json"]).is_err());
+        let r = Xtask::try_parse_from(["x", "run", "--filter", "process/*", "--filter", "!*/fork*", "--list"]).unwrap();
+        let Cmd::Run(r) = r.command else { panic!() };
+        assert_eq!((r.select.filters.len(), r.select.list, r.select.rerun_failed), (2, true, None));
+        let r = Xtask::try_parse_from(["x", "run", "--rerun-failed"]).unwrap();
+        let Cmd::Run(r) = r.command else { panic!() };
+        assert_eq!(r.select.rerun_failed, Some(PathBuf::from("latest")));
+        let r = Xtask::try_parse_from(["x", "validate", "--patch", "p", "--rerun-failed", "results/x"]).unwrap();
+        let Cmd::Validate(v) = r.command else { panic!() };
+        assert_eq!(v.select.rerun_failed, Some(PathBuf::from("results/x")));
         let r = Xtask::try_parse_from(["x", "check-suites"]).unwrap();
         let Cmd::CheckSuites(c) = r.command else { panic!() };
         assert!(c.files.is_empty());
@@ -367,7 +396,7 @@ mod tests {
         assert!(Xtask::try_parse_from(["x", "compare", "a"]).is_err(), "two sides");
         let args = ["x", "validate", "--patch", "p", "--arch", "x86_64", "--suite", "s.yaml", "--profile", "debug"];
         let Cmd::Validate(v) = Xtask::try_parse_from(args).unwrap().command else { panic!() };
-        assert_eq!((v.kernel.source.patches.len(), v.suites.len()), (1, 1));
+        assert_eq!((v.kernel.source.patches.len(), v.select.suites.len()), (1, 1));
         assert_eq!(v.kernel.config.profiles, ["debug"]);
         assert_eq!(v.repeat, 1);
         let r = Xtask::try_parse_from(["x", "matrix", "--kernel", "l.tar.xz", "--profile", "debug"]).unwrap();

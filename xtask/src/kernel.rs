@@ -145,17 +145,17 @@ pub fn build(req: &Request) -> Result<Built> {
         patches: req.patches.to_vec(),
         cache_dir: req.cache_dir.to_path_buf(),
     };
-    if !req.config_only {
-        if let Some(mut built) = load(arch, &store)? {
-            built.source = Some(source_ref);
-            progress::line(format!(
-                "{}: cache hit, {} ({})",
-                arch.name,
-                built.metadata.kernelrelease,
-                built.image.display()
-            ));
-            return Ok(built);
-        }
+    // A hit serves `--config-only` too: the key covers every input of the configuration, and
+    // the cached build's options were checked twice when it was made.
+    if let Some(mut built) = load(arch, &store)? {
+        built.source = Some(source_ref);
+        progress::line(format!(
+            "{}: cache hit, {} ({})",
+            arch.name,
+            built.metadata.kernelrelease,
+            built.image.display()
+        ));
+        return Ok(built);
     }
 
     // The mirror and its build directories belong to one source location; one lock covers them.
@@ -244,6 +244,8 @@ pub fn build(req: &Request) -> Result<Built> {
         image: file_name(arch.image_path),
     };
     if req.config_only {
+        // The release the suites' `requires.kernel` are decided against (`--list`).
+        metadata.kernelrelease = make.capture(&["-s", "kernelrelease"])?.trim().to_string();
         let (image, source) = (PathBuf::new(), Some(source_ref));
         return Ok(Built { arch, image, config: config_path, metadata, cache_hit: false, source });
     }

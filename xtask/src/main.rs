@@ -19,6 +19,7 @@ mod progress;
 mod qemu;
 mod replay;
 mod results;
+mod select;
 mod setup;
 mod source;
 mod suites;
@@ -81,21 +82,12 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
         }
         Cmd::Run(args) => {
             setup::run(false)?;
-            let files = suite_files()?;
-            let suites = load_suites(&files)?;
-            let built = kernels(&args.kernel)?;
-            let judged = if files.is_empty() {
-                // No suites yet: a run is a health boot of every kernel with the agent.
-                let judged =
-                    boot::run_plan_on(&built, &empty_plan("run"), &[], &args.vm, args.kernel.cache_dir.as_deref())?;
-                progress::line(
-                    "no conformance suite was run: suites/ has no *.yaml \
-                     (each kernel was only booted with the agent and checked for kernel health)",
-                );
-                judged
-            } else {
-                run_suites_judged(&suites, &built, &args.vm, args.kernel.cache_dir.as_deref())?
-            };
+            let chosen = choose(&args.select, &boot::results_root(&args.vm))?;
+            let built = kernels(&KernelArgs { config_only: args.select.list, ..args.kernel.clone() })?;
+            if args.select.list {
+                return list_plans(&chosen, &built);
+            }
+            let judged = run_suites_judged(&chosen, &built, &args.vm, args.kernel.cache_dir.as_deref())?;
             let code = boot::exit_code(&judged);
             publish_results(&judged, &built)?;
             // Into the suites' run folder (`<run-id>/<arch>` is each boot's out_dir); never gating.
@@ -143,11 +135,18 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             println!("{mirrored} of {} upstream selftest cases have a counterpart scenario", upstream.len());
             Ok(0)
         }
-        Cmd::Boot(args) if !args.suites.is_empty() => {
-            let suites = load_suites(&args.suites)?;
+        Cmd::Boot(args)
+            if !args.select.suites.is_empty()
+                || !args.select.filters.is_empty()
+                || args.select.rerun_failed.is_some() =>
+        {
+            let chosen = choose(&args.select, &boot::results_root(&args.vm))?;
             setup::run(false)?;
-            let built = kernels(&args.kernel)?;
-            run_suites(&suites, &built, &args.vm, args.kernel.cache_dir.as_deref())
+            let built = kernels(&KernelArgs { config_only: args.select.list, ..args.kernel.clone() })?;
+            if args.select.list {
+                return list_plans(&chosen, &built);
+            }
+            run_suites(&chosen, &built, &args.vm, args.kernel.cache_dir.as_deref())
         }
         Cmd::Boot(args) => {
             setup::run(false)?;
@@ -243,36 +242,104 @@ fn check_suites(files: &[PathBuf]) -> u8 {
     }
 }
 
-/// Compiles the suites against each kernel (its release and `.config`), prints what is
-/// skipped and why, boots every kernel with its plan, writes the reports and returns the exit
-/// code.
+/// The suites a command runs and which of their scenarios: `--suite` files (default: every
+/// suites/*.yaml), `--filter`, `--rerun-failed`.
+pub struct Chosen {
+    pub suites: Vec<suites::Suite>,
+    pub select: select::Selection,
+}
+
+pub fn choose(args: &flags::SelectArgs, results: &Path) -> Result<Chosen> {
+    let files = if args.suites.is_empty() { suite_files()? } else { args.suites.clone() };
+    let suites = load_suites(&files)?;
+    let select = select::Selection::new(&args.filters, args.rerun_failed.as_deref(), results)?;
+    Ok(Chosen { suites, select })
+}
+
+/// The suites compiled against one kernel (its release and `.config`), narrowed to the chosen
+/// scenarios.
+fn compile_for(chosen: &Chosen, b: &kernel::Built) -> Result<suites::Compiled> {
+    let text = std::fs::read_to_string(&b.config)
+        .map_err(|e| error(Kind::Infra, format!("{}: reading the kernel's .config: {e}", b.config.display())))?;
+    let config = kconfig::parse_config(&text);
+    let facts = suites::KernelFacts { release: &b.metadata.kernelrelease, config: &config };
+    let mut compiled = suites::compile(&chosen.suites, &facts, b.arch.name);
+    let arch = b.arch.name;
+    compiled.plan.scenarios.retain(|s| chosen.select.wants(arch, &s.name));
+    compiled.isolated.retain(|s| chosen.select.wants(arch, &s.name));
+    compiled.skipped.retain(|s| chosen.select.wants(arch, &s.name));
+    Ok(compiled)
+}
+
+/// `--list`: each arch's selected plan (isolated scenarios marked) and what it skips and why;
+/// nothing boots.
+fn list_plans(chosen: &Chosen, built: &[kernel::Built]) -> Result<u8> {
+    let mut any = false;
+    for b in built {
+        let c = compile_for(chosen, b)?;
+        let arch = b.arch.name;
+        println!(
+            "{arch} ({}): {} scenario(s), {} isolated, {} skipped",
+            b.metadata.kernelrelease,
+            c.plan.scenarios.len() + c.isolated.len(),
+            c.isolated.len(),
+            c.skipped.len()
+        );
+        for s in &c.plan.scenarios {
+            println!("{arch} {}", s.name);
+        }
+        for s in &c.isolated {
+            println!("{arch} {} [isolated: a boot of its own]", s.name);
+        }
+        for s in &c.skipped {
+            println!("{arch} {} [skipped: {}]", s.name, s.reason);
+        }
+        any |= !c.plan.scenarios.is_empty() || !c.isolated.is_empty() || !c.skipped.is_empty();
+    }
+    if !any && chosen.select.narrows() {
+        return Err(nothing_selected(chosen));
+    }
+    Ok(0)
+}
+
+fn nothing_selected(chosen: &Chosen) -> anyhow::Error {
+    let total: usize = chosen.suites.iter().map(|s| s.scenarios.len()).sum();
+    error(Kind::BadInput, format!("{} selects none of the {total} scenario(s) of the suites", chosen.select.describe()))
+}
+
+/// Compiles the suites against each kernel, prints what is skipped and why, boots every kernel
+/// with its plan, writes the reports and returns the exit code.
 pub fn run_suites(
-    suites: &[suites::Suite],
+    chosen: &Chosen,
     built: &[kernel::Built],
     vm: &flags::VmArgs,
     cache_dir: Option<&Path>,
 ) -> Result<u8> {
-    let judged = run_suites_judged(suites, built, vm, cache_dir)?;
+    let judged = run_suites_judged(chosen, built, vm, cache_dir)?;
     publish_results(&judged, built)?;
     Ok(boot::exit_code(&judged))
 }
 
-/// `run_suites` with the judged boots, whose `out_dir` is `results/<run-id>/<arch>`.
+/// `run_suites` with the judged boots, whose `out_dir` is `results/<run-id>/<arch>`. With
+/// `--rerun-failed` on a run that has no failure, nothing boots and the list is empty.
 pub fn run_suites_judged(
-    suites: &[suites::Suite],
+    chosen: &Chosen,
     built: &[kernel::Built],
     vm: &flags::VmArgs,
     cache_dir: Option<&Path>,
 ) -> Result<Vec<boot::Judged>> {
+    if chosen.select.rerun_count() == Some(0) {
+        progress::line(format!(
+            "{}: that run has no failed, timed-out or not-run scenario: nothing to rerun",
+            chosen.select.describe()
+        ));
+        return Ok(vec![]);
+    }
     let mut plans = Vec::new();
     let mut isolated = Vec::new();
     let mut skipped = Vec::new();
     for b in built {
-        let text = std::fs::read_to_string(&b.config)
-            .map_err(|e| error(Kind::Infra, format!("{}: reading the kernel's .config: {e}", b.config.display())))?;
-        let config = kconfig::parse_config(&text);
-        let facts = suites::KernelFacts { release: &b.metadata.kernelrelease, config: &config };
-        let compiled = suites::compile(suites, &facts, b.arch.name);
+        let compiled = compile_for(chosen, b)?;
         for s in &compiled.skipped {
             progress::line(format!("{} {}/{}: {}", progress::tag("SKIPPED"), b.arch.name, s.name, s.reason));
             let s = results::collect::Skipped { name: s.name.clone(), reason: s.reason.clone() };
@@ -281,11 +348,14 @@ pub fn run_suites_judged(
         for (n, scenario) in compiled.isolated.into_iter().enumerate() {
             let mut plan = empty_plan(b.arch.name);
             plan.scenarios.push(scenario);
-            let dir = format!("{}.isolated-{}", b.arch.name, n + 1);
+            let dir = boot::BootDir::Isolated(n as u32 + 1).name(b.arch.name);
             isolated.push(boot::PlanFor { built: b, plan, marks: compiled.marks.clone(), dir });
         }
-        // No shared boot when every planned scenario of this kernel is isolated.
-        if !compiled.plan.scenarios.is_empty() || isolated.iter().all(|p| p.built.arch.name != b.arch.name) {
+        // No shared boot when every planned scenario of this kernel is isolated, or when the
+        // selection left this arch nothing.
+        let nothing_here = compiled.plan.scenarios.is_empty()
+            && (chosen.select.narrows() || isolated.iter().any(|p| p.built.arch.name == b.arch.name));
+        if !nothing_here {
             for (k, plan) in boot::split_plan(compiled.plan, vm.vms as usize).into_iter().enumerate() {
                 let dir = boot::shared_dir(b.arch.name, k + 1);
                 plans.push(boot::PlanFor { built: b, plan, marks: compiled.marks.clone(), dir });
@@ -293,6 +363,13 @@ pub fn run_suites_judged(
         }
     }
     plans.extend(isolated);
+    if plans.is_empty() {
+        if chosen.select.narrows() && skipped.is_empty() {
+            return Err(nothing_selected(chosen));
+        }
+        progress::line("every selected scenario is skipped on every kernel: nothing to boot");
+        return Ok(vec![]);
+    }
     let judged = boot::run_plans(plans, &[], vm, cache_dir)?;
     // What each arch's plan left out, for the run's reports.
     if let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) {
@@ -305,7 +382,7 @@ pub fn run_suites_judged(
 }
 
 /// Records the run's provenance beside its logs and writes every report into the run folder.
-fn publish_results(judged: &[boot::Judged], built: &[kernel::Built]) -> Result<()> {
+pub fn publish_results(judged: &[boot::Judged], built: &[kernel::Built]) -> Result<()> {
     let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) else { return Ok(()) };
     results::collect::save_facts(judged, built)?;
     let t = std::time::Instant::now();

@@ -67,6 +67,21 @@ pub fn run(args: &TestArgs) -> Result<u8> {
         config_only: false,
         json: false,
     };
+    if std::env::var_os("TMP_ONLY_HYGIENE").is_some() {
+        let results = tempfile::Builder::new().prefix("xtask-test-results-").tempdir()?;
+        let vm = VmArgs {
+            accel: AccelChoice::Auto,
+            share: None,
+            cpus: 1,
+            vms: 1,
+            memory: 512,
+            results: Some(results.path().to_path_buf()),
+        };
+        let started = Instant::now();
+        let result = hygiene_check(&vm, &base, args);
+        record(&mut outcomes, "TMP hygiene", started, result);
+        return Ok(summary(&outcomes));
+    }
 
     for arch in crate::arch::ARCHES {
         let started = Instant::now();
@@ -251,12 +266,16 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     }
 
     let started = Instant::now();
+    let result = hygiene_check(&vm, base, args);
+    record(outcomes, "x86_64: a failing scenario's leftovers are undone and reported against it", started, result);
+
+    let started = Instant::now();
     let result = (|| {
-        let suites = crate::load_suites(&crate::suite_files()?)?;
-        let count: usize = suites.iter().map(|s| s.scenarios.len()).sum();
+        let chosen = crate::choose(&crate::flags::SelectArgs::default(), results.path())?;
+        let count: usize = chosen.suites.iter().map(|s| s.scenarios.len()).sum();
         anyhow::ensure!(count > 0, "suites/ holds no scenario");
         let built = crate::kernels(&KernelArgs { arch: "all".into(), ..base.clone() })?;
-        let code = crate::run_suites(&suites, &built, &vm, args.cache_dir.as_deref())?;
+        let code = crate::run_suites(&chosen, &built, &vm, args.cache_dir.as_deref())?;
         anyhow::ensure!(code == 0, "the suites ended with exit code {code} (see the lines above)");
         Ok(())
     })();
@@ -287,10 +306,68 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     let result = hang_to_verdict(results.path());
     record(
         outcomes,
-        "x86_64: a deadlocked ioctl (patched kernel) is a timeout with blocked-task evidence within 60 s, the rest passes in a resume boot",
+        "x86_64: a deadlocked ioctl (patched kernel) is a timeout with blocked-task evidence within 60 s, \
+         the rest passes in a resume boot; --rerun-failed reruns exactly it",
         started,
         result,
     );
+
+    let started = Instant::now();
+    let result = filter_list(results.path());
+    record(
+        outcomes,
+        "run --filter 'process/*' --list prints exactly the process scenarios, boots nothing",
+        started,
+        result,
+    );
+    Ok(())
+}
+
+/// Between-scenario hygiene in a real guest: a scenario registers an event, enables it in
+/// ftrace and fails on purpose; the next one needs `Active: 0` in user_events_status. The
+/// first must fail with a `cleanup:` line naming the event, the second must pass.
+fn hygiene_check(vm: &VmArgs, base: &KernelArgs, args: &TestArgs) -> Result<()> {
+    let status = "/sys/kernel/tracing/user_events_status";
+    let read = |equals: &str| -> Result<Step> {
+        Ok(serde_json::from_value(serde_json::json!({ "read_file": { "path": status, "equals": equals } }))?)
+    };
+    let mut plan = crate::empty_plan("hygiene");
+    plan.scenarios = vec![
+        scenario(
+            "hygiene/leaves-an-event-enabled",
+            10_000,
+            vec![
+                serde_json::from_value(serde_json::json!({ "register": { "format": "hy_left u32 a", "word": "w" } }))?,
+                Step::WriteFile {
+                    path: "/sys/kernel/tracing/events/user_events/hy_left/enable".into(),
+                    data: "1".into(),
+                    create: false,
+                    append: false,
+                    expect: Default::default(),
+                },
+                read("hy_left # Used by ftrace\n\nActive: 1\nBusy: 1\n")?,
+                // Fails on purpose, with the event still enabled.
+                read("deliberately wrong")?,
+            ],
+        ),
+        scenario("hygiene/needs-active-0", 10_000, vec![read("\nActive: 0\nBusy: 0\n")?]),
+    ];
+    let built = crate::kernels(&KernelArgs { arch: "x86_64".into(), ..base.clone() })?;
+    let judged = crate::boot::run_plan_on(&built, &plan, &[], vm, args.cache_dir.as_deref())?;
+    let r = &judged[0].result;
+    let got: Vec<(&str, Status)> = r.scenarios.iter().map(|s| (s.name.as_str(), s.status)).collect();
+    let want = [("hygiene/leaves-an-event-enabled", Status::Fail), ("hygiene/needs-active-0", Status::Pass)];
+    anyhow::ensure!(
+        got == want,
+        "statuses {got:?}: {:?}",
+        r.scenarios.iter().map(|s| &s.diagnostics).collect::<Vec<_>>()
+    );
+    let first = &r.scenarios[0].diagnostics;
+    anyhow::ensure!(
+        first.iter().any(|d| d.contains("cleanup: user event hy_left was enabled in ftrace (disabled)")),
+        "no cleanup line naming hy_left in {first:?}"
+    );
+    anyhow::ensure!(!first.iter().any(|d| d.contains("cleanup failed")), "the cleanup failed: {first:?}");
     Ok(())
 }
 
@@ -443,6 +520,49 @@ fn hang_to_verdict(scratch: &Path) -> Result<()> {
     );
     let blocked = hung["findings"].as_array().into_iter().flatten().any(|f| f["kind"] == "blocked-tasks");
     anyhow::ensure!(blocked, "no blocked-task dump attributed to the hung scenario: {}", hung["findings"]);
+
+    // `--rerun-failed RUN` runs exactly the failed one again (and it hangs again).
+    let again = tempfile::tempdir_in(scratch)?;
+    let run_arg = run.display().to_string();
+    let args = ["boot", "--arch", "x86_64", "--patch", &patch, "--suite", &suite, "--rerun-failed", &run_arg];
+    let log = scratch.join("rerun.log");
+    let mut child = spawn_xtask(&args, again.path(), &log, &marker)?;
+    let status = wait_for("the rerun's exit", Duration::from_secs(300), || Ok(child.try_wait()?))?;
+    let rerun = run_folder(again.path()).context("the rerun made no run folder")?;
+    let model: serde_json::Value = serde_json::from_slice(&std::fs::read(rerun.join("run.json"))?)?;
+    let names: Vec<&str> =
+        model["arches"][0]["scenarios"].as_array().into_iter().flatten().filter_map(|s| s["name"].as_str()).collect();
+    anyhow::ensure!(
+        names == ["fault/deadlock"] && status.code() == Some(1),
+        "--rerun-failed ran {names:?} and exited {status}"
+    );
+    Ok(())
+}
+
+/// `run --filter 'process/*' --list` prints exactly the process scenarios of every arch and
+/// boots nothing (no run folder appears).
+fn filter_list(scratch: &Path) -> Result<()> {
+    let results = tempfile::tempdir_in(scratch)?;
+    let out = Command::new(this_xtask()?)
+        .args(["run", "--filter", "process/*", "--list", "--results"])
+        .arg(results.path())
+        .stdin(Stdio::null())
+        .output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    anyhow::ensure!(out.status.success(), "exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
+    let chosen = crate::choose(&crate::flags::SelectArgs::default(), results.path())?;
+    let process: Vec<String> = chosen
+        .suites
+        .iter()
+        .filter(|s| s.suite == "process")
+        .flat_map(|s| s.scenarios.iter().map(|sc| format!("process/{}", sc.name)))
+        .collect();
+    anyhow::ensure!(!process.is_empty(), "no process suite");
+    for arch in crate::arch::ARCHES {
+        let listed: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix(&format!("{} ", arch.name))).collect();
+        anyhow::ensure!(listed == process, "{} listed {listed:?}, the process suite has {process:?}", arch.name);
+    }
+    anyhow::ensure!(run_folder(results.path()).is_none(), "--list booted (a run folder appeared)");
     Ok(())
 }
 

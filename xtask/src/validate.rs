@@ -22,19 +22,21 @@ pub fn run(args: &ValidateArgs) -> Result<u8> {
     if src.kernel_image.is_some() {
         return Err(error(Kind::BadInput, "validate builds from source: --kernel-image cannot be patched"));
     }
-    let files = if args.suites.is_empty() { crate::suite_files()? } else { args.suites.clone() };
-    if files.is_empty() {
+    let chosen = crate::choose(&args.select, &crate::boot::results_root(&args.vm))?;
+    if chosen.suites.is_empty() {
         return Err(error(Kind::BadInput, "validate has no suite to run: suites/ has no *.yaml and no --suite given"));
     }
-    let suites = crate::load_suites(&files)?;
+    if args.select.list {
+        return Err(error(Kind::BadInput, "validate --list: use `run --list` with the same flags to see the plan"));
+    }
     crate::setup::run(false)?;
     let mut base_args = args.kernel.clone();
     base_args.source.patches.clear();
     line("validate: the baseline (no patches)");
-    let (base, base_code) = side(&suites, &base_args, args)?;
+    let (base, base_code) = side(&chosen, &base_args, args)?;
     let names: Vec<String> = src.patches.iter().map(|p| p.display().to_string()).collect();
     line(format!("validate: patched with {}", names.join(", ")));
-    let (current, cur_code) = side(&suites, &args.kernel, args)?;
+    let (current, cur_code) = side(&chosen, &args.kernel, args)?;
     if let Some(dir) = base.iter().find(|(d, _)| current.iter().any(|(c, _)| c == d)) {
         return Err(error(Kind::Infra, format!("both sides wrote into {}", dir.0.display())));
     }
@@ -54,7 +56,7 @@ pub fn run(args: &ValidateArgs) -> Result<u8> {
 /// Builds (or fetches) the kernels, then `--repeat` times runs the suites and writes the
 /// reports; returns each run folder with its model, and the worst exit code of the runs.
 fn side(
-    suites: &[crate::suites::Suite],
+    chosen: &crate::Chosen,
     kernel: &crate::flags::KernelArgs,
     args: &ValidateArgs,
 ) -> Result<(Vec<(PathBuf, Run)>, u8)> {
@@ -65,7 +67,7 @@ fn side(
         if args.repeat > 1 {
             line(format!("validate: repeat {n} of {}", args.repeat));
         }
-        let judged = crate::run_suites_judged(suites, &built, &args.vm, kernel.cache_dir.as_deref())?;
+        let judged = crate::run_suites_judged(chosen, &built, &args.vm, kernel.cache_dir.as_deref())?;
         crate::publish_results(&judged, &built)?;
         let dir = judged
             .first()
