@@ -98,6 +98,7 @@ pub fn boot(built: &[Built], runs: usize, accel: AccelChoice) -> Result<Vec<Boot
                     watchdog: Duration::from_secs(90),
                     deadlines_ms: None,
                     extra_cmdline: vec![],
+                    extra_qemu: vec![],
                 };
                 let vm = qemu::run(&spec, None)?;
                 if !matches!(vm.ended, qemu::Ended::Exited { .. }) || vm.boot.is_none() {

@@ -32,6 +32,10 @@ pub struct Options {
     pub share: Option<(PathBuf, String)>,
     pub cpus: u32,
     pub memory_mb: u32,
+    /// `--kernel-args`, split at spaces.
+    pub kernel_args: Vec<String>,
+    /// `--qemu-args`, split at spaces.
+    pub qemu_args: Vec<String>,
     pub cache_dir: PathBuf,
 }
 
@@ -230,7 +234,8 @@ fn vm_spec(
         boot_timeout,
         watchdog,
         deadlines_ms,
-        extra_cmdline: vec![],
+        extra_cmdline: opts.kernel_args.clone(),
+        extra_qemu: opts.qemu_args.clone(),
     })
 }
 
@@ -308,6 +313,7 @@ fn accel_for(built: &Built, agent: &Path, opts: &Options) -> Result<Accel> {
         watchdog: Duration::from_secs(12),
         deadlines_ms: None,
         extra_cmdline: vec![],
+        extra_qemu: vec![],
     };
     let (kvm, detail) = match qemu::run(&spec, None) {
         Ok(vm) => match (&vm.ended, vm.boot) {
@@ -330,6 +336,8 @@ pub fn options(vm: &crate::flags::VmArgs, cache_dir: Option<&Path>) -> Result<Op
         share: vm.share.as_deref().map(parse_share).transpose()?,
         cpus: vm.cpus,
         memory_mb: vm.memory,
+        kernel_args: vm.kernel_args.as_deref().unwrap_or_default().split_whitespace().map(String::from).collect(),
+        qemu_args: vm.qemu_args.as_deref().unwrap_or_default().split_whitespace().map(String::from).collect(),
         cache_dir: crate::cache::root(cache_dir),
     })
 }

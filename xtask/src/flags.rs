@@ -98,20 +98,42 @@ pub struct VmArgs {
     /// Share a host folder into the guest over virtio-fs: HOST_DIR[:GUEST_PATH] (default /share).
     #[arg(long, value_name = "HOST_DIR[:GUEST_PATH]")]
     pub share: Option<String>,
-    /// Virtual CPUs per VM.
-    #[arg(long, default_value_t = 1)]
+    /// Virtual CPUs per VM (1 turns the SMP paths off).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub cpus: u32,
     /// VMs per arch for the shared scenarios: the plan is cut into this many parts of about
     /// equal size, booted side by side, and their results folded back into the arch's
     /// (`-j/--jobs` is make's).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub vms: u32,
-    /// Memory per VM, in MiB.
-    #[arg(long, default_value_t = 512)]
+    /// Memory per VM: MiB, or with a unit (`512M`, `1G`).
+    #[arg(long, default_value = "512", value_parser = parse_memory)]
     pub memory: u32,
+    /// Appended to the guest kernel's command line, e.g. "loglevel=8 ftrace_dump_on_oops".
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub kernel_args: Option<String>,
+    /// Appended to QEMU's arguments (split at spaces), e.g. "-d guest_errors".
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub qemu_args: Option<String>,
     /// Where run folders go (default: results/ in the checkout).
     #[arg(long, value_name = "DIR")]
     pub results: Option<PathBuf>,
+}
+
+/// `--memory`: `512`, `512M`, `1G` (MiB as the unit when none is given).
+pub fn parse_memory(text: &str) -> Result<u32, String> {
+    let t = text.trim();
+    let (digits, factor) = match t.char_indices().last() {
+        Some((i, 'M' | 'm')) => (&t[..i], 1),
+        Some((i, 'G' | 'g')) => (&t[..i], 1024),
+        _ => (t, 1),
+    };
+    let n: u32 = digits.parse().map_err(|_| format!("`{text}` is not a size: write 512, 512M or 1G"))?;
+    let mib = n.checked_mul(factor).ok_or_else(|| format!("`{text}` is too large"))?;
+    if mib < 64 {
+        return Err(format!("{mib} MiB is too little for the guest (at least 64M)"));
+    }
+    Ok(mib)
 }
 
 /// Which scenarios run.
@@ -356,6 +378,23 @@ mod tests {
         let r = Xtask::try_parse_from(["x", "exec", "--arch", "arm64", "--", "./t", "-v", "--x"]).unwrap();
         let Cmd::Exec(e) = r.command else { panic!() };
         assert_eq!(e.command, ["./t", "-v", "--x"]);
+    }
+
+    #[test]
+    fn vm_knobs() {
+        assert_eq!(parse_memory("512"), Ok(512));
+        assert_eq!(parse_memory("512M"), Ok(512));
+        assert_eq!(parse_memory("1G"), Ok(1024));
+        assert_eq!(parse_memory("2g"), Ok(2048));
+        assert!(parse_memory("1T").unwrap_err().contains("not a size"));
+        assert!(parse_memory("32M").unwrap_err().contains("too little"));
+        let r = Xtask::try_parse_from(["x", "run", "--memory", "1G", "--kernel-args", "loglevel=8 nokaslr"]).unwrap();
+        let Cmd::Run(r) = r.command else { panic!() };
+        assert_eq!((r.vm.memory, r.vm.cpus, r.vm.kernel_args.as_deref()), (1024, 2, Some("loglevel=8 nokaslr")));
+        let r = Xtask::try_parse_from(["x", "boot", "--qemu-args", "-d guest_errors", "--cpus", "1"]).unwrap();
+        let Cmd::Boot(b) = r.command else { panic!() };
+        assert_eq!((b.vm.qemu_args.as_deref(), b.vm.cpus), (Some("-d guest_errors"), 1));
+        assert!(Xtask::try_parse_from(["x", "run", "--cpus", "0"]).is_err());
     }
 
     #[test]

@@ -161,8 +161,7 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
         }
         Cmd::Exec(args) => {
             setup::run(false)?;
-            single_arch(&args.kernel.arch, "exec")?;
-            let built = kernels(&args.kernel)?;
+            let built = kernels(&single_arch(&args.kernel, "exec")?)?;
             boot::exec(&built[0], &args.command, args.timeout, &args.vm, args.kernel.cache_dir.as_deref())
         }
         Cmd::Report(args) => Ok(results::publish(&args.from)?.verdict.exit_code()),
@@ -193,8 +192,7 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
         }
         Cmd::Shell(args) => {
             setup::run(false)?;
-            single_arch(&args.kernel.arch, "shell")?;
-            let built = kernels(&args.kernel)?;
+            let built = kernels(&single_arch(&args.kernel, "shell")?)?;
             boot::shell(&built[0], &args.vm, args.kernel.cache_dir.as_deref())
         }
     }
@@ -390,11 +388,19 @@ pub fn publish_results(judged: &[boot::Judged], built: &[kernel::Built]) -> Resu
     timings::finish(run_dir, t.elapsed())
 }
 
-fn single_arch(arch: &str, verb: &str) -> Result<()> {
-    if arch == "all" {
-        return Err(error(Kind::BadInput, format!("{verb} runs one VM: pass --arch x86_64 or --arch arm64")));
+/// `shell` and `exec` run one VM: `--arch all` (the default) means the host's arch, when this
+/// tool has one of that kind.
+fn single_arch(args: &KernelArgs, verb: &str) -> Result<KernelArgs> {
+    if args.arch != "all" {
+        return Ok(args.clone());
     }
-    Ok(())
+    let host = arch::ARCHES.iter().find(|a| a.uname_machine == std::env::consts::ARCH).ok_or_else(|| {
+        error(
+            Kind::BadInput,
+            format!("{verb} runs one VM and this host's arch has none here: pass --arch x86_64 or --arch arm64"),
+        )
+    })?;
+    Ok(KernelArgs { arch: host.name.to_string(), ..args.clone() })
 }
 
 /// A plan with no scenarios: the agent boots, reports its sentinel and reboots.

@@ -221,7 +221,10 @@ pub struct VmSpec {
     /// The plan's deadlines, scenario by scenario, for the progress watchdog (`hang.rs`);
     /// `None` runs without it (the KVM probe, the shell).
     pub deadlines_ms: Option<Vec<u64>>,
+    /// `--kernel-args`: appended to the kernel command line.
     pub extra_cmdline: Vec<String>,
+    /// `--qemu-args`: appended to QEMU's arguments.
+    pub extra_qemu: Vec<String>,
 }
 
 /// How a VM ended, seen from the host (`verdict.json`'s `ended`).
@@ -311,6 +314,7 @@ impl VmSpec {
             push(&["-chardev", &format!("socket,id=fs{i},path={}", sock.display())]);
             push(&["-device", &format!("vhost-user-fs-device,chardev=fs{i},tag={}", share.tag)]);
         }
+        args.extend(self.extra_qemu.iter().cloned());
         args
     }
 }
@@ -581,6 +585,7 @@ mod tests {
             watchdog: Duration::from_secs(60),
             deadlines_ms: None,
             extra_cmdline: vec!["loglevel=7".into()],
+            extra_qemu: vec!["-d".into(), "guest_errors".into()],
         };
         let args = spec.args(&["/w/fs0.sock".into()]).join(" ");
         assert!(
@@ -592,6 +597,6 @@ mod tests {
         assert!(args.contains("-append console=ttyS0 panic=-1 reboot=t loglevel=7 "), "{args}");
         assert!(args.contains("virtserialport,chardev=results,name=ue.results"), "{args}");
         assert!(args.contains("-object memory-backend-memfd,id=mem,size=256M,share=on"), "{args}");
-        assert!(args.ends_with("vhost-user-fs-device,chardev=fs0,tag=ue-artifacts"), "{args}");
+        assert!(args.ends_with("vhost-user-fs-device,chardev=fs0,tag=ue-artifacts -d guest_errors"), "{args}");
     }
 }

@@ -27,6 +27,11 @@ pub struct VmRecord {
     pub boot_timeout_ms: u64,
     pub watchdog_ms: u64,
     pub deadlines_ms: Option<Vec<u64>>,
+    /// `--kernel-args` and `--qemu-args` of the run.
+    #[serde(default)]
+    pub extra_cmdline: Vec<String>,
+    #[serde(default)]
+    pub extra_qemu: Vec<String>,
 }
 
 impl VmRecord {
@@ -43,6 +48,8 @@ impl VmRecord {
             boot_timeout_ms: ms(spec.boot_timeout),
             watchdog_ms: ms(spec.watchdog),
             deadlines_ms: spec.deadlines_ms.clone(),
+            extra_cmdline: spec.extra_cmdline.clone(),
+            extra_qemu: spec.extra_qemu.clone(),
         }
     }
 }
@@ -140,7 +147,8 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
             boot_timeout: Duration::from_millis(vm.boot_timeout_ms),
             watchdog: Duration::from_millis(vm.watchdog_ms),
             deadlines_ms: vm.deadlines_ms.clone(),
-            extra_cmdline: vec![],
+            extra_cmdline: vm.extra_cmdline.clone(),
+            extra_qemu: vm.extra_qemu.clone(),
         };
         line(format!("{name}: replaying {} with {}", vm.kernel.display(), vm.initrd.display()));
         let ran = qemu::run(&spec, virtiofsd.as_deref()).with_context(|| format!("replaying {}", dir.display()))?;

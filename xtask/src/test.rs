@@ -75,6 +75,8 @@ pub fn run(args: &TestArgs) -> Result<u8> {
             cpus: 1,
             vms: 1,
             memory: 512,
+            kernel_args: None,
+            qemu_args: None,
             results: Some(results.path().to_path_buf()),
         };
         let started = Instant::now();
@@ -195,6 +197,8 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
         cpus: 1,
         vms: 1,
         memory: 512,
+        kernel_args: None,
+        qemu_args: None,
         results: Some(results.path().to_path_buf()),
     };
     for arch in crate::arch::ARCHES {
