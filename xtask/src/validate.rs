@@ -10,14 +10,20 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::exit::{error, Kind};
-use crate::flags::ValidateArgs;
+use crate::flags::{KernelArgs, ValidateArgs};
 use crate::progress::line;
 use crate::results::model::Run;
 
 pub fn run(args: &ValidateArgs) -> Result<u8> {
     let src = &args.kernel.source;
-    if src.patches.is_empty() {
-        return Err(error(Kind::BadInput, "validate needs at least one --patch (the change to validate)"));
+    if src.patches.is_empty() && args.base.is_none() {
+        return Err(error(
+            Kind::BadInput,
+            "validate needs the change to validate: --patch FILE, or --kernel-src TREE --base REF [--head REF]",
+        ));
+    }
+    if args.head.is_some() && args.base.is_none() {
+        return Err(error(Kind::BadInput, "--head REF goes with --base REF"));
     }
     if src.kernel_image.is_some() {
         return Err(error(Kind::BadInput, "validate builds from source: --kernel-image cannot be patched"));
@@ -30,13 +36,11 @@ pub fn run(args: &ValidateArgs) -> Result<u8> {
         return Err(error(Kind::BadInput, "validate --list: use `run --list` with the same flags to see the plan"));
     }
     crate::setup::run(false)?;
-    let mut base_args = args.kernel.clone();
-    base_args.source.patches.clear();
-    line("validate: the baseline (no patches)");
+    let (base_args, head_args, base_label, head_label) = sides(args)?;
+    line(format!("validate: the baseline: {base_label}"));
     let (base, base_code) = side(&chosen, &base_args, args)?;
-    let names: Vec<String> = src.patches.iter().map(|p| p.display().to_string()).collect();
-    line(format!("validate: patched with {}", names.join(", ")));
-    let (current, cur_code) = side(&chosen, &args.kernel, args)?;
+    line(format!("validate: the change: {head_label}"));
+    let (current, cur_code) = side(&chosen, &head_args, args)?;
     if let Some(dir) = base.iter().find(|(d, _)| current.iter().any(|(c, _)| c == d)) {
         return Err(error(Kind::Infra, format!("both sides wrote into {}", dir.0.display())));
     }
@@ -51,6 +55,56 @@ pub fn run(args: &ValidateArgs) -> Result<u8> {
         return Ok(infra);
     }
     Ok(code)
+}
+
+/// The two sides' kernel flags and what each is. With `--patch` only: the source without and
+/// with the patches. With `--base REF`: that commit of the `--kernel-src` git tree, exported
+/// into the cache, against the same export plus the change to `--head REF` (or to the working
+/// tree, uncommitted and untracked files included) as a patch, so the second side is an
+/// incremental build of the first in one private mirror; `--patch` files apply on top of both.
+fn sides(args: &ValidateArgs) -> Result<(KernelArgs, KernelArgs, String, String)> {
+    let src = &args.kernel.source;
+    let patch_names = || src.patches.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    let Some(base_ref) = &args.base else {
+        let mut base = args.kernel.clone();
+        base.source.patches.clear();
+        return Ok((
+            base,
+            args.kernel.clone(),
+            "the source without the patches".into(),
+            format!("patched with {}", patch_names()),
+        ));
+    };
+    let dir = src
+        .kernel_src
+        .as_ref()
+        .ok_or_else(|| error(Kind::BadInput, "--base REF needs --kernel-src TREE, the git checkout REF belongs to"))?;
+    let cache_dir = crate::cache::root(args.kernel.cache_dir.as_deref());
+    let repo = crate::git::repo(dir)?;
+    let base_commit = crate::git::commit(&repo, base_ref, "--base")?;
+    let head_commit = args.head.as_deref().map(|h| crate::git::commit(&repo, h, "--head")).transpose()?;
+    let change = crate::git::diff_patch(&repo, &base_commit, head_commit.as_deref(), &cache_dir)?;
+    let head_label = match &head_commit {
+        Some(h) => crate::git::describe(&repo, h),
+        None => format!("{} with the working tree's changes", crate::git::describe(&repo, "HEAD")),
+    };
+    if change.is_none() {
+        line(format!("validate: no change between {base_ref} and {head_label}: both sides are the same kernel"));
+    }
+    let with = |extra: Option<&PathBuf>| {
+        let mut k = args.kernel.clone();
+        k.source.kernel_src = None;
+        k.source.git_commit = Some((repo.clone(), base_commit.clone()));
+        k.source.patches = extra.into_iter().cloned().chain(src.patches.iter().cloned()).collect();
+        k
+    };
+    let extra = if src.patches.is_empty() { String::new() } else { format!(", plus {}", patch_names()) };
+    Ok((
+        with(None),
+        with(change.as_ref()),
+        format!("{}{extra}", crate::git::describe(&repo, &base_commit)),
+        format!("{head_label}{extra}"),
+    ))
 }
 
 /// Builds (or fetches) the kernels, then `--repeat` times runs the suites and writes the
