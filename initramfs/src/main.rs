@@ -5,6 +5,7 @@
 mod bpf;
 mod format;
 mod fuzz;
+mod hygiene;
 mod measure;
 mod mounts;
 mod perf;

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use protocol::{Outcome, Plan, ResultLine, Scenario};
 
+use crate::hygiene::{Baseline, HygieneRoots};
 use crate::stuck::{self, Guard, KILL_GRACE};
 use crate::sys;
 
@@ -36,6 +37,9 @@ pub struct Paths {
     pub scenario_cmd: Vec<OsString>,
     /// Reap every exited process between scenarios: only as PID 1, where orphans land.
     pub reap_orphans: bool,
+    /// Where between-scenario hygiene looks (`hygiene.rs`); None leaves the system alone (a
+    /// host must never have its own tracefs cleaned up).
+    pub hygiene: Option<HygieneRoots>,
 }
 
 impl Paths {
@@ -46,12 +50,13 @@ impl Paths {
             kmsg: Some(PathBuf::from("/dev/kmsg")),
             scenario_cmd: vec!["/proc/self/exe".into()],
             reap_orphans: true,
+            hygiene: Some(HygieneRoots::guest()),
         }
     }
 
     /// Running on a host for testing: no kmsg markers, no reaping of other threads' children.
     pub fn host(plan: PathBuf) -> Paths {
-        Paths { plan, kmsg: None, reap_orphans: false, ..Paths::guest() }
+        Paths { plan, kmsg: None, reap_orphans: false, hygiene: None, ..Paths::guest() }
     }
 }
 
@@ -98,6 +103,9 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
     emit(out, &ResultLine::Header);
     emit(out, &ResultLine::Plan { count: plan.scenarios.len() });
     let mut counts = Counts::default();
+    // The boot state each scenario must leave as it found it, and what restoring it cost.
+    let baseline = paths.hygiene.as_ref().map(Baseline::take);
+    let mut hygiene = HygieneCost::default();
     for (i, scenario) in plan.scenarios.iter().enumerate() {
         let index = i + 1;
         let name = scenario.name.clone();
@@ -108,7 +116,15 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
         emit(out, &ResultLine::Begin { index, name: name.clone(), taint: read_taint(&paths.tainted) });
         kmsg(paths, &format!("ue-agent: begin {index} {name}"));
         let ran = run_scenario(index, scenario, paths, out);
-        let (outcome, time_ms, reason) = (ran.outcome, ran.time_ms, ran.reason);
+        let (mut outcome, time_ms, mut reason) = (ran.outcome, ran.time_ms, ran.reason);
+        // The scenario's footprint is undone before its result, so what it left is reported
+        // against it. Not after the last one: the reboot clears everything, and tearing down
+        // what some leave (65k events) takes minutes. Not after a stuck one: the boot ends.
+        if let (Some(b), None) = (&baseline, &ran.stuck) {
+            if index < plan.scenarios.len() {
+                (outcome, reason) = tidy(b, outcome, reason, out, &mut hygiene);
+            }
+        }
         let taint = read_taint(&paths.tainted);
         emit(out, &ResultLine::Result { index, name, outcome, time_ms, taint, reason });
         if let Some(stuck) = ran.stuck {
@@ -135,9 +151,52 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
             sys::reap_zombies();
         }
     }
+    if hygiene.runs > 0 {
+        sys::console(&format!(
+            "ue-agent: between-scenario hygiene: {} runs, {} us in total, at most {} us",
+            hygiene.runs,
+            hygiene.total.as_micros(),
+            hygiene.max.as_micros()
+        ));
+    }
     let Counts { passed, failed, skipped, timeout } = counts;
     emit(out, &ResultLine::Sentinel { total: plan.scenarios.len(), passed, failed, skipped, timeout });
     counts
+}
+
+/// What the between-scenario hygiene cost, for the console.
+#[derive(Debug, Default)]
+struct HygieneCost {
+    runs: u32,
+    total: Duration,
+    max: Duration,
+}
+
+/// Restores the baseline after a scenario: each thing it left becomes a `cleanup:` line, each
+/// thing that could not be undone a `cleanup failed:` line and a failure of the scenario.
+fn tidy(
+    baseline: &Baseline,
+    outcome: Outcome,
+    reason: String,
+    out: &mut dyn Write,
+    cost: &mut HygieneCost,
+) -> (Outcome, String) {
+    let started = Instant::now();
+    let c = baseline.restore();
+    let took = started.elapsed();
+    cost.runs += 1;
+    cost.total += took;
+    cost.max = cost.max.max(took);
+    for item in &c.left {
+        emit(out, &diag(&format!("cleanup: {item}")));
+    }
+    for item in &c.failed {
+        emit(out, &diag(&format!("cleanup failed: {item}")));
+    }
+    match outcome {
+        Outcome::Pass | Outcome::Skip if !c.failed.is_empty() => (Outcome::Fail, String::new()),
+        _ => (outcome, reason),
+    }
 }
 
 /// How one scenario ran.
@@ -407,6 +466,7 @@ esac
             kmsg: Some(dir.join("kmsg")),
             scenario_cmd: ["/bin/sh", "-c", SCRIPT, "sh"].map(OsString::from).to_vec(),
             reap_orphans: false,
+            hygiene: None,
         }
     }
 
@@ -574,6 +634,52 @@ esac
         let markers: Vec<&str> = kmsg.lines().collect();
         assert_eq!(markers[..2], ["ue-agent: begin 1 t/pass", "ue-agent: end 1"]);
         assert_eq!(markers.len(), 6, "{kmsg}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn cleanup_is_reported_against_the_scenario_that_left_it() {
+        let dir = temp_dir("hygiene");
+        // $4 is the plan, in the fake guest's directory.
+        let script = r#"
+d=$(dirname "$4")
+case "$2" in
+  1) echo 5 > "$d/sys/kernel/user_events_max"; exit 0 ;;
+  2) printf 'ev\n\nActive: 1\nBusy: 0\n' > "$d/tracing/user_events_status"; echo "no perf"; exit 4 ;;
+  3) echo 7 > "$d/sys/kernel/user_events_max"; exit 0 ;;
+esac
+"#;
+        let p = Paths {
+            scenario_cmd: ["/bin/sh", "-c", script, "sh"].map(OsString::from).to_vec(),
+            hygiene: Some(crate::hygiene::fake_tree(&dir)),
+            ..paths(&dir)
+        };
+        let plan = plan(vec![scenario("t/sysctl", 5000), scenario("t/status", 5000), scenario("t/last", 5000)]);
+        let mut out = Vec::new();
+        let counts = run_plan(&plan, &p, &mut out, None);
+        assert_eq!(counts, Counts { passed: 2, failed: 1, skipped: 0, timeout: 0 });
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<ResultLine> = text.lines().map(|l| ResultLine::parse(l).expect(l)).collect();
+        let of = |index: usize| -> (Vec<String>, Outcome) {
+            let begin =
+                lines.iter().position(|l| matches!(l, ResultLine::Begin { index: i, .. } if *i == index)).unwrap();
+            let mut d = Vec::new();
+            for l in &lines[begin + 1..] {
+                match l {
+                    ResultLine::Diag(s) => d.push(s.clone()),
+                    ResultLine::Result { outcome, .. } => return (d, *outcome),
+                    other => panic!("{other:?}"),
+                }
+            }
+            panic!("no result for {index}: {text}")
+        };
+        let sysctl = ["cleanup: sysctl kernel.user_events_max 5 (restored to 32768)".to_string()];
+        assert_eq!(of(1), (sysctl.to_vec(), Outcome::Pass), "{text}");
+        let status = ["no perf", "cleanup failed: user_events_status shows Active: 1 (ev) after cleanup"];
+        assert_eq!(of(2), (status.map(String::from).to_vec(), Outcome::Fail), "a skip whose cleanup failed fails");
+        // The last scenario's footprint is left to the reboot.
+        assert_eq!(of(3), (vec![], Outcome::Pass));
+        assert_eq!(fs::read_to_string(dir.join("sys/kernel/user_events_max")).unwrap(), "7\n");
         fs::remove_dir_all(&dir).unwrap();
     }
 
