@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::debian::KernelVersion;
 use crate::exit::{error, Kind};
 
 /// One job of the matrix.
@@ -13,9 +14,9 @@ use crate::exit::{error, Kind};
 pub struct Cell {
     /// `<kernel>-<arch>-<profile>`: unique, fit for an artifact name.
     pub name: String,
-    /// `debian`, or the tarball's or tree's name.
+    /// `debian`, the tarball's or tree's name, or `debian-<series>` for a `--kernel-version`.
     pub kernel: String,
-    /// `--kernel-tarball F` / `--kernel-src DIR`, empty for Debian's source.
+    /// `--kernel-tarball F` / `--kernel-src DIR` / `--kernel-version X`, empty for Debian's source.
     pub kernel_args: String,
     pub arch: String,
     pub profile: String,
@@ -41,9 +42,25 @@ fn kernel(spec: &str) -> Result<(String, String)> {
     })
 }
 
-/// The matrix as `{"include": [cells]}`: Debian's source first, then each `--kernel`; every
-/// arch of `arch`; each profile (default: `default` and every `kernel-configs/profiles/*.config`).
-pub fn cells(kernels: &[String], arch: &str, profiles: &[String], root: &Path) -> Result<Vec<Cell>> {
+/// A Debian series given with `--kernel-version`, as (label, flags): `debian-7.3`.
+fn version(v: &KernelVersion) -> (String, String) {
+    let label = match &v.pin {
+        None => format!("debian-{}", v.series),
+        Some(pin) => format!("debian-{}", pin.replace(|c: char| !c.is_ascii_alphanumeric() && c != '.', "-")),
+    };
+    (label, format!("--kernel-version {v}"))
+}
+
+/// The matrix as `{"include": [cells]}`: Debian's source first, then each `--kernel`, then each
+/// `--kernel-version`; every arch of `arch`; each profile (default: `default` and every
+/// `kernel-configs/profiles/*.config`).
+pub fn cells(
+    kernels: &[String],
+    versions: &[KernelVersion],
+    arch: &str,
+    profiles: &[String],
+    root: &Path,
+) -> Result<Vec<Cell>> {
     let arches = crate::arch::select(arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
     let dir = root.join("kernel-configs/profiles");
     let profiles: Vec<String> = if profiles.is_empty() {
@@ -65,11 +82,13 @@ pub fn cells(kernels: &[String], arch: &str, profiles: &[String], root: &Path) -
         }
         profiles.to_vec()
     };
-    let mut specs = vec!["debian".to_string()];
-    specs.extend(kernels.iter().filter(|k| *k != "debian").cloned());
+    let mut specs = vec![kernel("debian")?];
+    for k in kernels.iter().filter(|k| *k != "debian") {
+        specs.push(kernel(k)?);
+    }
+    specs.extend(versions.iter().map(version));
     let mut out = Vec::new();
-    for spec in &specs {
-        let (label, kernel_args) = kernel(spec)?;
+    for (label, kernel_args) in specs {
         for a in &arches {
             for p in &profiles {
                 let profile_args = if p == "default" { String::new() } else { format!("--profile {p}") };
@@ -85,14 +104,23 @@ pub fn cells(kernels: &[String], arch: &str, profiles: &[String], root: &Path) -
         }
     }
     if let Some(dup) = out.iter().enumerate().find(|(i, c)| out[..*i].iter().any(|d| d.name == c.name)) {
-        return Err(error(Kind::BadInput, format!("two --kernel give the same cell name `{}`", dup.1.name)));
+        return Err(error(
+            Kind::BadInput,
+            format!("two --kernel/--kernel-version give the same cell name `{}`", dup.1.name),
+        ));
     }
     Ok(out)
 }
 
 /// `cells` as the one-line JSON `strategy.matrix` takes (`fromJSON`).
-pub fn matrix(kernels: &[String], arch: &str, profiles: &[String], root: &Path) -> Result<String> {
-    let cells = cells(kernels, arch, profiles, root)?;
+pub fn matrix(
+    kernels: &[String],
+    versions: &[KernelVersion],
+    arch: &str,
+    profiles: &[String],
+    root: &Path,
+) -> Result<String> {
+    let cells = cells(kernels, versions, arch, profiles, root)?;
     Ok(serde_json::json!({ "include": cells }).to_string())
 }
 
@@ -106,7 +134,7 @@ mod tests {
 
     #[test]
     fn debian_times_arches_times_profiles_by_default() {
-        let cells = cells(&[], "all", &[], &root()).unwrap();
+        let cells = cells(&[], &[], "all", &[], &root()).unwrap();
         let names: Vec<&str> = cells.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(
             names,
@@ -120,7 +148,7 @@ mod tests {
     #[test]
     fn given_kernels_are_tarballs_or_trees() {
         let kernels = vec!["dl/linux-6.13.tar.xz".to_string(), "/src/linux".to_string()];
-        let cells = cells(&kernels, "arm64", &["default".to_string()], &root()).unwrap();
+        let cells = cells(&kernels, &[], "arm64", &["default".to_string()], &root()).unwrap();
         let got: Vec<(&str, &str)> = cells.iter().map(|c| (c.name.as_str(), c.kernel_args.as_str())).collect();
         assert_eq!(
             got,
@@ -130,19 +158,38 @@ mod tests {
                 ("linux-arm64-default", "--kernel-src /src/linux"),
             ]
         );
-        let json: serde_json::Value = serde_json::from_str(&matrix(&kernels, "arm64", &[], &root()).unwrap()).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&matrix(&kernels, &[], "arm64", &[], &root()).unwrap()).unwrap();
         assert_eq!(json["include"].as_array().unwrap().len(), 6);
         assert_eq!(json["include"][0]["arch"], "arm64");
     }
 
     #[test]
+    fn debian_versions_are_cells_running_kernel_version() {
+        let v = |t: &str| crate::debian::parse_kernel_version(t).unwrap();
+        let versions = [v("7.3"), v("7.2=7.2.13-1")];
+        let cells = cells(&[], &versions, "x86_64", &["default".to_string()], &root()).unwrap();
+        let got: Vec<(&str, &str)> = cells.iter().map(|c| (c.name.as_str(), c.kernel_args.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("debian-x86_64-default", ""),
+                ("debian-7.3-x86_64-default", "--kernel-version 7.3"),
+                ("debian-7.2.13-1-x86_64-default", "--kernel-version 7.2=7.2.13-1"),
+            ]
+        );
+        let e = super::cells(&[], &[v("7.3"), v("7.3")], "x86_64", &[], &root()).unwrap_err();
+        assert!(e.to_string().contains("debian-7.3-x86_64-default"), "{e}");
+    }
+
+    #[test]
     fn bad_input_is_exit_2() {
-        let e = cells(&[], "all", &["nosuch".to_string()], &root()).unwrap_err();
+        let e = cells(&[], &[], "all", &["nosuch".to_string()], &root()).unwrap_err();
         assert_eq!(crate::exit::code_for(&e), 128);
         assert!(e.to_string().contains("nosuch.config"), "{e}");
-        let e = cells(&[], "sparc", &[], &root()).unwrap_err();
+        let e = cells(&[], &[], "sparc", &[], &root()).unwrap_err();
         assert_eq!(crate::exit::code_for(&e), 128);
-        let e = cells(&["a/linux.tar.xz".into(), "b/linux.tar.gz".into()], "x86_64", &[], &root()).unwrap_err();
+        let e = cells(&["a/linux.tar.xz".into(), "b/linux.tar.gz".into()], &[], "x86_64", &[], &root()).unwrap_err();
         assert!(e.to_string().contains("linux-x86_64-default"), "{e}");
     }
 }

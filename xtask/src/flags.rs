@@ -253,6 +253,9 @@ pub struct MatrixArgs {
     /// A kernel besides Debian's default source: a tarball (`*.tar.*`) or a tree (repeatable).
     #[arg(long = "kernel", value_name = "TARBALL|DIR")]
     pub kernels: Vec<String>,
+    /// A Debian kernel series besides the default source, run with `--kernel-version X` (repeatable).
+    #[arg(long = "kernel-version", value_name = "X", value_parser = crate::debian::parse_kernel_version)]
+    pub kernel_versions: Vec<crate::debian::KernelVersion>,
     /// x86_64, arm64 or all.
     #[arg(long, default_value = "all")]
     pub arch: String,
@@ -322,6 +325,15 @@ pub struct SourceArgs {
     /// A kernel source tarball.
     #[arg(long, value_name = "FILE", conflicts_with = "kernel_image")]
     pub kernel_tarball: Option<PathBuf>,
+    /// Debian's linux-source-X package (6.1, 6.12, 7.2, 7.3, ...), fetched with a private apt
+    /// configuration in the cache and built like a tarball; `X=DEBIAN_VERSION` pins an upload.
+    #[arg(
+        long,
+        value_name = "X[=DEBIAN_VERSION]",
+        value_parser = crate::debian::parse_kernel_version,
+        conflicts_with_all = ["kernel_src", "kernel_tarball", "kernel_image"]
+    )]
+    pub kernel_version: Option<crate::debian::KernelVersion>,
     /// A patch applied on a private copy of the source (repeatable, in order).
     #[arg(long = "patch", value_name = "FILE", conflicts_with = "kernel_image")]
     pub patches: Vec<PathBuf>,
@@ -370,6 +382,15 @@ mod tests {
     fn source_flags_conflict() {
         let r = Xtask::try_parse_from(["x", "kernel", "--kernel-src", "a", "--kernel-tarball", "b"]);
         assert!(r.is_err());
+        let r = Xtask::try_parse_from(["x", "run", "--kernel-version", "7.3", "--patch", "p", "--arch", "arm64"]);
+        let Cmd::Run(r) = r.unwrap().command else { panic!() };
+        assert_eq!(r.kernel.source.kernel_version.map(|v| v.package()).as_deref(), Some("linux-source-7.3"));
+        for other in [["--kernel-src", "d"], ["--kernel-tarball", "t"], ["--kernel-image", "i"]] {
+            let r = Xtask::try_parse_from(["x", "kernel", "--kernel-version", "6.1", other[0], other[1]]);
+            assert!(r.is_err(), "--kernel-version with {}", other[0]);
+        }
+        let e = Xtask::try_parse_from(["x", "kernel", "--kernel-version", "6.12.117"]).unwrap_err();
+        assert!(e.to_string().contains("give the series, `6.12`"), "{e}");
         let r = Xtask::try_parse_from(["x", "kernel", "--kernel-config", "c"]);
         assert!(r.is_err(), "--kernel-config needs --kernel-image");
         let r = Xtask::try_parse_from(["x", "kernel", "--patch", "a.patch", "--patch", "b.patch", "--arch", "arm64"]);

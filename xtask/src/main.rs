@@ -8,6 +8,7 @@ mod cache;
 mod ci;
 mod console;
 mod coverage;
+mod debian;
 mod exit;
 mod flags;
 mod hang;
@@ -174,7 +175,8 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
         }
         Cmd::Validate(args) => validate::run(&args),
         Cmd::Matrix(args) => {
-            println!("{}", ci::matrix(&args.kernels, &args.arch, &args.profiles, &project_root())?);
+            let versions = &args.kernel_versions;
+            println!("{}", ci::matrix(&args.kernels, versions, &args.arch, &args.profiles, &project_root())?);
             Ok(0)
         }
         Cmd::Merge(args) => {
@@ -465,9 +467,10 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
         return Ok(out);
     }
 
-    let spec = match (&src.kernel_src, &src.kernel_tarball) {
-        (Some(dir), _) => source::Spec::Tree(dir.clone()),
-        (_, Some(t)) => source::Spec::Tarball(t.clone()),
+    let spec = match (&src.kernel_src, &src.kernel_tarball, &src.kernel_version) {
+        (Some(dir), _, _) => source::Spec::Tree(dir.clone()),
+        (_, Some(t), _) => source::Spec::Tarball(t.clone()),
+        (_, _, Some(v)) => source::Spec::DebianVersion(debian::fetch(v, &cache_dir)?),
         _ => source::Spec::Debian,
     };
     let identity = source::identify(&spec, &cache_dir)?;

@@ -173,22 +173,37 @@ fn backports_configured() -> bool {
 }
 
 /// The Debian archive address this host already uses for bookworm, so the backports source
-/// points at the same mirror (the project never names a registry host itself).
-fn debian_archive_uri() -> Option<String> {
+/// points at the same mirror (the project never names a registry host itself). On a Debian host
+/// of another release, the archive of its own release (`--kernel-version` needs one either way).
+pub fn debian_archive_uri() -> Option<String> {
+    archive_uri_serving(|suite| suite == "bookworm").or_else(|| {
+        archive_uri_serving(|suite| {
+            ["trixie", "forky", "sid", "stable", "testing", "unstable", "oldstable"].contains(&suite)
+        })
+    })
+}
+
+/// The host's Debian security archive (the source of a `*-security` suite), if it uses one.
+pub fn debian_security_uri() -> Option<String> {
+    archive_uri_serving(|suite| suite.ends_with("-security"))
+}
+
+/// The URI of the host's first apt source (one-line or deb822) with a suite `serves` accepts.
+fn archive_uri_serving(serves: impl Fn(&str) -> bool) -> Option<String> {
     for f in apt_source_files() {
         let text = std::fs::read_to_string(&f).unwrap_or_default();
         if f.extension().is_some_and(|e| e == "sources") {
             for stanza in text.split("\n\n") {
                 let get = |k: &str| stanza.lines().find_map(|l| l.strip_prefix(k)).map(|v| v.trim().to_string());
                 let suites = get("Suites:").unwrap_or_default();
-                if suites.split_whitespace().any(|s| s == "bookworm") {
+                if suites.split_whitespace().any(&serves) {
                     return get("URIs:").and_then(|u| u.split_whitespace().next().map(String::from));
                 }
             }
         } else {
             for l in text.lines() {
                 let words: Vec<&str> = l.split_whitespace().filter(|w| !w.starts_with('[')).collect();
-                if words.len() >= 3 && words[0] == "deb" && words[2] == "bookworm" {
+                if words.len() >= 3 && words[0] == "deb" && serves(words[2]) {
                     return Some(words[1].to_string());
                 }
             }

@@ -22,6 +22,8 @@ pub enum Spec {
     Debian,
     Tree(PathBuf),
     Tarball(PathBuf),
+    /// `--kernel-version`: a `linux-source-X` package downloaded and unpacked into the cache.
+    DebianVersion(crate::debian::Package),
 }
 
 /// What a source is, reproducibly: the cache key and the provenance record use it.
@@ -132,6 +134,18 @@ pub fn identify(spec: &Spec, cache_dir: &Path) -> Result<Identity> {
                 git_head: None,
                 git_dirty: None,
                 package_version: None,
+            })
+        }
+        Spec::DebianVersion(package) => {
+            let id = memoised_sha256(&package.tarball, cache_dir)?;
+            Ok(Identity {
+                kind: "debian-package".into(),
+                label: format!("Debian {} {}", package.name, package.version),
+                id,
+                location: package.tarball.clone(),
+                git_head: None,
+                git_dirty: None,
+                package_version: Some(package.version.clone()),
             })
         }
         Spec::Tree(dir) => identify_tree(dir),
@@ -245,7 +259,7 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<()> {
 pub fn pristine_root(spec: &Spec, ident: &Identity, cache_dir: &Path) -> Result<PathBuf> {
     let tarball = match spec {
         Spec::Tree(_) => return Ok(ident.location.clone()),
-        Spec::Debian | Spec::Tarball(_) => &ident.location,
+        Spec::Debian | Spec::Tarball(_) | Spec::DebianVersion(_) => &ident.location,
     };
     let dest = cache_dir.join("sources").join(&ident.id);
     if dest.join("Makefile").is_file() {

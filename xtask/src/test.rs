@@ -180,8 +180,40 @@ pub fn run(args: &TestArgs) -> Result<u8> {
         );
     }
 
+    let started = Instant::now();
+    let result = other_debian_version_configures(&base);
+    record(
+        &mut outcomes,
+        "arm64: --kernel-version 7.3 fetches Debian's linux-source-7.3 (private apt) and configures with every option",
+        started,
+        result,
+    );
+
     boot_checks(args, &base, &mut outcomes)?;
     Ok(summary(&outcomes))
+}
+
+/// A Debian version other than the default, as far as `--config-only`: `linux-source-7.3`
+/// fetched with the private apt configuration (or found in the cache, with no network), its
+/// tarball unpacked, configured for arm64 with every requested option present.
+fn other_debian_version_configures(base: &KernelArgs) -> Result<()> {
+    let version = crate::debian::parse_kernel_version("7.3").map_err(anyhow::Error::msg)?;
+    let args = KernelArgs {
+        arch: "arm64".into(),
+        config_only: true,
+        source: SourceArgs { kernel_version: Some(version), ..SourceArgs::default() },
+        ..base.clone()
+    };
+    let built = crate::kernels(&args)?;
+    let m = &built[0].metadata;
+    anyhow::ensure!(m.source.kind == "debian-package", "source kind {:?}", m.source.kind);
+    let version = m.source.package_version.as_deref().unwrap_or("");
+    anyhow::ensure!(version.starts_with("7.3."), "package version {version:?} is not 7.3");
+    anyhow::ensure!(m.kernelrelease.starts_with("7.3."), "kernelrelease {:?} is not 7.3", m.kernelrelease);
+    anyhow::ensure!(m.config.missing.is_empty(), "missing options: {:?}", m.config.missing);
+    let user_events = m.config.effective.get("CONFIG_USER_EVENTS").map(String::as_str);
+    anyhow::ensure!(user_events == Some("y"), "CONFIG_USER_EVENTS is {user_events:?}");
+    Ok(())
 }
 
 fn scenario(name: &str, deadline_ms: u64, steps: Vec<Step>) -> protocol::Scenario {
