@@ -62,6 +62,15 @@ pub struct HygieneRoots {
     pub knobs: Vec<Knob>,
 }
 
+/// The kernel command line word that turns hygiene off (`cargo xtask run --kernel-args
+/// ue.hygiene=off`), to measure its cost or to see what a scenario leaves to the next.
+pub const OFF: &str = "ue.hygiene=off";
+
+/// Whether hygiene runs, given the kernel command line (`/proc/cmdline`).
+pub fn wanted(cmdline: &str) -> bool {
+    !cmdline.split_whitespace().any(|w| w == OFF)
+}
+
 impl HygieneRoots {
     pub fn guest() -> HygieneRoots {
         HygieneRoots::at(Path::new("/sys/kernel/tracing"), Path::new("/proc/sys"))
@@ -640,6 +649,13 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    #[test]
+    fn the_command_line_can_turn_it_off() {
+        assert!(wanted("console=ttyS0 panic=-1"));
+        assert!(!wanted("console=ttyS0 ue.hygiene=off panic=-1"));
+        assert!(wanted("ue.hygiene=offx"));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use protocol::{Outcome, Plan, ResultLine, Scenario};
 
-use crate::hygiene::{Baseline, HygieneRoots};
+use crate::hygiene::{self, Baseline, HygieneRoots};
 use crate::stuck::{self, Guard, KILL_GRACE};
 use crate::sys;
 
@@ -38,7 +38,8 @@ pub struct Paths {
     /// Reap every exited process between scenarios: only as PID 1, where orphans land.
     pub reap_orphans: bool,
     /// Where between-scenario hygiene looks (`hygiene.rs`); None leaves the system alone (a
-    /// host must never have its own tracefs cleaned up).
+    /// host must never have its own tracefs cleaned up; `ue.hygiene=off` on the guest's kernel
+    /// command line).
     pub hygiene: Option<HygieneRoots>,
 }
 
@@ -50,7 +51,8 @@ impl Paths {
             kmsg: Some(PathBuf::from("/dev/kmsg")),
             scenario_cmd: vec!["/proc/self/exe".into()],
             reap_orphans: true,
-            hygiene: Some(HygieneRoots::guest()),
+            hygiene: hygiene::wanted(&fs::read_to_string("/proc/cmdline").unwrap_or_default())
+                .then(HygieneRoots::guest),
         }
     }
 
