@@ -15,15 +15,23 @@ use clap::{Args, Parser, Subcommand};
 pub struct Xtask {
     #[command(subcommand)]
     pub command: Cmd,
+    /// Skip the provisioning every verb starts with (for hosts and CI images prepared in
+    /// advance); a missing tool then fails where it is used. `setup` itself still runs.
+    #[arg(long, global = true, env = "XTASK_NO_SETUP", value_parser = clap::builder::FalseyValueParser::new())]
+    pub no_setup: bool,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
-    /// Install what is missing (QEMU, cross compiler, kernel source, rust targets, virtiofsd).
+    /// Check the host for everything (QEMU, compilers, static C libraries, kernel source, rust
+    /// targets, virtiofsd, kcidb-io); on Debian as root install what is missing.
     Setup {
-        /// Only report what is missing; change nothing.
+        /// Only report what is missing (exit 129 when something is); change nothing.
         #[arg(long)]
         check: bool,
+        /// x86_64, arm64 or all.
+        #[arg(long, default_value = "all")]
+        arch: String,
     },
     /// Configure and build (or fetch from the cache) the kernel for each arch; print the image paths.
     Kernel(KernelArgs),
@@ -56,6 +64,9 @@ pub enum Cmd {
     Compare(CompareArgs),
     /// Build and run the baseline and the patched kernel on every arch, then compare them.
     Validate(ValidateArgs),
+    /// Find the commit of a git kernel tree that broke the selected scenarios (`git bisect` in
+    /// a private clone; each step an incremental build; unbuildable commits skipped).
+    Bisect(BisectArgs),
     /// Print the GitHub Actions matrix (kernels x arches x profiles) as JSON.
     Matrix(MatrixArgs),
     /// Fold per-job result folders (one matrix cell each) into one run folder and its reports.
@@ -149,6 +160,10 @@ pub struct SelectArgs {
     /// Print the selected plan per arch (with skip reasons) and boot nothing.
     #[arg(long)]
     pub list: bool,
+    /// Also run the measuring suites (suites/performance.yaml), which the default plan leaves
+    /// out: their figures land in the results; they never gate.
+    #[arg(long)]
+    pub bench: bool,
     /// Only the failed, timed-out and not-run scenarios of a run, per arch (default: the latest).
     #[arg(long, value_name = "RUN", num_args = 0..=1, default_missing_value = "latest")]
     pub rerun_failed: Option<PathBuf>,
@@ -241,11 +256,34 @@ pub struct ValidateArgs {
     pub vm: VmArgs,
     #[command(flatten)]
     pub select: SelectArgs,
+    /// The baseline: this commit of the --kernel-src git tree (the change is then what lies
+    /// between it and --head, or the working tree).
+    #[arg(long, value_name = "REF", requires = "kernel_src")]
+    pub base: Option<String>,
+    /// With --base: the commit to validate (default: HEAD plus the uncommitted changes).
+    #[arg(long, value_name = "REF", requires = "base")]
+    pub head: Option<String>,
     /// Runs of each side (repeats let compare tell a flaky scenario from a regression).
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
     #[command(flatten)]
     pub report: CompareReportArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BisectArgs {
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+    #[command(flatten)]
+    pub vm: VmArgs,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// A commit where the selected scenarios pass.
+    #[arg(long, value_name = "REF", requires = "kernel_src")]
+    pub good: String,
+    /// A commit where they fail.
+    #[arg(long, value_name = "REF", requires = "kernel_src")]
+    pub bad: String,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -340,6 +378,9 @@ pub struct SourceArgs {
     /// Use an already built kernel image instead of building one (needs a single --arch).
     #[arg(long, value_name = "FILE")]
     pub kernel_image: Option<PathBuf>,
+    /// Set by `validate --base` and `bisect`, not a flag: build this commit of this git tree.
+    #[arg(skip)]
+    pub git_commit: Option<(PathBuf, String)>,
     /// The .config of --kernel-image (default: the .config beside it).
     #[arg(long, value_name = "FILE", requires = "kernel_image")]
     pub kernel_config: Option<PathBuf>,

@@ -3,6 +3,7 @@
 
 mod arch;
 mod bench;
+mod bisect;
 mod boot;
 mod cache;
 mod ci;
@@ -11,6 +12,7 @@ mod coverage;
 mod debian;
 mod exit;
 mod flags;
+mod git;
 mod hang;
 mod initramfs;
 mod kconfig;
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    setup::skip(args.no_setup);
     match dispatch(args.command) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
@@ -61,14 +64,9 @@ fn main() -> ExitCode {
 
 fn dispatch(cmd: Cmd) -> Result<u8> {
     match cmd {
-        Cmd::Setup { check: true } => {
-            let missing = setup::check()?;
-            println!("{missing:#?}");
-            Ok(0)
-        }
-        Cmd::Setup { check: false } => setup::run(true).map(|()| 0),
+        Cmd::Setup { check, arch } => setup::verb(check, &arch),
         Cmd::Kernel(args) => {
-            setup::run(false)?;
+            setup::ensure(&setup::Needs::kernel(&args))?;
             let built = kernels(&args)?;
             for b in &built {
                 if args.json {
@@ -82,8 +80,8 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             Ok(0)
         }
         Cmd::Run(args) => {
-            setup::run(false)?;
             let chosen = choose(&args.select, &boot::results_root(&args.vm))?;
+            setup::ensure(&setup::Needs::run(&args, &setup::clients_of_chosen(&chosen)))?;
             let built = kernels(&KernelArgs { config_only: args.select.list, ..args.kernel.clone() })?;
             if args.select.list {
                 return list_plans(&chosen, &built);
@@ -102,7 +100,7 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             }
         }
         Cmd::Upstream(args) => {
-            setup::run(false)?;
+            setup::ensure(&setup::Needs::upstream(&args))?;
             let built = kernels(&args.kernel)?;
             let results = args.vm.results.clone().unwrap_or_else(|| project_root().join("results"));
             let run_dir = boot::new_run_dir(&results)?;
@@ -142,7 +140,8 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
                 || args.select.rerun_failed.is_some() =>
         {
             let chosen = choose(&args.select, &boot::results_root(&args.vm))?;
-            setup::run(false)?;
+            let clients = setup::clients_of_chosen(&chosen);
+            setup::ensure(&setup::Needs::boot(&args.kernel, &args.vm, args.select.list, &clients))?;
             let built = kernels(&KernelArgs { config_only: args.select.list, ..args.kernel.clone() })?;
             if args.select.list {
                 return list_plans(&chosen, &built);
@@ -150,19 +149,20 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             run_suites(&chosen, &built, &args.vm, args.kernel.cache_dir.as_deref())
         }
         Cmd::Boot(args) => {
-            setup::run(false)?;
             let plan = match &args.plan {
                 Some(path) => read_plan(path)?,
                 None => empty_plan("boot"),
             };
+            setup::ensure(&setup::Needs::boot(&args.kernel, &args.vm, false, &setup::clients_of_plan(&plan)))?;
             let built = kernels(&args.kernel)?;
             let results = boot::run_plan_on(&built, &plan, &[], &args.vm, args.kernel.cache_dir.as_deref())?;
             publish_results(&results, &built)?;
             Ok(boot::exit_code(&results))
         }
         Cmd::Exec(args) => {
-            setup::run(false)?;
-            let built = kernels(&single_arch(&args.kernel, "exec")?)?;
+            let kernel = single_arch(&args.kernel, "exec")?;
+            setup::ensure(&setup::Needs::boot(&kernel, &args.vm, false, &[]))?;
+            let built = kernels(&kernel)?;
             boot::exec(&built[0], &args.command, args.timeout, &args.vm, args.kernel.cache_dir.as_deref())
         }
         Cmd::Report(args) => Ok(results::publish(&args.from)?.verdict.exit_code()),
@@ -174,6 +174,7 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             results::compare::run(&args.base, &args.current, args.report.out.as_deref(), args.report.fail_on_metrics)
         }
         Cmd::Validate(args) => validate::run(&args),
+        Cmd::Bisect(args) => bisect::run(&args),
         Cmd::Matrix(args) => {
             let versions = &args.kernel_versions;
             println!("{}", ci::matrix(&args.kernels, versions, &args.arch, &args.profiles, &project_root())?);
@@ -187,14 +188,15 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             Ok(results::merge::merge(&args.dirs, &out)?.verdict.exit_code())
         }
         Cmd::Bench(args) => {
-            setup::run(false)?;
+            setup::ensure(&setup::Needs::bench(&args))?;
             let built = kernels(&args.kernel)?;
             bench::boot(&built, args.runs.max(1), args.accel)?;
             Ok(0)
         }
         Cmd::Shell(args) => {
-            setup::run(false)?;
-            let built = kernels(&single_arch(&args.kernel, "shell")?)?;
+            let kernel = single_arch(&args.kernel, "shell")?;
+            setup::ensure(&setup::Needs::boot(&kernel, &args.vm, false, &setup::all_clients()))?;
+            let built = kernels(&kernel)?;
             boot::shell(&built[0], &args.vm, args.kernel.cache_dir.as_deref())
         }
     }
@@ -249,8 +251,22 @@ pub struct Chosen {
     pub select: select::Selection,
 }
 
+/// Suites that measure rather than judge: out of the default (gating) plan; `--bench` or
+/// `--suite suites/performance.yaml` runs them.
+pub const MEASURING_SUITES: &[&str] = &["performance"];
+
 pub fn choose(args: &flags::SelectArgs, results: &Path) -> Result<Chosen> {
-    let files = if args.suites.is_empty() { suite_files()? } else { args.suites.clone() };
+    let files = if args.suites.is_empty() {
+        let all = suite_files()?;
+        let measuring = |f: &PathBuf| f.file_stem().is_some_and(|s| MEASURING_SUITES.iter().any(|m| s == *m));
+        if args.bench {
+            all
+        } else {
+            all.into_iter().filter(|f| !measuring(f)).collect()
+        }
+    } else {
+        args.suites.clone()
+    };
     let suites = load_suites(&files)?;
     let select = select::Selection::new(&args.filters, args.rerun_failed.as_deref(), results)?;
     Ok(Chosen { suites, select })
@@ -467,11 +483,14 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
         return Ok(out);
     }
 
-    let spec = match (&src.kernel_src, &src.kernel_tarball, &src.kernel_version) {
-        (Some(dir), _, _) => source::Spec::Tree(dir.clone()),
-        (_, Some(t), _) => source::Spec::Tarball(t.clone()),
-        (_, _, Some(v)) => source::Spec::DebianVersion(debian::fetch(v, &cache_dir)?),
-        _ => source::Spec::Debian,
+    let spec = match &src.git_commit {
+        Some((repo, commit)) => source::Spec::GitCommit { repo: repo.clone(), commit: commit.clone() },
+        None => match (&src.kernel_src, &src.kernel_tarball, &src.kernel_version) {
+            (Some(dir), _, _) => source::Spec::Tree(dir.clone()),
+            (_, Some(t), _) => source::Spec::Tarball(t.clone()),
+            (_, _, Some(v)) => source::Spec::DebianVersion(debian::fetch(v, &cache_dir)?),
+            _ => source::Spec::Debian,
+        },
     };
     let identity = source::identify(&spec, &cache_dir)?;
     let patches = src.patches.iter().map(|p| source::Patch::read(p)).collect::<Result<Vec<_>>>()?;

@@ -1,69 +1,519 @@
-//! Provisioning: checks for every host tool the project needs and, on Debian as root,
-//! installs what is missing, one announced and verified step at a time.
+//! Provisioning: what a verb needs from the host (`Needs`, from the verb and its flags), checked
+//! by capability (a program on PATH, a header the compiler finds, a static C library, a Rust
+//! target, a file), so any Linux host that has the tools runs every verb and never calls apt.
+//! On a Debian-like host as root what is missing is installed, one announced and verified step
+//! at a time; anywhere else each missing piece is named with its Debian/Ubuntu and Fedora
+//! package. `--no-setup` (`XTASK_NO_SETUP=1`) skips all of it.
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use crate::arch::ARCHES;
+use crate::arch::{Arch, ARCHES};
 use crate::exit::{error, Kind};
+use crate::flags::{BenchArgs, KernelArgs, RunArgs, UpstreamArgs, VmArgs};
+use crate::initramfs::CLIENTS;
 use crate::progress::line;
 
-/// Debian packages the build and boot phases need, with what each is for.
-const PACKAGES: &[(&str, &str)] = &[
-    ("gcc", "the x86_64 kernel build"),
-    ("libc6-dev", "static x86_64 glibc binaries (ue-tracepoint, the floor /init)"),
-    ("gcc-aarch64-linux-gnu", "the arm64 kernel cross build"),
-    ("libc6-dev-arm64-cross", "static arm64 test binaries (the floor /init, upstream selftests, ue-tracepoint)"),
-    ("gcc-arm-linux-gnueabihf", "the 32-bit arm compat probe (ue-compat32)"),
-    ("libc6-dev-armhf-cross", "the 32-bit arm compat probe (ue-compat32)"),
-    ("make", "the kernel build"),
-    ("flex", "the kernel build (kconfig, dtc)"),
-    ("bison", "the kernel build (kconfig, dtc)"),
-    ("bc", "the kernel build (timeconst)"),
-    ("libelf-dev", "the kernel build (objtool)"),
-    ("libssl-dev", "the kernel build (sign-file, certs)"),
-    ("cpio", "initramfs tooling"),
-    ("xz-utils", "unpacking the kernel source tarball"),
-    ("rsync", "the private source mirror"),
-    ("patch", "--patch"),
-    ("git", "kernel git trees"),
-    ("python3", "the kernel's kunit.py parser"),
-    ("python3-venv", "the virtualenv of the kcidb-io schema validator"),
-    (crate::source::DEBIAN_PACKAGE, "the default kernel source"),
-    ("libseccomp-dev", "building virtiofsd"),
-    ("libcap-ng-dev", "building virtiofsd"),
-    ("pkg-config", "building virtiofsd"),
-];
-
-/// What is missing on this host.
-#[derive(Debug, Default)]
-pub struct Missing {
-    pub backports_source: bool,
-    /// Packages to take from bookworm-backports (QEMU, to match the preinstalled qemu-utils 10).
-    pub backports_packages: Vec<String>,
-    pub packages: Vec<String>,
-    pub rust_targets: Vec<String>,
-    pub virtiofsd: bool,
-    /// The `kcidb-io` virtualenv that validates the KCIDB report (`results::tools`).
-    pub kcidb_io: bool,
+/// How much of a kernel a verb makes from source.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KernelWork {
+    /// None (`--kernel-image`, or no kernel at all).
+    #[default]
+    None,
+    /// Configured and its options checked (`--config-only`, `--list`).
+    Configure,
+    /// Built.
+    Build,
 }
 
-impl Missing {
-    fn is_empty(&self) -> bool {
-        !self.backports_source
-            && self.backports_packages.is_empty()
-            && self.packages.is_empty()
-            && self.rust_targets.is_empty()
-            && !self.virtiofsd
-            && !self.kcidb_io
+/// What a command needs from the host, derived from the verb and its flags.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// The arches whose kernels are built or booted.
+    pub arches: Vec<&'static Arch>,
+    pub kernel: KernelWork,
+    /// Debian's default source package (no `--kernel-src`, `--kernel-tarball`, `--kernel-version`
+    /// or `--kernel-image`).
+    pub default_source: bool,
+    /// A source tarball is unpacked (the default source, `--kernel-tarball`, `--kernel-version`).
+    pub tarball: bool,
+    /// `--kernel-version`: `linux-source-X` downloaded with a private apt configuration.
+    pub debian_download: bool,
+    /// `--patch`.
+    pub patch: bool,
+    /// A `--kernel-src` that is a git work tree.
+    pub git: bool,
+    /// VMs boot: QEMU for each arch and the guest agent's Rust target.
+    pub boot: bool,
+    /// `--share`: virtiofsd is required (without it boots run, with artifacts left in the guest).
+    pub virtiofsd: bool,
+    /// The guest clients (`initramfs::CLIENTS`, by package) the plans run: their Rust targets,
+    /// linkers and static C libraries.
+    pub clients: Vec<&'static str>,
+    /// Static C programs for the guest built with the arch's compiler (the upstream selftests,
+    /// the bench's floor /init).
+    pub static_c: bool,
+    /// The result consumers `cargo xtask test` runs: kunit.py (python3) and kcidb-io.
+    pub consumers: bool,
+    /// What `cargo test --workspace` itself runs: cpio, git, patch.
+    pub unit_tests: bool,
+}
+
+impl Needs {
+    /// Everything, for both arches: `cargo xtask setup` (a fresh machine, CI) and `cargo xtask test`.
+    pub fn everything() -> Needs {
+        Needs {
+            arches: ARCHES.iter().collect(),
+            kernel: KernelWork::Build,
+            default_source: true,
+            tarball: true,
+            debian_download: false,
+            patch: true,
+            git: true,
+            boot: true,
+            virtiofsd: true,
+            clients: CLIENTS.iter().map(|c| c.package).collect(),
+            static_c: true,
+            consumers: true,
+            unit_tests: true,
+        }
     }
 
-    fn needs_root(&self) -> bool {
-        self.backports_source || !self.backports_packages.is_empty() || !self.packages.is_empty()
+    /// `setup --arch A`: everything, for the arches asked for.
+    pub fn everything_for(arch: &str) -> Result<Needs> {
+        let arches = crate::arch::select(arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
+        Ok(Needs { arches, ..Needs::everything() })
     }
+
+    /// Making (or fetching) the kernels of `kernel`'s flags, as `crate::kernels` does; nothing boots.
+    pub fn kernel(args: &KernelArgs) -> Needs {
+        // A bad --arch is reported by `crate::kernels`, as bad input.
+        let arches = crate::arch::select(&args.arch).unwrap_or_default();
+        let src = &args.source;
+        if src.kernel_image.is_some() {
+            return Needs { arches, ..Needs::default() };
+        }
+        let default_source = src.kernel_src.is_none() && src.kernel_tarball.is_none() && src.kernel_version.is_none();
+        Needs {
+            arches,
+            kernel: if args.config_only { KernelWork::Configure } else { KernelWork::Build },
+            default_source,
+            tarball: src.kernel_src.is_none(),
+            debian_download: src.kernel_version.is_some(),
+            patch: !src.patches.is_empty(),
+            git: src.kernel_src.as_ref().is_some_and(|d| d.join(".git").exists()),
+            ..Needs::default()
+        }
+    }
+
+    /// And the kernels boot (`--share` makes virtiofsd required).
+    pub fn booting(self, vm: Option<&VmArgs>) -> Needs {
+        Needs { boot: true, virtiofsd: vm.is_some_and(|v| v.share.is_some()), ..self }
+    }
+
+    /// And the plans run these guest clients.
+    pub fn with_clients(mut self, clients: &[&'static str]) -> Needs {
+        for c in clients {
+            if !self.clients.contains(c) {
+                self.clients.push(c);
+            }
+        }
+        self
+    }
+
+    /// `run`: the kernels; unless `--list`, the boots and the clients the chosen scenarios run;
+    /// `--upstream-selftests` adds the static selftest build.
+    pub fn run(args: &RunArgs, clients: &[&'static str]) -> Needs {
+        let config_only = args.kernel.config_only || args.select.list;
+        let kernel = Needs::kernel(&KernelArgs { config_only, ..args.kernel.clone() });
+        if args.select.list {
+            return kernel;
+        }
+        Needs { static_c: args.upstream_selftests, ..kernel.booting(Some(&args.vm)).with_clients(clients) }
+    }
+
+    /// `boot` (also with suites, `exec` and `shell`): the kernels and their boots, with the clients
+    /// the plan runs; `--list` only configures.
+    pub fn boot(kernel: &KernelArgs, vm: &VmArgs, list: bool, clients: &[&'static str]) -> Needs {
+        if list {
+            return Needs::kernel(&KernelArgs { config_only: true, ..kernel.clone() });
+        }
+        Needs::kernel(kernel).booting(Some(vm)).with_clients(clients)
+    }
+
+    /// `upstream`: the kernels, the selftests built static with each arch's compiler, the boots.
+    pub fn upstream(args: &UpstreamArgs) -> Needs {
+        Needs { static_c: true, ..Needs::kernel(&args.kernel).booting(Some(&args.vm)) }
+    }
+
+    /// `bench boot`: the kernels, the floor /init built static, the boots.
+    pub fn bench(args: &BenchArgs) -> Needs {
+        Needs { static_c: true, ..Needs::kernel(&args.kernel).booting(None) }
+    }
+}
+
+/// The clients a plan runs: those whose guest path its JSON names, as `initramfs::clients_for`
+/// picks them.
+pub fn clients_of_plan(plan: &protocol::Plan) -> Vec<&'static str> {
+    let json = serde_json::to_string(plan).unwrap_or_default();
+    CLIENTS.iter().filter(|c| json.contains(&format!("\"{}\"", c.guest_path))).map(|c| c.package).collect()
+}
+
+/// The clients the chosen scenarios run on any arch (a scenario names a client by its guest
+/// path in a step).
+pub fn clients_of_chosen(chosen: &crate::Chosen) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    for suite in &chosen.suites {
+        for scenario in &suite.scenarios {
+            let name = format!("{}/{}", suite.suite, scenario.name);
+            if !ARCHES.iter().any(|a| chosen.select.wants(a.name, &name)) {
+                continue;
+            }
+            let text = format!("{scenario:?}");
+            for c in CLIENTS {
+                if text.contains(&format!("\"{}\"", c.guest_path)) && !out.contains(&c.package) {
+                    out.push(c.package);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every client (`shell` packs them all).
+pub fn all_clients() -> Vec<&'static str> {
+    CLIENTS.iter().map(|c| c.package).collect()
+}
+
+/// How to tell a piece is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// An executable on PATH.
+    Program(String),
+    /// The arch's QEMU, in `XTASK_QEMU_DIR` or on PATH (as `qemu.rs` looks for it).
+    Qemu(&'static Arch),
+    /// A header the compiler finds (`cc -E`).
+    Header {
+        cc: String,
+        header: &'static str,
+    },
+    /// `cc -print-file-name=libc.a` names a real file.
+    StaticLibc {
+        cc: String,
+    },
+    /// The Rust toolchain has the target's standard library.
+    RustTarget(&'static str),
+    File(PathBuf),
+    Virtiofsd,
+    Kcidb,
+}
+
+/// Where a piece comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A distribution package, by its Debian/Ubuntu name ([`fedora`] gives Fedora's).
+    Package(&'static str),
+    /// `rustup target add`.
+    RustTarget(&'static str),
+    /// `cargo install virtiofsd` (Fedora packages it).
+    Virtiofsd,
+    /// The kcidb-io virtualenv in the cache.
+    Kcidb,
+}
+
+/// One piece a command needs: what it is (as a person names it), what for, how it is checked
+/// and where it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub what: String,
+    pub why: String,
+    pub probe: Probe,
+    pub source: Source,
+}
+
+/// Fedora's name for a Debian package, or why there is none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fedora {
+    Package(&'static str),
+    NotPackaged(&'static str),
+}
+
+const CROSS_LIBC: &str = "not packaged (Fedora's cross compilers build kernels only); use --arch x86_64, \
+                          leave the client scenarios out (--filter '!clients/*'), or a Debian container";
+
+/// The Fedora package for each Debian package this project names.
+pub fn fedora(debian: &'static str) -> Fedora {
+    match debian {
+        "libc6-dev" => Fedora::Package("glibc-static"),
+        "xz-utils" => Fedora::Package("xz"),
+        "libelf-dev" => Fedora::Package("elfutils-libelf-devel"),
+        "libssl-dev" => Fedora::Package("openssl-devel"),
+        "qemu-system-x86" => Fedora::Package("qemu-system-x86"),
+        "qemu-system-arm" => Fedora::Package("qemu-system-aarch64"),
+        "gcc-aarch64-linux-gnu" => Fedora::Package("gcc-aarch64-linux-gnu"),
+        "libc6-dev-arm64-cross" | "libc6-dev-armhf-cross" => Fedora::NotPackaged(CROSS_LIBC),
+        "gcc-arm-linux-gnueabihf" => Fedora::NotPackaged(
+            "not packaged (gcc-arm-linux-gnu has another prefix and no C library); use --arch x86_64, \
+             leave the client scenarios out (--filter '!clients/*'), or a Debian container",
+        ),
+        "apt" => Fedora::NotPackaged("not usable; download linux-source-X yourself and pass --kernel-tarball"),
+        "dpkg" => Fedora::Package("dpkg"),
+        "python3-venv" => Fedora::Package("python3"),
+        "libseccomp-dev" => Fedora::Package("libseccomp-devel"),
+        "libcap-ng-dev" => Fedora::Package("libcap-ng-devel"),
+        "pkg-config" => Fedora::Package("pkgconf-pkg-config"),
+        p if p == crate::source::DEBIAN_PACKAGE => {
+            Fedora::NotPackaged("not packaged; pass --kernel-src DIR, --kernel-tarball FILE or --kernel-image FILE")
+        }
+        // gcc make flex bison bc cpio rsync patch git python3 tar: the same name.
+        same => Fedora::Package(same),
+    }
+}
+
+/// Every piece `needs` asks for, each once (the first reason wins).
+pub fn items(n: &Needs) -> Vec<Item> {
+    let mut v: Vec<Item> = Vec::new();
+    let mut add = |what: String, why: String, probe: Probe, source: Source| {
+        if !v.iter().any(|i| i.what == what) {
+            v.push(Item { what, why, probe, source });
+        }
+    };
+    let program = |name: &str| Probe::Program(name.to_string());
+    if n.kernel != KernelWork::None {
+        let kb = "the kernel build";
+        add("gcc".into(), format!("host programs of {kb}"), program("gcc"), Source::Package("gcc"));
+        for arch in &n.arches {
+            let cc = arch.compiler();
+            let why = format!("the {} kernel build", arch.name);
+            add(cc.clone(), why, Probe::Program(cc), Source::Package(arch.compiler_package));
+        }
+        for (tool, why) in
+            [("make", kb), ("flex", "kconfig"), ("bison", "kconfig"), ("rsync", "the private source mirror")]
+        {
+            add(tool.into(), why.into(), program(tool), Source::Package(tool_package(tool)));
+        }
+        if n.kernel == KernelWork::Build {
+            add("bc".into(), format!("timeconst in {kb}"), program("bc"), Source::Package("bc"));
+            let header = |h: &'static str| Probe::Header { cc: "gcc".into(), header: h };
+            add("gelf.h".into(), format!("objtool in {kb}"), header("gelf.h"), Source::Package("libelf-dev"));
+            let why = format!("sign-file in {kb}");
+            add("openssl/evp.h".into(), why, header("openssl/evp.h"), Source::Package("libssl-dev"));
+        }
+    }
+    if n.tarball {
+        for tool in ["tar", "xz"] {
+            add(tool.into(), "unpacking the kernel source".into(), program(tool), Source::Package(tool_package(tool)));
+        }
+    }
+    if n.default_source {
+        let path = crate::source::DEBIAN_TARBALL;
+        let why = "the default kernel source (--kernel-src, --kernel-tarball or --kernel-image do without)";
+        add(path.into(), why.into(), Probe::File(path.into()), Source::Package(crate::source::DEBIAN_PACKAGE));
+    }
+    if n.debian_download {
+        for (tool, pkg) in [("apt-get", "apt"), ("dpkg-deb", "dpkg")] {
+            add(
+                tool.into(),
+                "--kernel-version (a private apt configuration)".into(),
+                program(tool),
+                Source::Package(pkg),
+            );
+        }
+    }
+    if n.patch {
+        add("patch".into(), "--patch".into(), program("patch"), Source::Package("patch"));
+    }
+    if n.git {
+        add("git".into(), "a git --kernel-src".into(), program("git"), Source::Package("git"));
+    }
+    if n.boot {
+        for arch in &n.arches {
+            let why = format!("booting {}", arch.name);
+            add(arch.qemu_binary.into(), why, Probe::Qemu(arch), Source::Package(arch.qemu_package));
+            let what = format!("rust target {}", arch.rust_target);
+            let why = format!("the guest agent for {}", arch.name);
+            add(what, why, Probe::RustTarget(arch.rust_target), Source::RustTarget(arch.rust_target));
+        }
+    }
+    if n.virtiofsd {
+        add("virtiofsd".into(), "--share (virtio-fs)".into(), Probe::Virtiofsd, Source::Virtiofsd);
+    }
+    for arch in &n.arches {
+        for client in CLIENTS.iter().filter(|c| n.clients.contains(&c.package)) {
+            let t = (client.target)(arch);
+            let why = format!("{} for {}", client.package, arch.name);
+            add(
+                format!("rust target {}", t.triple),
+                why.clone(),
+                Probe::RustTarget(t.triple),
+                Source::RustTarget(t.triple),
+            );
+            if t.static_glibc {
+                // The linker cargo uses: the target's own, or the host `cc`; then its libc.a.
+                let cc = if t.linker.is_empty() { "cc" } else { t.linker };
+                let (linker_pkg, libc_pkg) = (t.packages[0], t.packages[1]);
+                add(cc.into(), why.clone(), program(cc), Source::Package(linker_pkg));
+                let what = format!("static glibc for {cc} (libc.a)");
+                add(what, why, Probe::StaticLibc { cc: cc.into() }, Source::Package(libc_pkg));
+            }
+        }
+    }
+    if n.static_c {
+        for arch in &n.arches {
+            let cc = arch.compiler();
+            let why = format!("static C programs for {} (upstream selftests, the bench floor)", arch.name);
+            add(cc.clone(), why.clone(), Probe::Program(cc.clone()), Source::Package(arch.compiler_package));
+            let libc = arch.glibc_target.packages[1];
+            add(format!("static glibc for {cc} (libc.a)"), why, Probe::StaticLibc { cc }, Source::Package(libc));
+        }
+    }
+    if n.consumers {
+        add("python3".into(), "the kernel's kunit.py".into(), program("python3"), Source::Package("python3"));
+        let what = format!("kcidb-io {}", crate::results::tools::KCIDB_IO_VERSION);
+        add(what, "the KCIDB schema validator".into(), Probe::Kcidb, Source::Kcidb);
+    }
+    if n.unit_tests {
+        for tool in ["cpio", "git", "patch"] {
+            add(tool.into(), "cargo test --workspace".into(), program(tool), Source::Package(tool));
+        }
+    }
+    v
+}
+
+/// The Debian package of a build tool (its own name but for xz).
+fn tool_package(tool: &'static str) -> &'static str {
+    if tool == "xz" {
+        "xz-utils"
+    } else {
+        tool
+    }
+}
+
+/// `--no-setup` / `XTASK_NO_SETUP`: the verbs skip provisioning (a missing tool then fails where
+/// it is used, named with its package).
+static SKIP: AtomicBool = AtomicBool::new(false);
+
+/// Set once from the command line, before any verb runs.
+pub fn skip(yes: bool) {
+    SKIP.store(yes, Ordering::Relaxed);
+}
+
+/// What a verb calls first: checks what `needs` asks for and installs what is missing where it
+/// can. Quiet when everything is present; nothing at all with `--no-setup`.
+pub fn ensure(needs: &Needs) -> Result<()> {
+    if SKIP.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    provision(needs, false)
+}
+
+/// `cargo xtask test`'s provisioning: everything, for both arches (skipped with `--no-setup`).
+pub fn run(verbose: bool) -> Result<()> {
+    if SKIP.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    provision(&Needs::everything(), verbose)
+}
+
+/// `cargo xtask setup [--check] [--arch A]`: explicit, so `--no-setup` does not apply. With
+/// `--check` it changes nothing and exits 129 when something is missing.
+pub fn verb(check: bool, arch: &str) -> Result<u8> {
+    let needs = Needs::everything_for(arch)?;
+    if !check {
+        return provision(&needs, true).map(|()| 0);
+    }
+    let items = items(&needs);
+    let missing = missing(&items);
+    let arches: Vec<&str> = needs.arches.iter().map(|a| a.name).collect();
+    if missing.is_empty() {
+        println!("setup --check: all {} pieces present ({})", items.len(), arches.join(", "));
+        return Ok(0);
+    }
+    println!(
+        "setup --check: {} of {} pieces missing ({}):\n{}",
+        missing.len(),
+        items.len(),
+        arches.join(", "),
+        report(&missing, &Hints::here())
+    );
+    Ok(Kind::Infra.code())
+}
+
+/// The pieces of `items` this host lacks.
+pub fn missing(items: &[Item]) -> Vec<Item> {
+    let sysroot = OnceLock::new();
+    items.iter().filter(|i| !present(&i.probe, &sysroot)).cloned().collect()
+}
+
+fn present(probe: &Probe, sysroot: &OnceLock<Option<PathBuf>>) -> bool {
+    match probe {
+        Probe::Program(name) => on_path(name).is_some(),
+        Probe::Qemu(arch) => crate::qemu::qemu_binary(arch, crate::qemu::qemu_search_path().as_deref()).is_ok(),
+        Probe::Header { cc, header } => compiler_finds(cc, header),
+        Probe::StaticLibc { cc } => static_libc(cc).is_some(),
+        Probe::RustTarget(t) => sysroot
+            .get_or_init(rust_sysroot)
+            .as_ref()
+            .is_some_and(|s| s.join("lib/rustlib").join(t).join("lib").is_dir()),
+        Probe::File(path) => path.is_file(),
+        Probe::Virtiofsd => virtiofsd().is_some(),
+        Probe::Kcidb => crate::results::tools::kcidb_installed(),
+    }
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    crate::qemu::find_program(name, std::env::var_os("PATH").as_deref())
+}
+
+/// Whether `cc` preprocesses `#include <header>`.
+fn compiler_finds(cc: &str, header: &str) -> bool {
+    let child = Command::new(cc)
+        .args(["-E", "-x", "c", "-", "-o", "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(mut child) = child else { return false };
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write;
+        let _ = writeln!(stdin, "#include <{header}>");
+    }
+    child.wait().is_ok_and(|s| s.success())
+}
+
+/// The static C library `cc` links with `-static`: `-print-file-name` answers the bare name
+/// when it has none.
+fn static_libc(cc: &str) -> Option<PathBuf> {
+    let out = Command::new(cc).arg("-print-file-name=libc.a").stderr(Stdio::null()).output().ok()?;
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    (out.status.success() && path.is_absolute() && path.is_file()).then_some(path)
+}
+
+/// The sysroot of the Rust toolchain this checkout builds with.
+fn rust_sysroot() -> Option<PathBuf> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .current_dir(crate::project_root())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status.success().then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// Whether `python3 -m venv` can make the kcidb-io virtualenv (Debian splits it into python3-venv).
+fn venv_works() -> bool {
+    Command::new("python3").args(["-c", "import ensurepip, venv"]).output().is_ok_and(|o| o.status.success())
+}
+
+/// Whether `cargo install virtiofsd` finds the C libraries it links.
+fn virtiofsd_builds() -> bool {
+    Command::new("pkg-config").args(["--exists", "libseccomp", "libcap-ng"]).status().is_ok_and(|s| s.success())
 }
 
 #[derive(Debug)]
@@ -71,6 +521,7 @@ struct Host {
     debian_like: bool,
     codename: String,
     root: bool,
+    apt: bool,
 }
 
 fn host() -> Host {
@@ -85,72 +536,250 @@ fn host() -> Host {
     // The effective uid is the second field of the `Uid:` line.
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let euid = status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|l| l.split_whitespace().nth(1));
-    Host { debian_like, codename: field("VERSION_CODENAME"), root: euid == Some("0") }
+    Host {
+        debian_like,
+        codename: field("VERSION_CODENAME"),
+        root: euid == Some("0"),
+        apt: on_path("apt-get").is_some(),
+    }
+}
+
+/// What the install hints depend on besides the missing pieces.
+#[derive(Debug, Clone, Default)]
+pub struct Hints {
+    /// Debian 12: QEMU comes from bookworm-backports; `Some(true)` when its apt source exists.
+    pub bookworm_backports: Option<bool>,
+    /// The commands that make the kcidb-io virtualenv.
+    pub kcidb: Vec<String>,
+}
+
+impl Hints {
+    fn here() -> Hints {
+        let bookworm = host().codename == "bookworm";
+        Hints {
+            bookworm_backports: bookworm.then(backports_configured),
+            kcidb: crate::results::tools::kcidb_install_commands(),
+        }
+    }
 }
 
 fn qemu_packages() -> Vec<&'static str> {
     ARCHES.iter().map(|a| a.qemu_package).collect()
 }
 
-/// Checks everything without changing anything.
-pub fn check() -> Result<Missing> {
-    let host = host();
-    let mut missing = Missing::default();
-    let on_bookworm = host.codename == "bookworm";
-    if on_bookworm && !backports_configured() {
-        missing.backports_source = true;
+/// Where a piece comes from, for its line in the report.
+fn origin(source: &Source) -> String {
+    match source {
+        Source::Package(deb) => match fedora(deb) {
+            Fedora::Package(f) => format!("Debian/Ubuntu {deb}, Fedora {f}"),
+            Fedora::NotPackaged(why) => format!("Debian/Ubuntu {deb}; Fedora: {why}"),
+        },
+        Source::RustTarget(t) => format!("rustup target add {t}"),
+        Source::Virtiofsd => "Fedora virtiofsd; elsewhere cargo install virtiofsd --locked \
+                              (Debian/Ubuntu: with libseccomp-dev libcap-ng-dev pkg-config)"
+            .into(),
+        Source::Kcidb => "a virtualenv in the cache, made by `cargo xtask setup` as any user \
+                          (Debian/Ubuntu: needs python3-venv)"
+            .into(),
     }
-    let all: Vec<&str> = PACKAGES.iter().map(|p| p.0).chain(qemu_packages()).collect();
-    let installed = installed_packages(&all);
-    for pkg in qemu_packages() {
-        if !installed.contains(&pkg.to_string()) {
-            if on_bookworm {
-                missing.backports_packages.push(pkg.to_string());
-            } else {
-                missing.packages.push(pkg.to_string());
+}
+
+/// The missing pieces, one line each with its Debian/Ubuntu and Fedora package, then the
+/// commands that install them.
+pub fn report(missing: &[Item], hints: &Hints) -> String {
+    let mut out: Vec<String> =
+        missing.iter().map(|i| format!("  {} ({}): {}", i.what, i.why, origin(&i.source))).collect();
+    out.push("to install them:".into());
+    out.extend(commands(missing, hints).into_iter().map(|c| format!("  {c}")));
+    out.push("or, on a host prepared another way, skip provisioning with --no-setup (XTASK_NO_SETUP=1)".into());
+    out.join("\n")
+}
+
+const BACKPORTS_FILE: &str = "/etc/apt/sources.list.d/user-events-conformance-backports.sources";
+
+/// Debian packages: QEMU from bookworm-backports on Debian 12, the rest from the release.
+fn debian_packages(missing: &[Item], bookworm: bool) -> (Vec<&'static str>, Vec<&'static str>) {
+    let mut backports = Vec::new();
+    let mut release = Vec::new();
+    for item in missing {
+        if let Source::Package(p) = item.source {
+            let list = if bookworm && qemu_packages().contains(&p) { &mut backports } else { &mut release };
+            if !list.contains(&p) {
+                list.push(p);
             }
         }
     }
-    for (pkg, _) in PACKAGES {
-        if !installed.contains(&pkg.to_string()) {
-            missing.packages.push(pkg.to_string());
+    (backports, release)
+}
+
+/// The commands that install what is missing, as a person would type them.
+fn commands(missing: &[Item], hints: &Hints) -> Vec<String> {
+    let mut cmds = Vec::new();
+    let (backports, release) = debian_packages(missing, hints.bookworm_backports.is_some());
+    if !backports.is_empty() && hints.bookworm_backports == Some(false) {
+        cmds.push(format!(
+            "Debian 12: printf 'Types: deb\\nURIs: <your Debian mirror>\\nSuites: bookworm-backports\\nComponents: main\\n' | sudo tee {BACKPORTS_FILE}"
+        ));
+    }
+    if !backports.is_empty() || !release.is_empty() {
+        cmds.push("Debian/Ubuntu: sudo apt-get update".into());
+    }
+    if !backports.is_empty() {
+        cmds.push(format!(
+            "Debian 12: sudo apt-get install -y --no-install-recommends -t bookworm-backports {}",
+            backports.join(" ")
+        ));
+    }
+    if !release.is_empty() {
+        cmds.push(format!("Debian/Ubuntu: sudo apt-get install -y --no-install-recommends {}", release.join(" ")));
+    }
+    let mut fedora_pkgs: Vec<&str> = Vec::new();
+    for item in missing {
+        let f = match item.source {
+            Source::Package(p) => fedora(p),
+            Source::Virtiofsd => Fedora::Package("virtiofsd"),
+            _ => continue,
+        };
+        if let Fedora::Package(f) = f {
+            if !fedora_pkgs.contains(&f) {
+                fedora_pkgs.push(f);
+            }
         }
     }
-    let targets = Command::new("rustup").args(["target", "list", "--installed"]).output();
-    let targets = match targets {
-        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
-        _ => {
-            return Err(error(
-                Kind::Infra,
-                "`rustup` not found: the guest binaries need rustup to add their Rust targets (see README)",
-            ))
+    if !fedora_pkgs.is_empty() {
+        cmds.push(format!("Fedora: sudo dnf install {}", fedora_pkgs.join(" ")));
+    }
+    let targets: Vec<&str> =
+        missing.iter().filter_map(|i| if let Source::RustTarget(t) = i.source { Some(t) } else { None }).collect();
+    if !targets.is_empty() {
+        cmds.push(format!("rustup target add {}", targets.join(" ")));
+    }
+    if missing.iter().any(|i| i.source == Source::Virtiofsd) {
+        cmds.push("Debian/Ubuntu: cargo install virtiofsd --locked".into());
+    }
+    if missing.iter().any(|i| i.source == Source::Kcidb) {
+        cmds.extend(hints.kcidb.iter().cloned());
+    }
+    cmds
+}
+
+/// Checks, installs what is missing when it can, and verifies.
+fn provision(needs: &Needs, verbose: bool) -> Result<()> {
+    let started = Instant::now();
+    let items = items(needs);
+    let missing = missing(&items);
+    let arches: Vec<&str> = needs.arches.iter().map(|a| a.name).collect();
+    if missing.is_empty() {
+        if verbose {
+            line(format!(
+                "setup: everything present ({} pieces for {}) in {:.2} s",
+                items.len(),
+                arches.join(", "),
+                started.elapsed().as_secs_f64()
+            ));
         }
+        return Ok(());
+    }
+    let host = host();
+    // Distribution packages: the missing pieces' own, and what the user-level steps need.
+    let mut wanted: Vec<Item> = missing.iter().filter(|i| matches!(i.source, Source::Package(_))).cloned().collect();
+    let prerequisite = |what: &str, pkg: &'static str| Item {
+        what: what.into(),
+        why: "installing the pieces above".into(),
+        probe: Probe::Program(what.into()),
+        source: Source::Package(pkg),
     };
-    for target in rust_targets() {
-        if !targets.lines().any(|l| l.trim() == target) {
-            missing.rust_targets.push(target.to_string());
+    if missing.iter().any(|i| i.source == Source::Virtiofsd) && !virtiofsd_builds() {
+        for pkg in ["libseccomp-dev", "libcap-ng-dev", "pkg-config"] {
+            wanted.push(prerequisite(pkg, pkg));
         }
     }
-    missing.virtiofsd = virtiofsd().is_none();
-    missing.kcidb_io = !crate::results::tools::kcidb_installed();
-    Ok(missing)
-}
+    if missing.iter().any(|i| i.source == Source::Kcidb) && !venv_works() {
+        wanted.push(prerequisite("python3-venv", "python3-venv"));
+    }
+    let rust_targets: Vec<&str> =
+        missing.iter().filter_map(|i| if let Source::RustTarget(t) = i.source { Some(t) } else { None }).collect();
+    let no_rustup = !rust_targets.is_empty() && on_path("rustup").is_none();
+    let can_apt = host.root && host.debian_like && host.apt;
+    if (!wanted.is_empty() && !can_apt) || no_rustup {
+        let why = if no_rustup {
+            "rustup is not on PATH to add the Rust targets"
+        } else if !host.debian_like {
+            "this is not a Debian-like system"
+        } else if !host.root {
+            "not running as root"
+        } else {
+            "apt-get is not on PATH"
+        };
+        let mut all = missing.clone();
+        all.extend(wanted.into_iter().filter(|w| !missing.contains(w)));
+        return Err(error(
+            Kind::Infra,
+            format!(
+                "setup: this command ({}) needs what this host lacks, and {why}, so nothing was installed:\n{}",
+                arches.join(", "),
+                report(&all, &Hints::here())
+            ),
+        ));
+    }
 
-/// Every Rust target the guest binaries need: the agent's (musl), the static-glibc clients'
-/// and the 32-bit compat probe's, for each arch.
-fn rust_targets() -> Vec<&'static str> {
-    ARCHES.iter().flat_map(|a| [a.rust_target, a.glibc_target.triple, a.compat32_target.triple]).collect()
-}
+    let bookworm = host.codename == "bookworm";
+    let (backports, release) = debian_packages(&wanted, bookworm);
+    if !backports.is_empty() && !backports_configured() {
+        let uri = debian_archive_uri().ok_or_else(|| {
+            error(
+                Kind::Infra,
+                "setup: cannot find this host's Debian archive for bookworm in /etc/apt to add bookworm-backports",
+            )
+        })?;
+        line(format!("setup: adding the bookworm-backports apt source ({BACKPORTS_FILE})"));
+        let text = format!(
+            "Types: deb\nURIs: {uri}\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+        );
+        std::fs::write(BACKPORTS_FILE, text).with_context(|| format!("writing {BACKPORTS_FILE}"))?;
+    }
+    if !backports.is_empty() || !release.is_empty() {
+        line("setup: apt-get update");
+        apt(&["update", "-q"])?;
+    }
+    if !backports.is_empty() {
+        line(format!("setup: installing from bookworm-backports: {}", backports.join(" ")));
+        let mut args = vec!["install", "-y", "-q", "--no-install-recommends", "-t", "bookworm-backports"];
+        args.extend(&backports);
+        apt(&args)?;
+    }
+    if !release.is_empty() {
+        line(format!("setup: installing {}", release.join(" ")));
+        let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+        args.extend(&release);
+        apt(&args)?;
+    }
+    if !rust_targets.is_empty() {
+        line(format!("setup: rustup target add {}", rust_targets.join(" ")));
+        status(Command::new("rustup").arg("target").arg("add").args(&rust_targets))?;
+    }
+    if missing.iter().any(|i| i.source == Source::Virtiofsd) {
+        line("setup: cargo install virtiofsd --locked (a few minutes on 2 cores)");
+        status(Command::new("cargo").args(["install", "virtiofsd", "--locked", "--quiet"]))?;
+    }
+    if missing.iter().any(|i| i.source == Source::Kcidb) {
+        line(format!(
+            "setup: installing kcidb-io {} (the KCIDB schema validator) into {}",
+            crate::results::tools::KCIDB_IO_VERSION,
+            crate::results::tools::kcidb_venv().display()
+        ));
+        crate::results::tools::install_kcidb()?;
+    }
 
-/// `dpkg-query` in one call; a host without dpkg has nothing installed as far as we know.
-fn installed_packages(names: &[&str]) -> Vec<String> {
-    let out = Command::new("dpkg-query").args(["-W", "-f=${Package} ${db:Status-Status}\\n"]).args(names).output();
-    let Ok(out) = out else { return Vec::new() };
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.strip_suffix(" installed"))
-        .map(|p| p.split(':').next().unwrap_or(p).to_string())
-        .collect()
+    let after = self::missing(&items);
+    if !after.is_empty() {
+        return Err(error(
+            Kind::Infra,
+            format!("setup: still missing after installing:\n{}", report(&after, &Hints::here())),
+        ));
+    }
+    line(format!("setup: verified, everything present ({:.0} s)", started.elapsed().as_secs_f64()));
+    Ok(())
 }
 
 fn apt_source_files() -> Vec<PathBuf> {
@@ -225,124 +854,6 @@ pub fn virtiofsd() -> Option<PathBuf> {
     candidates.into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
 }
 
-const BACKPORTS_FILE: &str = "/etc/apt/sources.list.d/user-events-conformance-backports.sources";
-
-/// The commands that install what is missing, as a person would type them.
-fn commands(missing: &Missing) -> Vec<String> {
-    let mut cmds = Vec::new();
-    if missing.backports_source {
-        cmds.push(format!(
-            "printf 'Types: deb\\nURIs: <your Debian mirror>\\nSuites: bookworm-backports\\nComponents: main\\n' | sudo tee {BACKPORTS_FILE}"
-        ));
-    }
-    if missing.needs_root() {
-        cmds.push("sudo apt-get update".into());
-    }
-    if !missing.backports_packages.is_empty() {
-        cmds.push(format!(
-            "sudo apt-get install -y --no-install-recommends -t bookworm-backports {}",
-            missing.backports_packages.join(" ")
-        ));
-    }
-    if !missing.packages.is_empty() {
-        cmds.push(format!("sudo apt-get install -y --no-install-recommends {}", missing.packages.join(" ")));
-    }
-    if !missing.rust_targets.is_empty() {
-        cmds.push(format!("rustup target add {}", missing.rust_targets.join(" ")));
-    }
-    if missing.virtiofsd {
-        cmds.push("cargo install virtiofsd --locked".into());
-    }
-    if missing.kcidb_io {
-        cmds.extend(crate::results::tools::kcidb_install_commands());
-    }
-    cmds
-}
-
-/// Checks, installs what is missing when it can, and verifies. Quiet when all is present.
-pub fn run(verbose: bool) -> Result<()> {
-    let started = Instant::now();
-    let missing = check()?;
-    if missing.is_empty() {
-        if verbose {
-            line(format!(
-                "setup: everything present ({} packages, {} rust targets, virtiofsd, kcidb-io) in {:.2} s",
-                PACKAGES.len() + ARCHES.len(),
-                rust_targets().len(),
-                started.elapsed().as_secs_f64()
-            ));
-        }
-        return Ok(());
-    }
-    let host = host();
-    if missing.needs_root() && !(host.root && host.debian_like) {
-        let why = if host.debian_like { "not running as root" } else { "this is not a Debian-like system" };
-        return Err(error(
-            Kind::Infra,
-            format!(
-                "setup: missing host tools and {why}, so nothing was installed. Run:\n  {}\n(on a non-Debian system, install the equivalents of these packages)",
-                commands(&missing).join("\n  ")
-            ),
-        ));
-    }
-
-    if missing.backports_source {
-        let uri = debian_archive_uri().ok_or_else(|| {
-            error(
-                Kind::Infra,
-                "setup: cannot find this host's Debian archive for bookworm in /etc/apt to add bookworm-backports",
-            )
-        })?;
-        line(format!("setup: adding the bookworm-backports apt source ({BACKPORTS_FILE})"));
-        let text = format!(
-            "Types: deb\nURIs: {uri}\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
-        );
-        std::fs::write(BACKPORTS_FILE, text).with_context(|| format!("writing {BACKPORTS_FILE}"))?;
-    }
-    if missing.needs_root() {
-        line("setup: apt-get update");
-        apt(&["update", "-q"])?;
-    }
-    if !missing.backports_packages.is_empty() {
-        line(format!("setup: installing from bookworm-backports: {}", missing.backports_packages.join(" ")));
-        let mut args = vec!["install", "-y", "-q", "--no-install-recommends", "-t", "bookworm-backports"];
-        args.extend(missing.backports_packages.iter().map(String::as_str));
-        apt(&args)?;
-    }
-    if !missing.packages.is_empty() {
-        line(format!("setup: installing {}", missing.packages.join(" ")));
-        let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
-        args.extend(missing.packages.iter().map(String::as_str));
-        apt(&args)?;
-    }
-    if !missing.rust_targets.is_empty() {
-        line(format!("setup: rustup target add {}", missing.rust_targets.join(" ")));
-        status(Command::new("rustup").arg("target").arg("add").args(&missing.rust_targets))?;
-    }
-    if missing.virtiofsd {
-        line("setup: cargo install virtiofsd --locked (a few minutes on 2 cores)");
-        status(Command::new("cargo").args(["install", "virtiofsd", "--locked", "--quiet"]))?;
-    }
-    if missing.kcidb_io {
-        line(format!(
-            "setup: installing kcidb-io {} (the KCIDB schema validator) into {}",
-            crate::results::tools::KCIDB_IO_VERSION,
-            crate::results::tools::kcidb_venv().display()
-        ));
-        crate::results::tools::install_kcidb()?;
-    }
-
-    let after = check()?;
-    if !after.is_empty() {
-        return Err(error(
-            Kind::Infra,
-            format!("setup: still missing after installing; run by hand:\n  {}", commands(&after).join("\n  ")),
-        ));
-    }
-    line(format!("setup: verified, everything present ({:.0} s)", started.elapsed().as_secs_f64()));
-    Ok(())
-}
-
 fn apt(args: &[&str]) -> Result<()> {
     status(Command::new("apt-get").args(args).env("DEBIAN_FRONTEND", "noninteractive"))
 }
@@ -358,50 +869,259 @@ fn status(cmd: &mut Command) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flags::{Cmd, Xtask};
+    use clap::Parser;
 
-    #[test]
-    fn commands_for_a_bare_host_list_every_step() {
-        let missing = Missing {
-            backports_source: true,
-            backports_packages: vec!["qemu-system-x86".into()],
-            packages: vec!["flex".into(), "linux-source-6.12".into()],
-            rust_targets: vec!["aarch64-unknown-linux-musl".into()],
-            virtiofsd: true,
-            kcidb_io: true,
-        };
-        let cmds = commands(&missing);
-        assert_eq!(cmds.len(), 8, "{cmds:#?}");
-        assert!(cmds[2].ends_with("-t bookworm-backports qemu-system-x86"));
-        assert_eq!(cmds[3], "sudo apt-get install -y --no-install-recommends flex linux-source-6.12");
-        assert_eq!(cmds[4], "rustup target add aarch64-unknown-linux-musl");
-        assert_eq!(cmds[5], "cargo install virtiofsd --locked");
-        assert!(cmds[6].starts_with("python3 -m venv ") && cmds[7].ends_with("pip install --quiet kcidb-io==141"));
-        assert!(Missing::default().is_empty());
+    fn parse(argv: &[&str]) -> Cmd {
+        let mut all = vec!["x"];
+        all.extend_from_slice(argv);
+        Xtask::try_parse_from(all).unwrap().command
     }
 
-    /// The guest clients' linkers and static C libraries are installed by setup, and their
-    /// Rust targets are checked.
+    fn whats(needs: &Needs) -> Vec<String> {
+        items(needs).into_iter().map(|i| i.what).collect()
+    }
+
+    /// What `main.rs` asks for per verb: only what the verb and its flags use.
+    fn needs_of(argv: &[&str], clients: &[&'static str]) -> Needs {
+        match parse(argv) {
+            Cmd::Kernel(a) => Needs::kernel(&a),
+            Cmd::Run(a) => Needs::run(&a, clients),
+            Cmd::Boot(a) => Needs::boot(&a.kernel, &a.vm, a.select.list, clients),
+            Cmd::Upstream(a) => Needs::upstream(&a),
+            Cmd::Bench(a) => Needs::bench(&a),
+            _ => unreachable!(),
+        }
+    }
+
     #[test]
-    fn every_helper_target_is_provisioned() {
-        let packages: Vec<&str> = PACKAGES.iter().map(|p| p.0).collect();
+    fn a_prebuilt_image_needs_nothing_to_make_it() {
+        let n = needs_of(&["kernel", "--arch", "x86_64", "--kernel-image", "bzImage"], &[]);
+        assert_eq!(n.kernel, KernelWork::None);
+        assert!(whats(&n).is_empty(), "{:?}", whats(&n));
+        // Booting it needs QEMU and the agent's target for that arch only.
+        let n = needs_of(&["boot", "--arch", "x86_64", "--kernel-image", "bzImage"], &[]);
+        assert_eq!(whats(&n), ["qemu-system-x86_64", "rust target x86_64-unknown-linux-musl"]);
+    }
+
+    #[test]
+    fn a_source_build_needs_the_toolchain_of_its_arches_only() {
+        let w = whats(&needs_of(&["kernel", "--arch", "x86_64", "--kernel-tarball", "l.tar.xz"], &[]));
+        for want in ["gcc", "make", "flex", "bison", "rsync", "bc", "gelf.h", "openssl/evp.h", "tar", "xz"] {
+            assert!(w.contains(&want.to_string()), "{want} not in {w:?}");
+        }
+        for not in ["aarch64-linux-gnu-gcc", crate::source::DEBIAN_TARBALL, "patch", "git", "qemu-system-x86_64"] {
+            assert!(!w.contains(&not.to_string()), "{not} in {w:?}");
+        }
+        // The default source, both arches.
+        let w = whats(&needs_of(&["kernel"], &[]));
+        assert!(w.contains(&"aarch64-linux-gnu-gcc".into()) && w.contains(&crate::source::DEBIAN_TARBALL.into()));
+        // --config-only (and `run --list`) configure: no bc, libelf or openssl, no boot.
+        let w = whats(&needs_of(&["kernel", "--arch", "arm64", "--config-only", "--patch", "p"], &[]));
+        assert!(w.contains(&"aarch64-linux-gnu-gcc".into()) && w.contains(&"patch".into()), "{w:?}");
+        assert!(!w.iter().any(|w| w == "bc" || w == "gelf.h"), "{w:?}");
+        let list = needs_of(&["run", "--arch", "x86_64", "--list"], &["ue-tracepoint"]);
+        assert_eq!((list.kernel, list.boot, list.clients.len()), (KernelWork::Configure, false, 0));
+    }
+
+    #[test]
+    fn a_kernel_tree_needs_git_only_when_it_is_a_git_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().to_str().unwrap();
+        let w = whats(&needs_of(&["kernel", "--arch", "arm64", "--kernel-src", src], &[]));
+        assert!(!w.iter().any(|w| w == "git" || w == "tar" || w.contains("linux-source")), "{w:?}");
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        let w = whats(&needs_of(&["kernel", "--arch", "arm64", "--kernel-src", src], &[]));
+        assert!(w.contains(&"git".into()), "{w:?}");
+    }
+
+    #[test]
+    fn boots_need_qemu_the_agent_and_the_clients_their_plans_run() {
+        let both = ["ue-tracepoint", "ue-compat32"];
+        let n = needs_of(&["run", "--arch", "x86_64", "--kernel-tarball", "l.tar.xz"], &both);
+        let w = whats(&n);
+        for want in [
+            "qemu-system-x86_64",
+            "rust target x86_64-unknown-linux-musl",
+            "rust target x86_64-unknown-linux-gnu",
+            "rust target i686-unknown-linux-musl",
+            "cc",
+            "static glibc for cc (libc.a)",
+        ] {
+            assert!(w.contains(&want.to_string()), "{want} not in {w:?}");
+        }
+        assert!(!w
+            .iter()
+            .any(|w| w.contains("aarch64") || w.contains("arm") || w == "virtiofsd" || w.contains("kcidb")));
+        // arm64's clients are static glibc cross builds; without client scenarios none of that.
+        let w = whats(&needs_of(&["run", "--arch", "arm64", "--kernel-image", "Image"], &["ue-compat32"]));
+        assert!(w.contains(&"arm-linux-gnueabihf-gcc".into()), "{w:?}");
+        assert!(w.contains(&"static glibc for arm-linux-gnueabihf-gcc (libc.a)".into()), "{w:?}");
+        assert!(!w.contains(&"rust target aarch64-unknown-linux-gnu".into()), "{w:?}");
+        let w = whats(&needs_of(&["run", "--arch", "arm64", "--kernel-image", "Image"], &[]));
+        assert_eq!(w, ["qemu-system-aarch64", "rust target aarch64-unknown-linux-musl"]);
+        // --share makes virtiofsd required; upstream and bench build static C for the arch.
+        let n = needs_of(&["boot", "--arch", "x86_64", "--kernel-image", "b", "--share", "/tmp"], &[]);
+        assert!(whats(&n).contains(&"virtiofsd".into()));
+        for argv in [&["upstream", "--arch", "arm64"][..], &["bench", "boot", "--arch", "arm64"]] {
+            let w = whats(&needs_of(argv, &[]));
+            assert!(w.contains(&"static glibc for aarch64-linux-gnu-gcc (libc.a)".into()), "{argv:?}: {w:?}");
+            assert!(w.contains(&"qemu-system-aarch64".into()), "{argv:?}: {w:?}");
+        }
+        let n = needs_of(&["run", "--arch", "x86_64", "--upstream-selftests"], &[]);
+        assert!(n.static_c);
+    }
+
+    #[test]
+    fn everything_covers_both_arches_and_every_helper_target() {
+        let all = items(&Needs::everything());
+        let packages: Vec<&str> =
+            all.iter().filter_map(|i| if let Source::Package(p) = i.source { Some(p) } else { None }).collect();
         for arch in ARCHES {
+            assert!(packages.contains(&arch.qemu_package) && packages.contains(&arch.compiler_package));
             for target in [&arch.glibc_target, &arch.compat32_target] {
+                // `items` takes the linker's package first, then the static C library's.
+                assert_eq!(target.packages.len(), if target.static_glibc { 2 } else { 0 }, "{}", target.triple);
                 for pkg in target.packages {
-                    assert!(packages.contains(pkg), "{pkg} ({}) is not in PACKAGES", target.triple);
+                    assert!(packages.contains(pkg), "{pkg} ({}) is not provisioned", target.triple);
                 }
-                assert!(rust_targets().contains(&target.triple), "{}", target.triple);
             }
         }
+        let targets: Vec<&str> =
+            all.iter().filter_map(|i| if let Source::RustTarget(t) = i.source { Some(t) } else { None }).collect();
         assert_eq!(
-            rust_targets(),
+            targets,
             [
                 "x86_64-unknown-linux-musl",
+                "aarch64-unknown-linux-musl",
                 "x86_64-unknown-linux-gnu",
                 "i686-unknown-linux-musl",
-                "aarch64-unknown-linux-musl",
                 "aarch64-unknown-linux-gnu",
                 "armv7-unknown-linux-gnueabihf"
             ]
         );
+        for source in [Source::Virtiofsd, Source::Kcidb, Source::Package(crate::source::DEBIAN_PACKAGE)] {
+            assert!(all.iter().any(|i| i.source == source), "{source:?}");
+        }
+        let x86 = Needs::everything_for("x86_64").unwrap();
+        assert!(!items(&x86).iter().any(|i| i.what.contains("aarch64") || i.what.contains("arm-")));
+        assert_eq!(crate::exit::code_for(&Needs::everything_for("riscv").unwrap_err()), 128);
+    }
+
+    #[test]
+    fn clients_come_from_what_the_plan_or_the_chosen_scenarios_run() {
+        let mut plan = crate::empty_plan("p");
+        assert!(clients_of_plan(&plan).is_empty());
+        plan.scenarios.push(protocol::Scenario {
+            name: "s/x".into(),
+            deadline_ms: 1000,
+            steps: vec![protocol::Step::Exec { argv: vec!["/bin/ue-compat32".into()], expect_exit: 0 }],
+        });
+        assert_eq!(clients_of_plan(&plan), ["ue-compat32"]);
+        let results = tempfile::tempdir().unwrap();
+        let chose = |filter: &str| {
+            let select = crate::flags::SelectArgs { filters: vec![filter.into()], ..Default::default() };
+            clients_of_chosen(&crate::choose(&select, results.path()).unwrap())
+        };
+        assert_eq!(chose("clients/*"), ["ue-tracepoint", "ue-compat32"]);
+        assert!(chose("process/*").is_empty());
+        assert!(chose("!clients/*").is_empty());
+    }
+
+    #[test]
+    fn fedora_names_every_debian_package() {
+        assert_eq!(fedora("libc6-dev"), Fedora::Package("glibc-static"));
+        assert_eq!(fedora("libelf-dev"), Fedora::Package("elfutils-libelf-devel"));
+        assert_eq!(fedora("qemu-system-arm"), Fedora::Package("qemu-system-aarch64"));
+        assert_eq!(fedora("make"), Fedora::Package("make"));
+        assert!(matches!(fedora("libc6-dev-arm64-cross"), Fedora::NotPackaged(w) if w.contains("--arch x86_64")));
+        assert!(
+            matches!(fedora(crate::source::DEBIAN_PACKAGE), Fedora::NotPackaged(w) if w.contains("--kernel-tarball"))
+        );
+    }
+
+    fn pick(whats: &[&str]) -> Vec<Item> {
+        let all = items(&Needs::everything());
+        whats.iter().map(|w| all.iter().find(|i| i.what == *w).unwrap_or_else(|| panic!("{w}")).clone()).collect()
+    }
+
+    #[test]
+    fn the_report_names_each_piece_with_its_packages_and_the_commands() {
+        let missing = pick(&[
+            "aarch64-linux-gnu-gcc",
+            "gelf.h",
+            "qemu-system-aarch64",
+            "static glibc for arm-linux-gnueabihf-gcc (libc.a)",
+            "rust target aarch64-unknown-linux-musl",
+            "virtiofsd",
+        ]);
+        let hints = Hints { bookworm_backports: Some(false), kcidb: vec![] };
+        let text = report(&missing, &hints);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[..6],
+            [
+                "  aarch64-linux-gnu-gcc (the arm64 kernel build): Debian/Ubuntu gcc-aarch64-linux-gnu, Fedora gcc-aarch64-linux-gnu",
+                "  gelf.h (objtool in the kernel build): Debian/Ubuntu libelf-dev, Fedora elfutils-libelf-devel",
+                "  qemu-system-aarch64 (booting arm64): Debian/Ubuntu qemu-system-arm, Fedora qemu-system-aarch64",
+                "  static glibc for arm-linux-gnueabihf-gcc (libc.a) (ue-compat32 for arm64): Debian/Ubuntu libc6-dev-armhf-cross; \
+                 Fedora: not packaged (Fedora's cross compilers build kernels only); use --arch x86_64, leave the client \
+                 scenarios out (--filter '!clients/*'), or a Debian container",
+                "  rust target aarch64-unknown-linux-musl (the guest agent for arm64): rustup target add aarch64-unknown-linux-musl",
+                "  virtiofsd (--share (virtio-fs)): Fedora virtiofsd; elsewhere cargo install virtiofsd --locked \
+                 (Debian/Ubuntu: with libseccomp-dev libcap-ng-dev pkg-config)",
+            ]
+        );
+        assert_eq!(lines[6], "to install them:");
+        assert!(lines[7].starts_with("  Debian 12: printf 'Types: deb") && lines[7].ends_with(BACKPORTS_FILE));
+        assert_eq!(
+            lines[8..],
+            [
+                "  Debian/Ubuntu: sudo apt-get update",
+                "  Debian 12: sudo apt-get install -y --no-install-recommends -t bookworm-backports qemu-system-arm",
+                "  Debian/Ubuntu: sudo apt-get install -y --no-install-recommends gcc-aarch64-linux-gnu libelf-dev libc6-dev-armhf-cross",
+                "  Fedora: sudo dnf install gcc-aarch64-linux-gnu elfutils-libelf-devel qemu-system-aarch64 virtiofsd",
+                "  rustup target add aarch64-unknown-linux-musl",
+                "  Debian/Ubuntu: cargo install virtiofsd --locked",
+                "or, on a host prepared another way, skip provisioning with --no-setup (XTASK_NO_SETUP=1)",
+            ]
+        );
+        // Elsewhere than Debian 12, QEMU comes with the rest; the kcidb-io commands are listed.
+        let missing = pick(&["qemu-system-x86_64", "kcidb-io 141"]);
+        let hints = Hints { bookworm_backports: None, kcidb: vec!["python3 -m venv V".into()] };
+        let cmds = commands(&missing, &hints);
+        assert_eq!(
+            cmds,
+            [
+                "Debian/Ubuntu: sudo apt-get update",
+                "Debian/Ubuntu: sudo apt-get install -y --no-install-recommends qemu-system-x86",
+                "Fedora: sudo dnf install qemu-system-x86",
+                "python3 -m venv V"
+            ]
+        );
+    }
+
+    #[test]
+    fn no_setup_is_one_flag_for_every_verb() {
+        let r = Xtask::try_parse_from(["x", "--no-setup", "run", "--arch", "x86_64"]).unwrap();
+        assert!(r.no_setup);
+        let r = Xtask::try_parse_from(["x", "kernel", "--no-setup"]).unwrap();
+        assert!(r.no_setup);
+        assert!(!Xtask::try_parse_from(["x", "kernel"]).unwrap().no_setup);
+        let Cmd::Setup { check, arch } = parse(&["setup", "--check", "--arch", "x86_64"]) else { panic!() };
+        assert!(check && arch == "x86_64");
+    }
+
+    /// The probes on this host: a program that exists and one that does not, a header the
+    /// compiler lacks, a static C library of a compiler that does not exist.
+    #[test]
+    fn probes_check_capabilities() {
+        let lock = OnceLock::new();
+        assert!(present(&Probe::Program("sh".into()), &lock));
+        assert!(!present(&Probe::Program("no-such-tool-xtask".into()), &lock));
+        assert!(!present(&Probe::Header { cc: "cc".into(), header: "no/such/header-xtask.h" }, &lock));
+        assert!(!present(&Probe::StaticLibc { cc: "no-such-cc-xtask".into() }, &lock));
+        assert!(!present(&Probe::File("/no/such/file".into()), &lock));
+        assert!(!present(&Probe::RustTarget("no-such-target-xtask"), &lock));
     }
 }

@@ -22,6 +22,11 @@ pub enum Spec {
     Debian,
     Tree(PathBuf),
     Tarball(PathBuf),
+    /// One commit of a git tree, exported into the cache (`validate --base`, `bisect`).
+    GitCommit {
+        repo: PathBuf,
+        commit: String,
+    },
     /// `--kernel-version`: a `linux-source-X` package downloaded and unpacked into the cache.
     DebianVersion(crate::debian::Package),
 }
@@ -149,6 +154,17 @@ pub fn identify(spec: &Spec, cache_dir: &Path) -> Result<Identity> {
             })
         }
         Spec::Tree(dir) => identify_tree(dir),
+        Spec::GitCommit { repo, commit } => Ok(Identity {
+            kind: "git-commit".into(),
+            label: format!("git {} at {}", repo.display(), crate::git::describe(repo, commit)),
+            id: hex(&Sha256::digest(format!("git-commit\0{commit}"))),
+            // Every commit of one repository shares one mirror and build directory, so moving
+            // between commits is an incremental build.
+            location: repo.clone(),
+            git_head: Some(commit.clone()),
+            git_dirty: Some(false),
+            package_version: None,
+        }),
     }
 }
 
@@ -259,6 +275,7 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<()> {
 pub fn pristine_root(spec: &Spec, ident: &Identity, cache_dir: &Path) -> Result<PathBuf> {
     let tarball = match spec {
         Spec::Tree(_) => return Ok(ident.location.clone()),
+        Spec::GitCommit { repo, commit } => return crate::git::export(repo, commit, cache_dir),
         Spec::Debian | Spec::Tarball(_) | Spec::DebianVersion(_) => &ident.location,
     };
     let dest = cache_dir.join("sources").join(&ident.id);

@@ -1,6 +1,7 @@
 //! `cargo xtask test`: the unit tests, then the slow checks that need real tools: kernel
 //! builds for every arch (cached across runs) and the dropped-option gate.
 
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -67,23 +68,6 @@ pub fn run(args: &TestArgs) -> Result<u8> {
         config_only: false,
         json: false,
     };
-    if std::env::var_os("TMP_ONLY_HYGIENE").is_some() {
-        let results = tempfile::Builder::new().prefix("xtask-test-results-").tempdir()?;
-        let vm = VmArgs {
-            accel: AccelChoice::Auto,
-            share: None,
-            cpus: 1,
-            vms: 1,
-            memory: 512,
-            kernel_args: None,
-            qemu_args: None,
-            results: Some(results.path().to_path_buf()),
-        };
-        let started = Instant::now();
-        let result = hygiene_check(&vm, &base, args);
-        record(&mut outcomes, "TMP hygiene", started, result);
-        return Ok(summary(&outcomes));
-    }
 
     for arch in crate::arch::ARCHES {
         let started = Instant::now();
@@ -307,7 +291,9 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
 
     let started = Instant::now();
     let result = (|| {
-        let chosen = crate::choose(&crate::flags::SelectArgs::default(), results.path())?;
+        // The measuring suite too: it must keep working, though it never gates.
+        let every = crate::flags::SelectArgs { bench: true, ..Default::default() };
+        let chosen = crate::choose(&every, results.path())?;
         let count: usize = chosen.suites.iter().map(|s| s.scenarios.len()).sum();
         anyhow::ensure!(count > 0, "suites/ holds no scenario");
         let built = crate::kernels(&KernelArgs { arch: "all".into(), ..base.clone() })?;
@@ -349,6 +335,15 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     );
 
     let started = Instant::now();
+    let result = git_tree_validate_and_bisect(results.path(), args);
+    record(
+        outcomes,
+        "x86_64: a git tree's breaking commit: validate --base HEAD~2 names the broken scenario and exits 1, bisect finds the commit",
+        started,
+        result,
+    );
+
+    let started = Instant::now();
     let result = filter_list(results.path());
     record(
         outcomes,
@@ -356,7 +351,120 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
         started,
         result,
     );
+
+    let started = Instant::now();
+    let result = never_calls_apt(base);
+    record(
+        outcomes,
+        "with apt and dpkg hidden, as root and as nobody, verbs whose needs are present run and never call them; \
+         setup --check names what nobody lacks and exits 129",
+        started,
+        result,
+    );
     Ok(())
+}
+
+/// Provisioning checks capabilities, not dpkg: this xtask runs with `apt`, `apt-get`,
+/// `apt-cache`, `dpkg` and `dpkg-query` replaced on PATH by stand-ins that log their calls and
+/// fail. As root (everything present): `boot --arch x86_64 --kernel-image` boots. As `nobody`
+/// (no Rust toolchain it may read, no root): `kernel --kernel-image` works, and `setup --check`
+/// and `boot` name what is missing with its packages and exit 129 without installing. No
+/// stand-in may ever be called.
+fn never_calls_apt(base: &KernelArgs) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new().prefix("xtask-no-apt-").tempdir()?;
+    let d = dir.path();
+    let built = crate::kernels(&KernelArgs { arch: "x86_64".into(), ..base.clone() })?;
+    let (image, config) = (d.join("bzImage"), d.join("config"));
+    std::fs::copy(&built[0].image, &image)?;
+    std::fs::copy(&built[0].config, &config)?;
+    let calls = d.join("apt-calls.log");
+    std::fs::write(&calls, "")?;
+    let shims = d.join("shims");
+    std::fs::create_dir(&shims)?;
+    for tool in ["apt", "apt-get", "apt-cache", "dpkg", "dpkg-query"] {
+        let shim = shims.join(tool);
+        std::fs::write(&shim, format!("#!/bin/sh\necho \"{tool} $*\" >> {}\nexit 1\n", calls.display()))?;
+        std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755))?;
+    }
+    // `nobody` reads the image and writes the log.
+    for p in [d, &shims] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))?;
+    }
+    for p in [&image, &config] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644))?;
+    }
+    std::fs::set_permissions(&calls, std::fs::Permissions::from_mode(0o666))?;
+    let path = std::env::join_paths(
+        std::iter::once(shims.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )?;
+    let kernel_image = |verb: &str| -> Vec<std::ffi::OsString> {
+        let mut a: Vec<std::ffi::OsString> = vec![verb.into(), "--arch".into(), "x86_64".into()];
+        a.extend(["--kernel-image".into(), image.clone().into(), "--kernel-config".into(), config.clone().into()]);
+        a
+    };
+    let no_calls = || -> Result<()> {
+        let log = std::fs::read_to_string(&calls)?;
+        anyhow::ensure!(log.is_empty(), "apt or dpkg was called:\n{log}");
+        Ok(())
+    };
+
+    // Root, everything present: a real boot, provisioning included (no --no-setup).
+    let results = d.join("results");
+    let out = Command::new(this_xtask()?)
+        .args(kernel_image("boot"))
+        .arg("--results")
+        .arg(&results)
+        .env("PATH", &path)
+        .env_remove("XTASK_NO_SETUP")
+        .stdin(Stdio::null())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    anyhow::ensure!(out.status.success(), "boot as root exited {:?}: {stderr}", out.status.code());
+    no_calls()?;
+
+    // `nobody`, with a clean environment: no rustup, no root.
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        return Ok(());
+    }
+    let home = d.join("home");
+    std::fs::create_dir(&home)?;
+    let as_nobody = |args: Vec<std::ffi::OsString>| -> Result<std::process::Output> {
+        Ok(Command::new(this_xtask()?)
+            .args(args)
+            .env_clear()
+            .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", shims.display()))
+            .env("HOME", &home)
+            .uid(65534)
+            .gid(65534)
+            .stdin(Stdio::null())
+            .output()?)
+    };
+    let out = as_nobody(kernel_image("kernel"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    anyhow::ensure!(
+        out.status.success() && stdout.trim() == format!("x86_64 {}", image.display()),
+        "kernel --kernel-image as nobody exited {:?}: {stdout}{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = as_nobody(vec!["setup".into(), "--check".into()])?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    anyhow::ensure!(out.status.code() == Some(129), "setup --check as nobody exited {:?}: {stdout}", out.status.code());
+    anyhow::ensure!(
+        stdout.contains("  rust target x86_64-unknown-linux-musl (the guest agent for x86_64): rustup target add")
+            && stdout.contains("to install them:"),
+        "setup --check as nobody does not name what is missing:\n{stdout}"
+    );
+    let out = as_nobody(kernel_image("boot"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    anyhow::ensure!(
+        out.status.code() == Some(129) && stderr.contains("nothing was installed") && stderr.contains("rustup"),
+        "boot as nobody exited {:?}: {stderr}",
+        out.status.code()
+    );
+    no_calls()
 }
 
 /// Between-scenario hygiene in a real guest: a scenario registers an event, enables it in
@@ -571,6 +679,106 @@ fn hang_to_verdict(scratch: &Path) -> Result<()> {
     anyhow::ensure!(
         names == ["fault/deadlock"] && status.code() == Some(1),
         "--rerun-failed ran {names:?} and exited {status}"
+    );
+    Ok(())
+}
+
+/// A git kernel tree made from the cached default source (hard links, `git add -f`: Debian's
+/// `.gitignore` ignores the top level), with a commit that breaks one scenario
+/// (`limits/system-names-are-fixed`: the multi-format system renamed) and a harmless one after
+/// it. Kept in the cache, so later test runs reuse it.
+fn git_test_tree(cache_dir: &Path) -> Result<std::path::PathBuf> {
+    let ident = crate::source::identify(&crate::source::Spec::Debian, cache_dir)?;
+    let pristine = crate::source::pristine_root(&crate::source::Spec::Debian, &ident, cache_dir)?;
+    let tree = cache_dir.join("test-data").join(format!("git-{}", &ident.id[..16]));
+    if tree.join(".git/xtask-test-tree-done").is_file() {
+        return Ok(tree);
+    }
+    let _ = std::fs::remove_dir_all(&tree);
+    std::fs::create_dir_all(cache_dir.join("test-data"))?;
+    let run = |args: &[&str], date: &str| -> Result<()> {
+        let st = Command::new("git")
+            .arg("-C")
+            .arg(&tree)
+            .args(["-c", "user.name=xtask test", "-c", "user.email=xtask-test@invalid"])
+            .args(args)
+            .env("GIT_AUTHOR_DATE", date)
+            .env("GIT_COMMITTER_DATE", date)
+            .stdout(Stdio::null())
+            .status()?;
+        anyhow::ensure!(st.success(), "git {args:?} failed in {}", tree.display());
+        Ok(())
+    };
+    let st = Command::new("cp").arg("-al").arg(&pristine).arg(&tree).status()?;
+    anyhow::ensure!(st.success(), "cp -al {} {}", pristine.display(), tree.display());
+    run(&["init", "-q"], "")?;
+    run(&["add", "-f", "-A", "."], "")?;
+    run(&["commit", "-q", "-m", "base: the Debian source"], "2026-01-01T00:00:00Z")?;
+    // Files are hard links into the pristine source: replace, never write in place.
+    let edit = |rel: &str, from: &str, to: &str| -> Result<()> {
+        let path = tree.join(rel);
+        let text = std::fs::read_to_string(&path)?;
+        anyhow::ensure!(text.contains(from), "{rel} has no {from:?}");
+        std::fs::remove_file(&path)?;
+        std::fs::write(&path, text.replacen(from, to, 1))?;
+        Ok(())
+    };
+    edit(
+        "kernel/trace/trace_events_user.c",
+        "return kstrdup(USER_EVENTS_MULTI_SYSTEM, GFP_KERNEL);",
+        "return kstrdup(\"user_events_multx\", GFP_KERNEL);",
+    )?;
+    run(
+        &["commit", "-q", "-a", "-m", "tracing/user_events: rename the multi-format system (breaks it)"],
+        "2026-01-02T00:00:00Z",
+    )?;
+    edit("Documentation/trace/user_events.rst", "user_events", "user_events")?;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(tree.join("Documentation/trace/user_events.rst"))?
+        .write_all(b"\n.. A harmless documentation change.\n")?;
+    run(&["commit", "-q", "-a", "-m", "docs: a harmless change"], "2026-01-03T00:00:00Z")?;
+    std::fs::write(tree.join(".git/xtask-test-tree-done"), b"")?;
+    Ok(tree)
+}
+
+/// `validate --kernel-src TREE --base HEAD~2` and `bisect --good HEAD~2 --bad HEAD` on the test
+/// tree, x86_64, the limits suite: validate names the broken scenario and exits 1; bisect
+/// prints the breaking commit.
+fn git_tree_validate_and_bisect(scratch: &Path, args: &TestArgs) -> Result<()> {
+    let cache_dir = crate::cache::root(args.cache_dir.as_deref());
+    let tree = git_test_tree(&cache_dir)?;
+    let tree_arg = tree.display().to_string();
+    let results = tempfile::tempdir_in(scratch)?;
+    let results_arg = results.path().display().to_string();
+    let common = ["--kernel-src", &tree_arg, "--arch", "x86_64", "--filter", "limits/*", "--results", &results_arg];
+    let out = Command::new(this_xtask()?).arg("validate").args(common).args(["--base", "HEAD~2"]).output()?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    anyhow::ensure!(out.status.code() == Some(1), "validate exited {:?}:\n{text}", out.status.code());
+    let regressed: Vec<&str> = text.lines().filter(|l| l.contains("REGRESSED")).collect();
+    anyhow::ensure!(
+        regressed.len() == 1 && regressed[0].contains("limits/system-names-are-fixed"),
+        "validate did not name exactly limits/system-names-are-fixed as regressed:\n{text}"
+    );
+    let out =
+        Command::new(this_xtask()?).arg("bisect").args(common).args(["--good", "HEAD~2", "--bad", "HEAD"]).output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let text = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    anyhow::ensure!(out.status.code() == Some(0), "bisect exited {:?}:\n{text}", out.status.code());
+    let breaking = crate::git::commit(&tree, "HEAD~1", "test")?;
+    let first = stdout.lines().find_map(|l| l.strip_prefix("first bad commit: ")).unwrap_or_default();
+    anyhow::ensure!(
+        breaking.starts_with(first.split_whitespace().next().unwrap_or("-"))
+            && first.contains("rename the multi-format"),
+        "bisect named {first:?}, the breaking commit is {breaking}:\n{text}"
+    );
+    anyhow::ensure!(
+        stdout.contains("x86_64/limits/system-names-are-fixed"),
+        "bisect did not show the failure:\n{text}"
+    );
+    anyhow::ensure!(
+        !tree.join(".git/BISECT_LOG").exists() && crate::git::commit(&tree, "HEAD", "t")? != breaking,
+        "bisect touched the user's tree"
     );
     Ok(())
 }
