@@ -246,6 +246,9 @@ pub struct CompareReportArgs {
     /// Also exit 1 when a metric got worse beyond the measured noise.
     #[arg(long)]
     pub fail_on_metrics: bool,
+    /// List every figure, not only those that moved beyond noise.
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Clone, Args)]

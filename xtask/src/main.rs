@@ -171,7 +171,8 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             replay::replay(&args.run, args.arch.as_deref(), args.boot.as_deref(), &results)
         }
         Cmd::Compare(args) => {
-            results::compare::run(&args.base, &args.current, args.report.out.as_deref(), args.report.fail_on_metrics)
+            let r = &args.report;
+            results::compare::run(&args.base, &args.current, r.out.as_deref(), r.fail_on_metrics, r.verbose)
         }
         Cmd::Validate(args) => validate::run(&args),
         Cmd::Bisect(args) => bisect::run(&args),

@@ -755,7 +755,7 @@ fn git_tree_validate_and_bisect(scratch: &Path, args: &TestArgs) -> Result<()> {
     let out = Command::new(this_xtask()?).arg("validate").args(common).args(["--base", "HEAD~2"]).output()?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     anyhow::ensure!(out.status.code() == Some(1), "validate exited {:?}:\n{text}", out.status.code());
-    let regressed: Vec<&str> = text.lines().filter(|l| l.contains("REGRESSED")).collect();
+    let regressed: Vec<&str> = text.lines().filter(|l| l.trim_start().starts_with("REGRESSED ")).collect();
     anyhow::ensure!(
         regressed.len() == 1 && regressed[0].contains("limits/system-names-are-fixed"),
         "validate did not name exactly limits/system-names-are-fixed as regressed:\n{text}"

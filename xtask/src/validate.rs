@@ -48,7 +48,8 @@ pub fn run(args: &ValidateArgs) -> Result<u8> {
     line(format!("validate: comparing {} (base) with {} (patched)", folders(&base), folders(&current)));
     let last = current.last().map(|(d, _)| d.clone()).expect("at least one repeat");
     let out = args.report.out.clone().unwrap_or(last);
-    let code = crate::results::compare::report(&base, &current, &out, args.report.fail_on_metrics)?;
+    let code =
+        crate::results::compare::report(&base, &current, &out, args.report.fail_on_metrics, args.report.verbose)?;
     let infra = Kind::Infra.code();
     if base_code == infra || cur_code == infra {
         line("validate: a boot failed for infrastructure reasons, so the comparison is incomplete");

@@ -596,9 +596,10 @@ fn num(x: f64) -> String {
     }
 }
 
-/// The report for a terminal: the sides, then per arch the counts and every entry that is not
-/// `unchanged`, then the metrics, then the outcome.
-pub fn render_text(c: &Comparison) -> String {
+/// The report for a terminal, the answer first: the outcome line, then per arch the counts and
+/// every entry that is not `unchanged` (regressions, fixes, flaky and new first), then the
+/// figures that moved beyond noise and one line counting the rest (`verbose`: every figure).
+pub fn render_text(c: &Comparison, verbose: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "base:    {}", sides_line(&c.base));
     let _ = writeln!(out, "current: {}", sides_line(&c.current));
@@ -624,7 +625,10 @@ pub fn render_text(c: &Comparison) -> String {
                 let _ = writeln!(out, "  {which} kernel: {k}");
             }
         }
-        for e in mine.iter().filter(|e| e.class != Class::Unchanged) {
+        let rank = |k: Class| TEXT_ORDER.iter().position(|o| *o == k).unwrap_or(TEXT_ORDER.len());
+        let mut changed: Vec<&&Entry> = mine.iter().filter(|e| e.class != Class::Unchanged).collect();
+        changed.sort_by_key(|e| rank(e.class));
+        for e in changed {
             let _ = writeln!(
                 out,
                 "  {:<14} {}: {} -> {}",
@@ -639,26 +643,51 @@ pub fn render_text(c: &Comparison) -> String {
         }
     }
     if !c.metrics.is_empty() {
+        let moved: Vec<&MetricChange> = c
+            .metrics
+            .iter()
+            .filter(|m| verbose || matches!(m.verdict, MetricVerdict::Better | MetricVerdict::Worse))
+            .collect();
+        let count = |v: MetricVerdict| c.metrics.iter().filter(|m| m.verdict == v).count();
         let _ = writeln!(
             out,
-            "\nmetrics (a change counts beyond {NOISE_FACTOR} x the larger side's MAD-sigma, IQRs apart):"
+            "\nmetrics: {} figure(s) within noise, {} worse and {} better beyond noise ({} confirmed by repeats), \
+             {} unmeasured{}",
+            count(MetricVerdict::WithinNoise),
+            count(MetricVerdict::Worse),
+            count(MetricVerdict::Better),
+            c.metrics
+                .iter()
+                .filter(|m| m.confirmed && matches!(m.verdict, MetricVerdict::Better | MetricVerdict::Worse))
+                .count(),
+            count(MetricVerdict::Unmeasured),
+            if verbose { "" } else { " (--verbose lists every figure)" }
         );
-        for m in &c.metrics {
+        if !moved.is_empty() {
+            let _ =
+                writeln!(out, "  (a change counts beyond {NOISE_FACTOR} x the larger side's MAD-sigma, IQRs apart)");
+        }
+        for m in moved {
             let _ = writeln!(out, "  {}", metric_line(m));
         }
     }
     let r = c.regressions();
-    let _ = writeln!(
-        out,
-        "\n{}: {r} regressed, {} flaky, {} fixed, {} metric(s) worse beyond noise ({} confirmed by repeats)",
+    let verdict = format!(
+        "{}: {r} regressed, {} flaky, {} fixed, {} metric(s) worse beyond noise ({} confirmed by repeats)",
         if r > 0 { "REGRESSED" } else { "NO REGRESSION" },
         c.counts.get("flaky").copied().unwrap_or(0),
         c.counts.get("fixed").copied().unwrap_or(0),
         c.worse_metrics(),
         c.confirmed_worse_metrics()
     );
-    out
+    // The answer first, and again last, where a terminal leaves the eye.
+    let _ = writeln!(out, "\n{verdict}");
+    format!("{verdict}\n{out}")
 }
+
+/// The order the text report lists a changed scenario in: what a developer acts on first.
+const TEXT_ORDER: [Class; 6] =
+    [Class::Regressed, Class::Fixed, Class::Flaky, Class::New, Class::StillFailing, Class::Removed];
 
 /// `compare.md`: the same report as Markdown tables.
 pub fn render_markdown(c: &Comparison) -> Vec<u8> {
@@ -754,16 +783,16 @@ pub fn write(c: &Comparison, out: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// `cargo xtask compare BASE CURRENT`: prints the report, writes the files, returns the exit code.
-pub fn run(base: &Path, current: &Path, out: Option<&Path>, metrics_gate: bool) -> Result<u8> {
+pub fn run(base: &Path, current: &Path, out: Option<&Path>, metrics_gate: bool, verbose: bool) -> Result<u8> {
     let out = out.map_or_else(|| default_out(current), Path::to_path_buf);
-    report(&load_side(base)?, &load_side(current)?, &out, metrics_gate)
+    report(&load_side(base)?, &load_side(current)?, &out, metrics_gate, verbose)
 }
 
 /// Compares two sides already read, prints the report, writes the files into `out` and
 /// returns the exit code.
-pub fn report(b: &[(PathBuf, Run)], c: &[(PathBuf, Run)], out: &Path, metrics_gate: bool) -> Result<u8> {
+pub fn report(b: &[(PathBuf, Run)], c: &[(PathBuf, Run)], out: &Path, metrics_gate: bool, verbose: bool) -> Result<u8> {
     let cmp = compare(b, c);
-    print!("{}", render_text(&cmp));
+    print!("{}", render_text(&cmp, verbose));
     let written = write(&cmp, out)?;
     let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
     crate::progress::line(format!("comparison written to {}", names.join(", ")));
@@ -870,7 +899,7 @@ mod tests {
         let t = c.metrics.iter().find(|m| m.metric == "throughput").unwrap();
         assert_eq!((t.verdict, t.confirmed), (MetricVerdict::Worse, false));
         assert_eq!((c.worse_metrics(), c.confirmed_worse_metrics()), (1, 0));
-        assert!(render_text(&c).contains("unconfirmed: fewer than 2 runs a side"));
+        assert!(render_text(&c, false).contains("unconfirmed: fewer than 2 runs a side"));
         assert_eq!(c.exit_code(true), 1, "still 1: a scenario regressed");
     }
 
@@ -913,7 +942,8 @@ mod tests {
         let c = fixture();
         assert_eq!(c.exit_code(true), 1);
         check_golden("compare.md", &render_markdown(&c));
-        check_golden("compare.txt", render_text(&c).as_bytes());
+        check_golden("compare.txt", render_text(&c, false).as_bytes());
+        check_golden("compare-verbose.txt", render_text(&c, true).as_bytes());
     }
 
     #[test]
@@ -921,13 +951,14 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let cur = tmp.path().join("cur");
         super::super::tests::copy_dir(&data("current"), &cur);
-        assert_eq!(run(&data("base"), &cur, None, false).unwrap(), 1);
+        assert_eq!(run(&data("base"), &cur, None, false, false).unwrap(), 1);
         let back: Comparison = serde_json::from_slice(&std::fs::read(cur.join("compare.json")).unwrap()).unwrap();
         assert_eq!(back, compare(&load_side(&data("base")).unwrap(), &load_side(&cur).unwrap()));
         assert!(cur.join("compare.md").is_file());
         let out = tmp.path().join("elsewhere");
         assert_eq!(
-            run(&data("base/20260102-000010-00001"), &data("base/20260102-000010-00001"), Some(&out), false).unwrap(),
+            run(&data("base/20260102-000010-00001"), &data("base/20260102-000010-00001"), Some(&out), false, false)
+                .unwrap(),
             0
         );
         assert!(out.join("compare.json").is_file());
