@@ -406,7 +406,13 @@ fn scenario(
         Status::Xpass => xfail.get(&s.name).map(|r| format!("marked xfail ({r}) but passed; remove the mark")),
         Status::Skip => skip_reason,
         Status::NotRun | Status::Error => s.diagnostics.last().cloned(),
-        Status::Fail if judged == Some("timeout") => Some("ran past its deadline".to_string()),
+        Status::Fail if judged == Some("timeout") => Some(
+            match s.diagnostics.iter().find(|d| d.ends_with("stuck in the kernel") || d.starts_with("the VM hung")) {
+                Some(d) if d.starts_with("the VM hung") => d.clone(),
+                Some(_) => "ran past its deadline, and SIGKILL could not end it: stuck in the kernel".to_string(),
+                None => "ran past its deadline".to_string(),
+            },
+        ),
         Status::Pass => expect_report.get(&s.name).map(|t| format!("the expected kernel report ({t}) came")),
         Status::Fail => None,
     };

@@ -1,6 +1,7 @@
-//! The self-contained HTML report (`report.html`): inline CSS, no script, nothing fetched.
-//! The arch-by-scenario matrix, each failure with its log, the boots and the provenance, and
-//! one inline SVG bar chart per metric when scenarios measured any.
+//! The self-contained HTML report (`report.html`): inline CSS and one inline script (the
+//! filter), nothing fetched. The answer first: each failure with its failing step, log and
+//! kernel reports; then the scenarios grouped by suite (passing suites folded) with a filter,
+//! one inline SVG bar chart per metric when scenarios measured any, the boots and the provenance.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -12,7 +13,14 @@ const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#2
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}\
 th{background:#eee}.pass{background:#cfc}.fail,.xpass{background:#f99}.error,.not-run{background:#fc9}\
 .skip,.xfail{background:#ffc}.none{color:#999}pre{background:#f6f6f6;padding:.5em;overflow-x:auto;font-size:12px}\
-code{font-size:13px}h1 .verdict{padding:0 .3em}";
+code{font-size:13px}h1 .verdict{padding:0 .3em}details{margin:.3em 0}summary{cursor:pointer}";
+
+/// The scenario filter: inline, so the page stays one self-contained file. A row stays when
+/// its text holds the typed words; a suite with a match opens.
+const FILTER_SCRIPT: &str = "<script>function filterRows(q){q=q.toLowerCase();\
+document.querySelectorAll('details').forEach(function(d){var any=false;\
+d.querySelectorAll('tr.row').forEach(function(r){var hit=r.textContent.toLowerCase().indexOf(q)>=0;\
+r.style.display=hit?'':'none';any=any||hit;});if(q){d.open=any;}});}</script>\n";
 
 pub fn render(run: &Run) -> Vec<u8> {
     let mut o = String::new();
@@ -31,36 +39,16 @@ pub fn render(run: &Run) -> Vec<u8> {
         esc(&run.totals.describe())
     );
 
-    // The matrix.
-    let _ = write!(o, "<h2>Scenarios</h2>\n<table><tr><th>scenario</th>");
-    for a in &run.arches {
-        let _ = write!(o, "<th>{} ({})</th>", esc(&a.arch), esc(&a.verdict.kind));
-    }
-    o.push_str("</tr>\n");
-    for n in run.scenario_names() {
-        let _ = write!(o, "<tr><td><code>{}</code></td>", esc(n));
-        for a in &run.arches {
-            match a.scenario(n) {
-                Some(s) => {
-                    let title = s.reason.as_deref().map(|r| format!(" title=\"{}\"", esc(r))).unwrap_or_default();
-                    let time = s.duration_ms.map(|t| format!(" <small>{t} ms</small>")).unwrap_or_default();
-                    let _ = write!(o, "<td class=\"{}\"{title}>{}{time}</td>", s.status.as_str(), s.status.as_str());
-                }
-                None => o.push_str("<td class=\"none\">—</td>"),
-            }
-        }
-        o.push_str("</tr>\n");
-    }
-    o.push_str("</table>\n");
-
-    // Failures with their logs.
+    // The answer first: each failure with its failing step, its log and the kernel's words.
     let failing: Vec<_> = run
         .arches
         .iter()
         .flat_map(|a| a.scenarios.iter().filter(|s| s.status.is_failure()).map(move |s| (a, s)))
         .collect();
-    if !failing.is_empty() {
-        o.push_str("<h2>Failures</h2>\n");
+    if failing.is_empty() {
+        o.push_str("<p>No failure.</p>\n");
+    } else {
+        let _ = writeln!(o, "<h2>Failures ({})</h2>", failing.len());
     }
     for (a, s) in failing {
         let _ = writeln!(
@@ -75,6 +63,10 @@ pub fn render(run: &Run) -> Vec<u8> {
         if let Some(r) = &s.reason {
             let _ = writeln!(o, "<p>{}</p>", esc(r));
         }
+        // The step whose result differed: `step 7: ... (expected ...)`.
+        if let Some(step) = s.log.iter().find(|l| l.starts_with("step ") && l.contains("expected")) {
+            let _ = writeln!(o, "<p class=\"step\">failing step: <code>{}</code></p>", esc(step));
+        }
         let mut text: Vec<String> = s.log.clone();
         for f in &s.findings {
             text.push(format!("--- kernel {} (console.log line {}) ---", f.kind, f.console_line));
@@ -86,6 +78,62 @@ pub fn render(run: &Run) -> Vec<u8> {
         }
         let _ = writeln!(o, "<pre>{}</pre>", esc(&text.join("\n")));
     }
+
+    // Every scenario, grouped by suite; a suite without failures stays folded.
+    let _ = write!(
+        o,
+        "<h2>Scenarios</h2>\n<p><input id=\"filter\" placeholder=\"filter: name or status\" \
+         oninput=\"filterRows(this.value)\"></p>\n"
+    );
+    let mut suites: Vec<&str> = Vec::new();
+    for n in run.scenario_names() {
+        let suite = n.split_once('/').map_or("", |(s, _)| s);
+        if !suites.contains(&suite) {
+            suites.push(suite);
+        }
+    }
+    for suite in suites {
+        let names: Vec<&str> =
+            run.scenario_names().into_iter().filter(|n| n.split_once('/').map_or("", |(s, _)| s) == suite).collect();
+        let bad = names.iter().any(|n| run.arches.iter().any(|a| a.scenario(n).is_some_and(|s| s.status.is_failure())));
+        let counts: Vec<String> = run
+            .arches
+            .iter()
+            .map(|a| {
+                let mine: Vec<_> = names.iter().filter_map(|n| a.scenario(n)).collect();
+                let failed = mine.iter().filter(|s| s.status.is_failure()).count();
+                format!("{} {}/{} ok", a.arch, mine.len() - failed, mine.len())
+            })
+            .collect();
+        let _ = write!(
+            o,
+            "<details{}><summary><b>{}</b> ({})</summary>\n<table><tr><th>scenario</th>",
+            if bad { " open" } else { "" },
+            esc(suite),
+            esc(&counts.join(", "))
+        );
+        for a in &run.arches {
+            let _ = write!(o, "<th>{} ({})</th>", esc(&a.arch), esc(&a.verdict.kind));
+        }
+        o.push_str("</tr>\n");
+        for n in names {
+            let _ = write!(o, "<tr class=\"row\"><td><code>{}</code></td>", esc(n));
+            for a in &run.arches {
+                match a.scenario(n) {
+                    Some(s) => {
+                        let title = s.reason.as_deref().map(|r| format!(" title=\"{}\"", esc(r))).unwrap_or_default();
+                        let time = s.duration_ms.map(|t| format!(" <small>{t} ms</small>")).unwrap_or_default();
+                        let _ =
+                            write!(o, "<td class=\"{}\"{title}>{}{time}</td>", s.status.as_str(), s.status.as_str());
+                    }
+                    None => o.push_str("<td class=\"none\">—</td>"),
+                }
+            }
+            o.push_str("</tr>\n");
+        }
+        o.push_str("</table></details>\n");
+    }
+    o.push_str(FILTER_SCRIPT);
 
     // Metrics: one bar chart per metric name, a bar per arch and scenario.
     let mut metrics: BTreeMap<&str, Vec<Bar>> = BTreeMap::new();
@@ -225,7 +273,7 @@ mod tests {
     fn self_contained_and_plots_metrics_when_there_are_some() {
         let mut run = fixture();
         let html = String::from_utf8(render(&run)).unwrap();
-        for external in ["<script", "<link", " src=", "@import", "https://"] {
+        for external in ["<script src", "<link", " src=", "@import", "https://"] {
             assert!(!html.contains(external), "{external} in the report");
         }
         assert!(!html.contains("<svg"), "no metrics, no plot");
