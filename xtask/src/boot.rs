@@ -148,7 +148,8 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
         accel.name(),
         job.plan.scenarios.len()
     ));
-    let vm = qemu::run(&spec, virtiofsd).unwrap_or_else(|e| {
+    let live = |l: &protocol::ResultLine| live_line(&name, l);
+    let vm = qemu::run_live(&spec, virtiofsd, &live).unwrap_or_else(|e| {
         // Past this point nothing is thrown away: the boot is judged an infrastructure error
         // with whatever logs it left.
         line(format!("{name}: the boot failed on the host: {e:#}"));
@@ -174,6 +175,26 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
     crate::timings::record(Some(&name), "boot", to_init);
     crate::timings::record(Some(&name), "scenarios", vm.wall.saturating_sub(to_init));
     Ok(Outcome { arch, accel, vm, out_dir: job.out_dir, artifacts_shared: job.plan.artifacts_virtiofs, spec })
+}
+
+/// A scenario's result as it arrives on the result channel, KUnit-style with the boot's name
+/// (`[PASSED] x86_64/registration/basic (12 ms)`): the agent's view, before the host adds the
+/// console's findings and the suites' marks, which the boot's summary then reports.
+pub fn live_line(boot: &str, l: &protocol::ResultLine) {
+    use protocol::{Outcome, ResultLine};
+    match l {
+        ResultLine::Result { name, outcome, time_ms, .. } => {
+            let tag = match outcome {
+                Outcome::Pass => "PASSED",
+                Outcome::Fail => "FAILED",
+                Outcome::Skip => "SKIPPED",
+                Outcome::Timeout => "TIMEOUT",
+            };
+            line(format!("{} {boot}/{name} ({time_ms} ms)", crate::progress::tag(tag)));
+        }
+        ResultLine::Abort { reason, .. } => line(format!("{boot}: the agent gave up the boot: {reason}")),
+        _ => {}
+    }
 }
 
 /// Where a VM's sockets go (`work`, short-lived) and where its logs go (`logs`, kept).
@@ -679,6 +700,10 @@ pub fn print_boot(j: &Judged) {
     let arch = j.outcome.arch.name;
     for (s, mark) in j.result.scenarios.iter().zip(&j.counted.marks) {
         if s.status == Status::NotRun && j.resumed_in.is_some() {
+            continue;
+        }
+        // Passes and skips were shown live; the summary names what needs a look.
+        if mark.is_none() && matches!(s.status, Status::Pass | Status::Skip) {
             continue;
         }
         let tag = match (mark, s.status) {

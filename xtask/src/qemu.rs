@@ -382,6 +382,11 @@ fn listening_in(table: &str, path: &str) -> bool {
 
 /// Boots one VM and waits for it to end, teeing the console to `console.log`.
 pub fn run(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<VmRun> {
+    run_live(spec, virtiofsd, &|_| {})
+}
+
+/// [`run`], handing each result-channel line to `live` as it arrives.
+pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol::ResultLine)) -> Result<VmRun> {
     std::fs::create_dir_all(&spec.workdir)?;
     std::fs::create_dir_all(&spec.logs)?;
     if let Ok(mut dirs) = WORKDIRS.lock() {
@@ -432,8 +437,9 @@ pub fn run(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<VmRun> {
                 Event::Panic => panic_at = Some(Instant::now()),
             }
         }
-        if let Some(w) = watch.as_mut() {
-            for line in tail.read(&spec.results_log()) {
+        for line in tail.read(&spec.results_log()) {
+            live(&line);
+            if let Some(w) = watch.as_mut() {
                 w.feed(&line, Instant::now());
             }
         }
@@ -467,6 +473,9 @@ pub fn run(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<VmRun> {
         std::thread::sleep(Duration::from_millis(5));
     };
     let wall = started.elapsed();
+    for line in tail.read(&spec.results_log()) {
+        live(&line);
+    }
     drop(vm);
     drop(daemons);
     reader.join().map_err(|_| anyhow::anyhow!("console reader panicked"))?.context("reading the console")?;

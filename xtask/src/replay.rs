@@ -151,7 +151,9 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
             extra_qemu: vm.extra_qemu.clone(),
         };
         line(format!("{name}: replaying {} with {}", vm.kernel.display(), vm.initrd.display()));
-        let ran = qemu::run(&spec, virtiofsd.as_deref()).with_context(|| format!("replaying {}", dir.display()))?;
+        let live = |l: &protocol::ResultLine| crate::boot::live_line(&name, l);
+        let ran = qemu::run_live(&spec, virtiofsd.as_deref(), &live)
+            .with_context(|| format!("replaying {}", dir.display()))?;
         let mut plan = crate::empty_plan(&format!("replay of {name}"));
         plan.scenarios = recorded
             .result
