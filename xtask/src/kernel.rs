@@ -109,6 +109,36 @@ fn location(source: &Identity) -> String {
     hex(&Sha256::digest(format!("{}\0{}", source.kind, source.location.display())))[..16].to_string()
 }
 
+/// What a build directory's configuration was made from: the source, the fragments' contents
+/// and every Kconfig or Makefile file the patch set changed, with its content.
+fn config_inputs(req: &Request, frag_paths: &[PathBuf], mirror: &Path, state_file: &Path) -> Result<String> {
+    let mut h = Sha256::new();
+    h.update(req.source.id.as_bytes());
+    for f in frag_paths {
+        h.update(b"\0fragment\0");
+        h.update(std::fs::read(f).with_context(|| format!("reading {}", f.display()))?);
+    }
+    let mut touched = source::patched_files(state_file);
+    touched.sort();
+    for rel in touched.iter().filter(|r| kconfig_input(r)) {
+        h.update(b"\0patched\0");
+        h.update(rel.as_bytes());
+        h.update(b"\0");
+        h.update(std::fs::read(mirror.join(rel)).unwrap_or_default());
+    }
+    Ok(hex(&h.finalize()))
+}
+
+/// Whether a source file can change what `make *config` produces.
+fn kconfig_input(rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    name.starts_with("Kconfig")
+        || name.starts_with("Makefile")
+        || name.starts_with("Kbuild")
+        || name.ends_with(".config")
+        || rel.starts_with("scripts/kconfig/")
+}
+
 pub fn compiler(arch: &Arch) -> Result<Compiler> {
     let command = arch.compiler();
     let out = Command::new(&command).arg("--version").output();
@@ -194,26 +224,40 @@ pub fn build(req: &Request) -> Result<Built> {
     let requested = kconfig::merged_requests(req.fragments)?;
     let frag_paths = write_fragments(&build_dir.join("xtask-fragments"), req.fragments)?;
     let task = Task::start(format!("{}: configuring", arch.name));
-    let mut commands = vec![make.command_line(&["tinyconfig"])];
-    make.run(&["tinyconfig"], &mut log, None)?;
-    let merge = mirror.join("scripts/kconfig/merge_config.sh");
-    let mut merge_cmd = Command::new("sh");
-    merge_cmd.arg(&merge).arg("-m").arg("-O").arg(&build_dir).arg(build_dir.join(".config"));
-    merge_cmd.args(&frag_paths).current_dir(&build_dir);
-    commands.push(format!(
-        "(cd {} && sh {} -m -O {} {}/.config {})",
-        build_dir.display(),
-        merge.display(),
-        build_dir.display(),
-        build_dir.display(),
-        frag_paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ")
-    ));
-    run_logged(merge_cmd, &mut log, None).context("merging config fragments with merge_config.sh")?;
-    commands.push(make.command_line(&["olddefconfig"]));
-    make.run(&["olddefconfig"], &mut log, None)?;
     let config_path = build_dir.join(".config");
+    let mut commands = vec![make.command_line(&["tinyconfig"])];
+    // The configuration depends on the fragments, the source, and the Kconfig and Makefile
+    // files a patch changes: when none of that changed since this directory was configured, its
+    // .config stands (a one-file patch to a .c file skips tinyconfig, merge and olddefconfig).
+    // The requested options are still checked, here and after the build.
+    let inputs = config_inputs(req, &frag_paths, &mirror, &tree_dir.join("state.json"))?;
+    let stamp = build_dir.join("xtask-configured");
+    let configured = config_path.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == inputs);
+    if configured {
+        commands.push("(tinyconfig, merge_config.sh and olddefconfig skipped: no Kconfig input changed)".into());
+    } else {
+        let _ = std::fs::remove_file(&stamp);
+        make.run(&["tinyconfig"], &mut log, None)?;
+        let merge = mirror.join("scripts/kconfig/merge_config.sh");
+        let mut merge_cmd = Command::new("sh");
+        merge_cmd.arg(&merge).arg("-m").arg("-O").arg(&build_dir).arg(build_dir.join(".config"));
+        merge_cmd.args(&frag_paths).current_dir(&build_dir);
+        commands.push(format!(
+            "(cd {} && sh {} -m -O {} {}/.config {})",
+            build_dir.display(),
+            merge.display(),
+            build_dir.display(),
+            build_dir.display(),
+            frag_paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ")
+        ));
+        run_logged(merge_cmd, &mut log, None).context("merging config fragments with merge_config.sh")?;
+        commands.push(make.command_line(&["olddefconfig"]));
+        make.run(&["olddefconfig"], &mut log, None)?;
+        crate::cache::write_atomic(&stamp, inputs.as_bytes())?;
+    }
     let (effective, missing) = check_config(&config_path, &requested, &mirror, arch)?;
-    task.finish(format!("{} of {} requested options set", requested.len() - missing.len(), requested.len()));
+    let how = if configured { ", configuration reused" } else { "" };
+    task.finish(format!("{} of {} requested options set{how}", requested.len() - missing.len(), requested.len()));
     durations.insert("configure".to_string(), t.elapsed().as_secs_f64());
     if !missing.is_empty() {
         return Err(missing_error(arch, "after olddefconfig", &missing, &config_path));
@@ -658,6 +702,26 @@ pub fn prebuilt(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kconfig_inputs_are_recognised() {
+        for yes in [
+            "kernel/trace/Kconfig",
+            "Makefile",
+            "arch/x86/Makefile.um",
+            "init/Kconfig.debug",
+            "Kbuild",
+            "arch/arm64/configs/defconfig.config",
+            "scripts/kconfig/conf.c",
+        ] {
+            assert!(kconfig_input(yes), "{yes}");
+        }
+        for no in
+            ["kernel/trace/trace_events_user.c", "include/linux/trace_events.h", "Documentation/Makefile.rst.txt/x"]
+        {
+            assert!(!kconfig_input(no), "{no}");
+        }
+    }
 
     fn x86_header(version: &str) -> Vec<u8> {
         let mut b = vec![0u8; 0x400];

@@ -354,6 +354,15 @@ pub fn sync_mirror(pristine: &Path, mirror: &Path, state_file: &Path, patches: &
     Ok(())
 }
 
+/// The files the mirror's current patch set touched (relative paths), as `sync_mirror` recorded.
+pub fn patched_files(state_file: &Path) -> Vec<String> {
+    std::fs::read(state_file)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<MirrorState>(&b).ok())
+        .map(|s| s.patched_files)
+        .unwrap_or_default()
+}
+
 /// Rewrites a file as a new inode with the current mtime; a missing file is fine.
 fn refresh(path: &Path) -> Result<()> {
     let Ok(bytes) = std::fs::read(path) else {
