@@ -266,6 +266,10 @@ pub struct ValidateArgs {
     /// With --base: the commit to validate (default: HEAD plus the uncommitted changes).
     #[arg(long, value_name = "REF", requires = "base")]
     pub head: Option<String>,
+    /// Run the baseline even when the same kernel, plan, agent and VM options ran before (by
+    /// default those results are read back, and `--repeat` tops them up).
+    #[arg(long)]
+    pub fresh_baseline: bool,
     /// Runs of each side (repeats let compare tell a flaky scenario from a regression).
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,

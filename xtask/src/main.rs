@@ -275,7 +275,7 @@ pub fn choose(args: &flags::SelectArgs, results: &Path) -> Result<Chosen> {
 
 /// The suites compiled against one kernel (its release and `.config`), narrowed to the chosen
 /// scenarios.
-fn compile_for(chosen: &Chosen, b: &kernel::Built) -> Result<suites::Compiled> {
+pub fn compile_for(chosen: &Chosen, b: &kernel::Built) -> Result<suites::Compiled> {
     let text = std::fs::read_to_string(&b.config)
         .map_err(|e| error(Kind::Infra, format!("{}: reading the kernel's .config: {e}", b.config.display())))?;
     let config = kconfig::parse_config(&text);

@@ -35,12 +35,14 @@ pub fn run(args: &ValidateArgs) -> Result<u8> {
     if args.select.list {
         return Err(error(Kind::BadInput, "validate --list: use `run --list` with the same flags to see the plan"));
     }
-    crate::setup::run(false)?;
+    let clients = crate::setup::clients_of_chosen(&chosen);
+    let needs = crate::setup::Needs::boot(&args.kernel, &args.vm, false, &clients);
+    crate::setup::ensure(&crate::setup::Needs { git: needs.git || args.base.is_some(), ..needs })?;
     let (base_args, head_args, base_label, head_label) = sides(args)?;
     line(format!("validate: the baseline: {base_label}"));
-    let (base, base_code) = side(&chosen, &base_args, args)?;
+    let (base, base_code) = side(&chosen, &base_args, args, true)?;
     line(format!("validate: the change: {head_label}"));
-    let (current, cur_code) = side(&chosen, &head_args, args)?;
+    let (current, cur_code) = side(&chosen, &head_args, args, false)?;
     if let Some(dir) = base.iter().find(|(d, _)| current.iter().any(|(c, _)| c == d)) {
         return Err(error(Kind::Infra, format!("both sides wrote into {}", dir.0.display())));
     }
@@ -56,6 +58,49 @@ pub fn run(args: &ValidateArgs) -> Result<u8> {
         return Ok(infra);
     }
     Ok(code)
+}
+
+/// What determines a run's results: each kernel's build key, the plan compiled for it, the
+/// guest agent and clients that run it, and the VM options.
+fn results_key(chosen: &crate::Chosen, built: &[crate::kernel::Built], vm: &crate::flags::VmArgs) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(format!(
+        "v1\0{:?}\0{}\0{}\0{}\0{:?}\0{:?}\0{:?}\0",
+        vm.accel, vm.cpus, vm.memory, vm.vms, vm.kernel_args, vm.qemu_args, vm.share
+    ));
+    for b in built {
+        h.update(b.metadata.key.as_bytes());
+        let compiled = crate::compile_for(chosen, b)?;
+        let mut plans = vec![compiled.plan.clone()];
+        plans.extend(
+            compiled.isolated.iter().map(|s| protocol::Plan { scenarios: vec![s.clone()], ..compiled.plan.clone() }),
+        );
+        h.update(serde_json::to_vec(&plans)?);
+        h.update(format!("{:?}{:?}", compiled.marks.xfail, compiled.marks.expect_report));
+        h.update(std::fs::read(crate::initramfs::build_agent(b.arch)?)?);
+        for p in &plans {
+            for (path, bytes) in crate::initramfs::clients_for(b.arch, p, false)? {
+                h.update(path.as_bytes());
+                h.update(&bytes);
+            }
+        }
+    }
+    Ok(crate::source::hex(&h.finalize()))
+}
+
+/// The run folders recorded under a results key that still hold their run.json, oldest first.
+fn remembered(index: &std::path::Path) -> Vec<PathBuf> {
+    let dirs: Vec<PathBuf> =
+        std::fs::read(index).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    dirs.into_iter().filter(|d| d.join("run.json").is_file()).collect()
+}
+
+fn remember(index: &std::path::Path, dir: &std::path::Path) -> Result<()> {
+    let mut dirs = remembered(index);
+    dirs.push(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()));
+    std::fs::create_dir_all(index.parent().expect("an index file has a folder"))?;
+    crate::cache::write_atomic(index, &serde_json::to_vec_pretty(&dirs)?)
 }
 
 /// The two sides' kernel flags and what each is. With `--patch` only: the source without and
@@ -109,18 +154,42 @@ fn sides(args: &ValidateArgs) -> Result<(KernelArgs, KernelArgs, String, String)
 }
 
 /// Builds (or fetches) the kernels, then `--repeat` times runs the suites and writes the
-/// reports; returns each run folder with its model, and the worst exit code of the runs.
+/// reports; returns each run folder with its model, and the worst exit code of the runs. The
+/// baseline's runs are remembered by what determines them (`results_key`), so a baseline
+/// already run is read back instead of run again; `--repeat N` tops its repeats up to N and
+/// `--fresh-baseline` runs it anyway.
 fn side(
     chosen: &crate::Chosen,
     kernel: &crate::flags::KernelArgs,
     args: &ValidateArgs,
+    baseline: bool,
 ) -> Result<(Vec<(PathBuf, Run)>, u8)> {
     let built = crate::kernels(kernel)?;
+    let cache_dir = crate::cache::root(kernel.cache_dir.as_deref());
+    let index = match baseline {
+        true => Some(cache_dir.join("results").join(format!("{}.json", results_key(chosen, &built, &args.vm)?))),
+        false => None,
+    };
     let mut runs = Vec::new();
     let mut code = 0;
-    for n in 1..=args.repeat.max(1) {
-        if args.repeat > 1 {
-            line(format!("validate: repeat {n} of {}", args.repeat));
+    if let (Some(index), false) = (&index, args.fresh_baseline) {
+        for dir in remembered(index) {
+            if runs.len() >= args.repeat.max(1) {
+                break;
+            }
+            let run = crate::results::compare::read_run_json(&dir.join("run.json"))?;
+            code = code.max(run.verdict.exit_code());
+            line(format!(
+                "validate: the baseline was run before with the same kernel, plan, agent and VM: {}",
+                dir.display()
+            ));
+            runs.push((dir, run));
+        }
+    }
+    let wanted = args.repeat.max(1);
+    for n in runs.len() + 1..=wanted {
+        if wanted > 1 {
+            line(format!("validate: repeat {n} of {wanted}"));
         }
         let judged = crate::run_suites_judged(chosen, &built, &args.vm, kernel.cache_dir.as_deref())?;
         crate::publish_results(&judged, &built)?;
@@ -129,8 +198,13 @@ fn side(
             .and_then(|j| j.outcome.out_dir.parent())
             .map(PathBuf::from)
             .ok_or_else(|| error(Kind::Infra, "no boot ran, so there is no run folder"))?;
-        code = code.max(crate::boot::exit_code(&judged));
+        let this = crate::boot::exit_code(&judged);
+        code = code.max(this);
         let run = crate::results::compare::read_run_json(&dir.join("run.json"))?;
+        // Only a complete run is worth reusing: no infrastructure failure, no interrupt.
+        if let (Some(index), true) = (&index, this <= Kind::TestFailed.code()) {
+            remember(index, &dir)?;
+        }
         runs.push((dir, run));
         // Run folders are named by the second: the next run must not land in this one.
         std::thread::sleep(std::time::Duration::from_millis(1100));
