@@ -55,7 +55,9 @@ pub fn run(args: &BisectArgs) -> Result<u8> {
     let bad = git::commit(&repo, &args.bad, "--bad")?;
     let results = crate::boot::results_root(&args.vm);
     let chosen = crate::choose(&args.select, &results)?;
-    crate::setup::run(false)?;
+    let clients = crate::setup::clients_of_chosen(&chosen);
+    let needs = crate::setup::Needs::boot(&args.kernel, &args.vm, false, &clients);
+    crate::setup::ensure(&crate::setup::Needs { git: true, ..needs })?;
     let stamp = jiff::Zoned::now().strftime("%Y%m%d-%H%M%S").to_string();
     let log_dir = results.join(format!("bisect-{stamp}"));
     std::fs::create_dir_all(&log_dir)?;
