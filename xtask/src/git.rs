@@ -40,6 +40,11 @@ pub fn describe(repo: &Path, commit: &str) -> String {
         .unwrap_or_else(|_| commit[..commit.len().min(12)].to_string())
 }
 
+/// Whether the working tree differs from HEAD (tracked changes or untracked files).
+pub fn dirty(repo: &Path) -> bool {
+    output(git(repo).args(["status", "--porcelain", "--untracked-files=normal"])).map_or(true, |o| !o.is_empty())
+}
+
 /// The tree of `commit` unpacked under `cache_dir/sources/git-<commit>` (once), with `git
 /// archive`: the user's checkout, index and refs are never touched.
 pub fn export(repo: &Path, commit: &str, cache_dir: &Path) -> Result<PathBuf> {

@@ -132,7 +132,10 @@ fn sides(args: &ValidateArgs) -> Result<(KernelArgs, KernelArgs, String, String)
     let change = crate::git::diff_patch(&repo, &base_commit, head_commit.as_deref(), &cache_dir)?;
     let head_label = match &head_commit {
         Some(h) => crate::git::describe(&repo, h),
-        None => format!("{} with the working tree's changes", crate::git::describe(&repo, "HEAD")),
+        None if crate::git::dirty(&repo) => {
+            format!("{} with the working tree's uncommitted changes", crate::git::describe(&repo, "HEAD"))
+        }
+        None => crate::git::describe(&repo, "HEAD"),
     };
     if change.is_none() {
         line(format!("validate: no change between {base_ref} and {head_label}: both sides are the same kernel"));
