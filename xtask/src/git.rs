@@ -12,9 +12,11 @@ use sha2::{Digest, Sha256};
 use crate::exit::{error, Kind};
 use crate::source::{hex, output};
 
+/// `git -C repo`, never writing the user's index: `status` and friends otherwise refresh it
+/// opportunistically.
 fn git(repo: &Path) -> Command {
     let mut c = Command::new("git");
-    c.arg("-C").arg(repo);
+    c.arg("--no-optional-locks").arg("-C").arg(repo);
     c
 }
 
