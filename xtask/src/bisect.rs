@@ -181,7 +181,10 @@ fn test_commit(
         let model = crate::results::compare::read_run_json(&dir.join("run.json")).context("reading the step's run")?;
         for a in &model.arches {
             for s in a.scenarios.iter().filter(|s| s.status.is_failure()) {
-                let tail: Vec<&str> = s.log.iter().rev().take(6).rev().map(String::as_str).collect();
+                let mut tail = s.failing_step(4);
+                if tail.is_empty() {
+                    tail = s.log.iter().rev().take(4).rev().map(String::as_str).collect();
+                }
                 failures.push(format!("{}/{} ({}):\n    {}", a.arch, s.name, s.status.as_str(), tail.join("\n    ")));
             }
         }

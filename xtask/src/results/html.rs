@@ -63,9 +63,10 @@ pub fn render(run: &Run) -> Vec<u8> {
         if let Some(r) = &s.reason {
             let _ = writeln!(o, "<p>{}</p>", esc(r));
         }
-        // The step whose result differed: `step 7: ... (expected ...)`.
-        if let Some(step) = s.log.iter().find(|l| l.starts_with("step ") && l.contains("expected")) {
-            let _ = writeln!(o, "<p class=\"step\">failing step: <code>{}</code></p>", esc(step));
+        // The step that failed, expected against got, in the agent's words.
+        let step = s.failing_step(4);
+        if !step.is_empty() {
+            let _ = writeln!(o, "<p class=\"step\">failing step:</p>\n<pre>{}</pre>", esc(&step.join("\n")));
         }
         let mut text: Vec<String> = s.log.clone();
         for f in &s.findings {

@@ -224,6 +224,23 @@ pub struct Scenario {
     pub console_tail: Vec<String>,
 }
 
+impl Scenario {
+    /// The lines of the step that ended the scenario (the last step the agent reported: it
+    /// stops at the first that fails), without the file contents it quoted (`step N: | ...`),
+    /// at most `max`.
+    pub fn failing_step(&self, max: usize) -> Vec<&str> {
+        let step =
+            |l: &str| l.strip_prefix("step ")?.split_once(':').map(|(n, rest)| (n.to_string(), rest.to_string()));
+        let Some((last, _)) = self.log.iter().rev().find_map(|l| step(l)) else { return vec![] };
+        self.log
+            .iter()
+            .filter(|l| step(l).is_some_and(|(n, rest)| n == last && !rest.starts_with(" | ")))
+            .map(String::as_str)
+            .take(max)
+            .collect()
+    }
+}
+
 /// The most diagnostics lines a scenario keeps in the model (the raw log has them all).
 pub const LOG_LINES: usize = 200;
 
@@ -396,5 +413,37 @@ impl Run {
 impl ArchRun {
     pub fn scenario(&self, name: &str) -> Option<&Scenario> {
         self.scenarios.iter().find(|s| s.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_failing_step_is_the_last_one_without_its_quoted_contents() {
+        let log = [
+            "step 1: register \"a u32 x\" word w1 bit 0 size 4: ok, write_index 0 (expected 0)",
+            "step 3: read /sys/kernel/tracing/available_events: 7572 bytes (expected ok)",
+            "step 3: read /sys/kernel/tracing/available_events: does not include \"user_events_multi:a.\"",
+            "step 3: | user_events_multx:a.1",
+            "exited with status 1",
+        ];
+        let s = Scenario {
+            name: "a/b".into(),
+            suite: "a".into(),
+            boot: None,
+            status: Status::Fail,
+            judged: None,
+            reason: None,
+            duration_ms: None,
+            metrics: BTreeMap::new(),
+            log: log.iter().map(|l| l.to_string()).collect(),
+            findings: vec![],
+            console_tail: vec![],
+        };
+        assert_eq!(s.failing_step(4), [log[1], log[2]]);
+        assert_eq!(s.failing_step(1), [log[1]]);
+        assert!(Scenario { log: vec!["no steps".into()], ..s }.failing_step(4).is_empty());
     }
 }
