@@ -190,8 +190,10 @@ fn other_debian_version_configures(base: &KernelArgs) -> Result<()> {
     };
     let built = crate::kernels(&args)?;
     let m = &built[0].metadata;
-    anyhow::ensure!(m.source.kind == "debian-package", "source kind {:?}", m.source.kind);
-    let version = m.source.package_version.as_deref().unwrap_or("");
+    // This request's identity (a cache hit's metadata holds the one of the build that made it).
+    let source = &built[0].source.as_ref().context("no source recorded")?.identity;
+    anyhow::ensure!(source.kind == "debian-package", "source kind {:?}", source.kind);
+    let version = source.package_version.as_deref().unwrap_or("");
     anyhow::ensure!(version.starts_with("7.3."), "package version {version:?} is not 7.3");
     anyhow::ensure!(m.kernelrelease.starts_with("7.3."), "kernelrelease {:?} is not 7.3", m.kernelrelease);
     anyhow::ensure!(m.config.missing.is_empty(), "missing options: {:?}", m.config.missing);
