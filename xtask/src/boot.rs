@@ -47,6 +47,8 @@ pub struct Job<'a> {
     pub extra: Vec<(String, Vec<u8>)>,
     /// `results/<run-id>/<arch>`: console, result channel, artifacts, verdict.
     pub out_dir: PathBuf,
+    /// Scenarios expected to fail (`xfail`), so their live line says so.
+    pub xfail: std::collections::BTreeSet<String>,
 }
 
 /// What one boot produced.
@@ -148,7 +150,7 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
         accel.name(),
         job.plan.scenarios.len()
     ));
-    let live = |l: &protocol::ResultLine| live_line(&name, l);
+    let live = |l: &protocol::ResultLine| live_line(&name, l, &job.xfail);
     let vm = qemu::run_live(&spec, virtiofsd, &live).unwrap_or_else(|e| {
         // Past this point nothing is thrown away: the boot is judged an infrastructure error
         // with whatever logs it left.
@@ -180,12 +182,13 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
 /// A scenario's result as it arrives on the result channel, KUnit-style with the boot's name
 /// (`[PASSED] x86_64/registration/basic (12 ms)`): the agent's view, before the host adds the
 /// console's findings and the suites' marks, which the boot's summary then reports.
-pub fn live_line(boot: &str, l: &protocol::ResultLine) {
+pub fn live_line(boot: &str, l: &protocol::ResultLine, xfail: &std::collections::BTreeSet<String>) {
     use protocol::{Outcome, ResultLine};
     match l {
         ResultLine::Result { name, outcome, time_ms, .. } => {
             let tag = match outcome {
                 Outcome::Pass => "PASSED",
+                Outcome::Fail if xfail.contains(name) => "XFAIL",
                 Outcome::Fail => "FAILED",
                 Outcome::Skip => "SKIPPED",
                 Outcome::Timeout => "TIMEOUT",
@@ -490,7 +493,13 @@ pub fn run_plans(
         }
         let jobs = wave
             .iter()
-            .map(|p| Job { built: p.built, plan: p.plan.clone(), extra: extra.to_vec(), out_dir: run_dir.join(&p.dir) })
+            .map(|p| Job {
+                built: p.built,
+                plan: p.plan.clone(),
+                extra: extra.to_vec(),
+                out_dir: run_dir.join(&p.dir),
+                xfail: p.marks.xfail.keys().cloned().collect(),
+            })
             .collect();
         let outcomes = run_all(jobs, &opts)?;
         let mut next = Vec::new();

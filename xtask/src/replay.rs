@@ -151,7 +151,8 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
             extra_qemu: vm.extra_qemu.clone(),
         };
         line(format!("{name}: replaying {} with {}", vm.kernel.display(), vm.initrd.display()));
-        let live = |l: &protocol::ResultLine| crate::boot::live_line(&name, l);
+        let xfail = recorded.xfail.keys().cloned().collect();
+        let live = |l: &protocol::ResultLine| crate::boot::live_line(&name, l, &xfail);
         let ran = qemu::run_live(&spec, virtiofsd.as_deref(), &live)
             .with_context(|| format!("replaying {}", dir.display()))?;
         let mut plan = crate::empty_plan(&format!("replay of {name}"));

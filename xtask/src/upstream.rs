@@ -280,7 +280,13 @@ pub fn run(built: &[Built], vm: &crate::flags::VmArgs, cache_dir: Option<&Path>,
                 steps: vec![protocol::Step::Exec { argv: vec![guest.clone()], expect_exit: 0 }],
             });
             let out_dir = run_dir.join(b.arch.name).join("upstream").join(name);
-            jobs.push(Job { built: b, plan: plan.clone(), extra: vec![(guest, bytes)], out_dir });
+            jobs.push(Job {
+                built: b,
+                plan: plan.clone(),
+                extra: vec![(guest, bytes)],
+                out_dir,
+                xfail: Default::default(),
+            });
             plans.push((name.clone(), plan));
         }
         let outcomes = boot::run_all(jobs, &opts)?;
