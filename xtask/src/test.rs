@@ -212,7 +212,7 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     let vm = VmArgs {
         accel: AccelChoice::Auto,
         share: None,
-        cpus: 1,
+        cpus: 2,
         vms: 1,
         memory: 512,
         kernel_args: None,
