@@ -296,7 +296,7 @@ fn list_plans(chosen: &Chosen, built: &[kernel::Built]) -> Result<u8> {
         let c = compile_for(chosen, b)?;
         let arch = b.arch.name;
         println!(
-            "{arch} ({}): {} scenario(s), {} isolated, {} skipped",
+            "{arch}: {}: {} scenario(s), {} isolated, {} skipped",
             b.metadata.kernelrelease,
             c.plan.scenarios.len() + c.isolated.len(),
             c.isolated.len(),

@@ -45,32 +45,31 @@ pub fn record_kernel(built: &crate::kernel::Built) {
     }
 }
 
-static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+/// When the current run began: the invocation's start, then the end of the previous run (so
+/// `validate`'s patched side does not count the baseline's phases and time as its own).
+static START: Mutex<Option<std::time::Instant>> = Mutex::new(None);
 
 /// Marks the start of the invocation (the `total` line).
 pub fn start() {
-    START.get_or_init(std::time::Instant::now);
+    START.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(std::time::Instant::now);
 }
 
 /// The end of a run: `render` and `total` recorded, the table printed, `timings.json` saved and
-/// `run.json` written again so the model holds them.
+/// `run.json` written again so the model holds them. What was recorded is handed to this run,
+/// and the next run of the invocation starts counting afresh.
 pub fn finish(run_dir: &Path, render: Duration) -> anyhow::Result<()> {
     record(None, "render", render);
-    if let Some(t) = START.get() {
+    let began = START.lock().unwrap_or_else(|e| e.into_inner()).replace(std::time::Instant::now());
+    if let Some(t) = began {
         record(None, "total", t.elapsed());
     }
-    let phases = all();
+    let phases = std::mem::take(&mut *PHASES.lock().unwrap_or_else(|e| e.into_inner()));
     for line in table(&phases).lines() {
         crate::progress::line(format!("timings: {line}"));
     }
     save(run_dir, &phases)?;
     let run = crate::results::collect::load(run_dir, jiff::Timestamp::now())?;
     crate::cache::write_atomic(&run_dir.join("run.json"), &crate::results::json::render(&run)?)
-}
-
-/// Everything recorded so far, in order.
-pub fn all() -> Vec<Phase> {
-    PHASES.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 /// The table printed at the end of a run: a line per phase, a column per boot.
