@@ -697,6 +697,7 @@ fn judge_(outcome: Outcome, plan: &protocol::Plan, marks: Marks) -> Result<Judge
         "result": result,
         "xfail": marks.xfail,
         "expect_report": marks.expect_report,
+        "about": marks.about,
         "xfail_marks": xfail_marks,
         "verdict_with_xfail": counted.verdict,
     });

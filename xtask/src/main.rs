@@ -281,6 +281,16 @@ pub fn compile_for(chosen: &Chosen, b: &kernel::Built) -> Result<suites::Compile
     let config = kconfig::parse_config(&text);
     let facts = suites::KernelFacts { release: &b.metadata.kernelrelease, config: &config };
     let mut compiled = suites::compile(&chosen.suites, &facts, b.arch.name);
+    // The catalogue's words for each item a scenario covers, for the reports.
+    if let Ok((items, _)) = coverage::load(&project_root()) {
+        for about in compiled.marks.about.values_mut() {
+            for (id, summary) in &mut about.covers {
+                if let Some(item) = items.iter().find(|i| i.id == *id) {
+                    summary.clone_from(&item.summary);
+                }
+            }
+        }
+    }
     let arch = b.arch.name;
     compiled.plan.scenarios.retain(|s| chosen.select.wants(arch, &s.name));
     compiled.isolated.retain(|s| chosen.select.wants(arch, &s.name));

@@ -63,6 +63,8 @@ struct Recorded {
     xfail: BTreeMap<String, String>,
     #[serde(default)]
     expect_report: BTreeMap<String, String>,
+    #[serde(default)]
+    about: BTreeMap<String, crate::suites::About>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -167,7 +169,11 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
                 steps: vec![],
             })
             .collect();
-        let marks = crate::suites::Marks { xfail: recorded.xfail, expect_report: recorded.expect_report };
+        let marks = crate::suites::Marks {
+            xfail: recorded.xfail,
+            expect_report: recorded.expect_report,
+            about: recorded.about,
+        };
         let outcome = crate::boot::Outcome {
             arch,
             accel: vm.accel,

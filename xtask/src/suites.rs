@@ -840,6 +840,17 @@ pub struct Marks {
     pub xfail: BTreeMap<String, String>,
     /// Expected to provoke a kernel report including this text.
     pub expect_report: BTreeMap<String, String>,
+    /// What each scenario checks: its catalogue items and its `note:` (for the reports).
+    pub about: BTreeMap<String, About>,
+}
+
+/// A scenario's catalogue items (id, then the catalogue's summary once the caller fills it in)
+/// and its `note:`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct About {
+    pub covers: Vec<(String, String)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Compiles validated suites into one plan for one kernel, in file and scenario order.
@@ -861,6 +872,10 @@ pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled 
             }
             if let Some(text) = &s.expect_report {
                 marks.expect_report.insert(name.clone(), text.clone());
+            }
+            if !s.covers.is_empty() || s.note.is_some() {
+                let covers = s.covers.iter().map(|id| (id.clone(), String::new())).collect();
+                marks.about.insert(name.clone(), About { covers, note: s.note.clone() });
             }
             let deadline_ms = s.deadline_ms.or(suite.defaults.deadline_ms).unwrap_or(DEFAULT_DEADLINE_MS);
             let scenario = protocol::Scenario { name, deadline_ms, steps: s.steps.clone() };

@@ -161,6 +161,8 @@ pub fn load(run_dir: &Path, generated_at: jiff::Timestamp) -> Result<Run> {
                     log: vec![],
                     findings: vec![],
                     console_tail: vec![],
+                    covers: vec![],
+                    note: None,
                 });
             }
         }
@@ -239,6 +241,11 @@ fn load_boot(b: &BootDir) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
         .collect::<Result<_>>()?;
     let xfail = string_map(&v, &file, "xfail")?;
     let expect_report = string_map(&v, &file, "expect_report")?;
+    let about: BTreeMap<String, crate::suites::About> = match v.get("about") {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(m) => serde_json::from_value(m.clone())
+            .map_err(|e| error(Kind::BadInput, format!("{}: field `about`: {e}", file.display())))?,
+    };
     let ended: crate::qemu::Ended = serde_json::from_value(field(&v, &file, &["ended"])?.clone())
         .map_err(|e| error(Kind::BadInput, format!("{}: field `ended`: {e}", file.display())))?;
     let end = HostEnd::of(&ended);
@@ -267,6 +274,10 @@ fn load_boot(b: &BootDir) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
         .map(|(s, mark)| {
             let skip_reason = stream.record(s.index).map(|r| r.reason.trim().to_string()).filter(|r| !r.is_empty());
             let mut scenario = scenario(s, *mark, &b.name, skip_reason, &xfail, &expect_report);
+            if let Some(a) = about.get(&s.name) {
+                scenario.covers.clone_from(&a.covers);
+                scenario.note.clone_from(&a.note);
+            }
             scenario.metrics = stream.record(s.index).map(metrics).unwrap_or_default();
             scenario
         })
@@ -434,6 +445,8 @@ fn scenario(
         log,
         findings: s.findings.iter().map(finding).collect(),
         console_tail: s.console_tail.clone(),
+        covers: vec![],
+        note: None,
     }
 }
 

@@ -63,6 +63,12 @@ pub fn render(run: &Run) -> Vec<u8> {
         if let Some(r) = &s.reason {
             let _ = writeln!(o, "<p>{}</p>", esc(r));
         }
+        for (id, summary) in &s.covers {
+            let _ = writeln!(o, "<p class=\"covers\">checks <b>{}</b>: {}</p>", esc(id), esc(summary));
+        }
+        if let Some(n) = &s.note {
+            let _ = writeln!(o, "<p class=\"note\">note: {}</p>", esc(n));
+        }
         // The step that failed, expected against got, in the agent's words.
         let step = s.failing_step(4);
         if !step.is_empty() {
@@ -268,6 +274,18 @@ mod tests {
     #[test]
     fn golden() {
         check_golden("report.html", &render(&fixture()));
+    }
+
+    #[test]
+    fn a_failure_names_its_catalogue_items_and_note() {
+        let mut run = fixture();
+        let s =
+            run.arches[0].scenarios.iter_mut().find(|s| s.status.is_failure()).expect("the fixture fails somewhere");
+        s.covers = vec![("A1".into(), "Unknown ioctl command -> errno `ENOTTY`.".into())];
+        s.note = Some("6.12 answers EINVAL here".into());
+        let html = String::from_utf8(render(&run)).unwrap();
+        assert!(html.contains("<p class=\"covers\">checks <b>A1</b>: Unknown ioctl command -&gt; errno `ENOTTY`.</p>"));
+        assert!(html.contains("<p class=\"note\">note: 6.12 answers EINVAL here</p>"));
     }
 
     #[test]

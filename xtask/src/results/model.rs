@@ -222,6 +222,12 @@ pub struct Scenario {
     pub findings: Vec<Finding>,
     /// The end of the console, for a scenario that did not finish.
     pub console_tail: Vec<String>,
+    /// The catalogue items it checks: (id, the catalogue's summary).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub covers: Vec<(String, String)>,
+    /// Its `note:`: where the kernel disagreed with the catalogue, or what it depends on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl Scenario {
@@ -441,6 +447,8 @@ mod tests {
             log: log.iter().map(|l| l.to_string()).collect(),
             findings: vec![],
             console_tail: vec![],
+            covers: vec![],
+            note: None,
         };
         assert_eq!(s.failing_step(4), [log[1], log[2]]);
         assert_eq!(s.failing_step(1), [log[1]]);
