@@ -83,7 +83,14 @@ pub fn render(run: &Run) -> Vec<u8> {
             text.push("--- console tail ---".into());
             text.extend(s.console_tail.iter().cloned());
         }
-        let _ = writeln!(o, "<pre>{}</pre>", esc(&text.join("\n")));
+        // The whole log folded when the failing step already says what went wrong.
+        let open = if step.is_empty() { " open" } else { "" };
+        let _ = writeln!(
+            o,
+            "<details{open}><summary>log, kernel reports and console ({} lines)</summary><pre>{}</pre></details>",
+            text.len(),
+            esc(&text.join("\n"))
+        );
     }
 
     // Every scenario, grouped by suite; a suite without failures stays folded.
