@@ -116,14 +116,19 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             let (items, excused) = coverage::load(&root)?;
             let suites = load_suites(&suite_files()?)?;
             let latest = coverage::latest(&results.unwrap_or_else(|| root.join("results")));
-            for problem in coverage::unknown_ids(&items, &suites, &excused) {
+            let mut problems = coverage::unknown_ids(&items, &suites, &excused);
+            for problem in &problems {
                 eprintln!("error: {problem}");
             }
-            coverage::print(&items, &coverage::table(&items, &suites, &excused, &latest));
+            let table = coverage::table(&items, &suites, &excused, &latest);
+            coverage::print(&items, &table);
             let cases = std::fs::read_to_string(root.join("suites/upstream-cases.txt")).unwrap_or_default();
             for problem in coverage::unknown_upstream(&cases, &suites) {
                 eprintln!("error: {problem}");
+                problems.push(problem);
             }
+            let uncovered: Vec<&str> =
+                table.iter().filter(|r| r.scenarios.is_empty() && r.excuse.is_none()).map(|r| r.id.as_str()).collect();
             let upstream = coverage::upstream_table(&cases, &suites);
             println!("\nupstream selftest case -> counterpart scenarios:");
             for (case, scenarios) in &upstream {
@@ -132,6 +137,15 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             }
             let mirrored = upstream.iter().filter(|(_, s)| !s.is_empty()).count();
             println!("{mirrored} of {} upstream selftest cases have a counterpart scenario", upstream.len());
+            // Honest exit codes: suites naming items or cases that do not exist are bad input;
+            // an item neither covered nor excused fails the check.
+            if !problems.is_empty() {
+                return Ok(Kind::BadInput.code());
+            }
+            if !uncovered.is_empty() {
+                eprintln!("error: not covered and not excused: {}", uncovered.join(", "));
+                return Ok(Kind::TestFailed.code());
+            }
             Ok(0)
         }
         Cmd::Boot(args)
