@@ -129,25 +129,23 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
         }
         let taint = read_taint(&paths.tainted);
         emit(out, &ResultLine::Result { index, name, outcome, time_ms, taint, reason });
+        match outcome {
+            Outcome::Pass => counts.passed += 1,
+            Outcome::Fail => counts.failed += 1,
+            Outcome::Skip => counts.skipped += 1,
+            Outcome::Timeout => counts.timeout += 1,
+        }
         if let Some(stuck) = ran.stuck {
             // The kernel holds a process that SIGKILL cannot end: whatever it holds (a lock, a
             // reference) would block every later scenario. Give up this boot.
             emit(out, &ResultLine::End { index, taint });
             emit(out, &ResultLine::Abort { after: index, reason: stuck });
-            counts.timeout += usize::from(outcome == Outcome::Timeout);
-            counts.failed += usize::from(outcome == Outcome::Fail);
             return counts;
         }
         kmsg(paths, &format!("ue-agent: end {index}"));
         emit(out, &ResultLine::End { index, taint });
         if let Some(g) = guard {
             g.disarm();
-        }
-        match outcome {
-            Outcome::Pass => counts.passed += 1,
-            Outcome::Fail => counts.failed += 1,
-            Outcome::Skip => counts.skipped += 1,
-            Outcome::Timeout => counts.timeout += 1,
         }
         if paths.reap_orphans {
             sys::reap_zombies();

@@ -772,20 +772,12 @@ pub fn print_boot(j: &Judged) {
 
 /// The process exit code for a set of boots (see `exit.rs`).
 pub fn exit_code(judged: &[Judged]) -> u8 {
-    use crate::verdict::Verdict;
-    let code = |v: &Verdict| match v {
-        Verdict::Pass => 0,
-        Verdict::Fail | Verdict::KernelPanic { .. } | Verdict::Timeout | Verdict::BootFailure(_) => {
-            Kind::TestFailed.code()
-        }
-        Verdict::InfraError(_) => Kind::Infra.code(),
-        Verdict::Interrupted => Kind::Interrupted.code(),
-    };
     // An interrupt wins: the run did not finish, whatever it found so far.
-    if qemu::interrupted() || judged.iter().any(|j| j.counted.verdict == Verdict::Interrupted) {
+    if qemu::interrupted() {
         return Kind::Interrupted.code();
     }
-    judged.iter().map(|j| code(&j.counted.verdict)).max().unwrap_or(0)
+    // The run model's mapping, so a run and `report --from` of it exit alike.
+    judged.iter().map(|j| crate::results::collect::verdict(&j.counted.verdict).exit_code()).max().unwrap_or(0)
 }
 
 /// The exit status of `exec`'s program, from the agent's step line, with its output printed.

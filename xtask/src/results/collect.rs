@@ -370,7 +370,8 @@ fn metrics(r: &crate::ktap::ScenarioRecord) -> BTreeMap<String, Metric> {
         .collect()
 }
 
-fn verdict(v: &judge::Verdict) -> Verdict {
+/// The model's verdict for a judged one (and with it the exit code, `Verdict::exit_code`).
+pub fn verdict(v: &judge::Verdict) -> Verdict {
     let detail = match v {
         judge::Verdict::KernelPanic { scenario } => scenario.clone(),
         judge::Verdict::InfraError(e) | judge::Verdict::BootFailure(e) => Some(e.clone()),
