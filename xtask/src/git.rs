@@ -12,9 +12,9 @@ use sha2::{Digest, Sha256};
 use crate::exit::{error, Kind};
 use crate::source::{hex, output};
 
-/// `git -C repo`, never writing the user's index: `status` and friends otherwise refresh it
-/// opportunistically.
-fn git(repo: &Path) -> Command {
+/// `git -C repo`, never writing the user's index: `status`, `diff` and friends otherwise refresh
+/// it opportunistically. Every git command run on a user's tree goes through here.
+pub fn command(repo: &Path) -> Command {
     let mut c = Command::new("git");
     c.arg("--no-optional-locks").arg("-C").arg(repo);
     c
@@ -22,7 +22,7 @@ fn git(repo: &Path) -> Command {
 
 /// The git checkout at `dir` (its top level), or a clear error.
 pub fn repo(dir: &Path) -> Result<PathBuf> {
-    let top = output(git(dir).args(["rev-parse", "--show-toplevel"])).map_err(|e| {
+    let top = output(command(dir).args(["rev-parse", "--show-toplevel"])).map_err(|e| {
         error(Kind::BadInput, format!("--kernel-src {}: not a git checkout ({e:#}); --base needs git", dir.display()))
     })?;
     Ok(PathBuf::from(String::from_utf8_lossy(&top).trim()))
@@ -30,21 +30,21 @@ pub fn repo(dir: &Path) -> Result<PathBuf> {
 
 /// The full commit id a ref names (`HEAD~1`, a tag, a branch), or an error naming the flag.
 pub fn commit(repo: &Path, rev: &str, flag: &str) -> Result<String> {
-    let out = output(git(repo).args(["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")]))
+    let out = output(command(repo).args(["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")]))
         .map_err(|_| error(Kind::BadInput, format!("{flag} {rev}: not a commit in {}", repo.display())))?;
     Ok(String::from_utf8_lossy(&out).trim().to_string())
 }
 
 /// `abcdef012345 subject`.
 pub fn describe(repo: &Path, commit: &str) -> String {
-    output(git(repo).args(["log", "-1", "--format=%h %s", commit]))
+    output(command(repo).args(["log", "-1", "--format=%h %s", commit]))
         .map(|o| String::from_utf8_lossy(&o).trim().to_string())
         .unwrap_or_else(|_| commit[..commit.len().min(12)].to_string())
 }
 
 /// Whether the working tree differs from HEAD (tracked changes or untracked files).
 pub fn dirty(repo: &Path) -> bool {
-    output(git(repo).args(["status", "--porcelain", "--untracked-files=normal"])).map_or(true, |o| !o.is_empty())
+    output(command(repo).args(["status", "--porcelain", "--untracked-files=normal"])).map_or(true, |o| !o.is_empty())
 }
 
 /// The tree of `commit` unpacked under `cache_dir/sources/git-<commit>` (once), with `git
@@ -58,7 +58,7 @@ pub fn export(repo: &Path, commit: &str, cache_dir: &Path) -> Result<PathBuf> {
     let scratch = tempfile::Builder::new().prefix(".export-").tempdir_in(cache_dir.join("sources"))?;
     let task = crate::progress::Task::start(format!("exporting {} of {}", &commit[..12], repo.display()));
     let archive = scratch.path().join("tree.tar");
-    output(git(repo).args(["archive", "--format=tar", "-o"]).arg(&archive).arg(commit))
+    output(command(repo).args(["archive", "--format=tar", "-o"]).arg(&archive).arg(commit))
         .with_context(|| format!("git archive {commit} in {}", repo.display()))?;
     let tree = scratch.path().join("tree");
     std::fs::create_dir_all(&tree)?;
@@ -76,15 +76,15 @@ pub fn export(repo: &Path, commit: &str, cache_dir: &Path) -> Result<PathBuf> {
 /// `None` when there is no change.
 pub fn diff_patch(repo: &Path, base: &str, head: Option<&str>, cache_dir: &Path) -> Result<Option<PathBuf>> {
     let mut text = match head {
-        Some(h) => output(git(repo).args(["diff", "--no-color", "--no-ext-diff", "--no-renames", base, h]))?,
-        None => output(git(repo).args(["diff", "--no-color", "--no-ext-diff", "--no-renames", base]))?,
+        Some(h) => output(command(repo).args(["diff", "--no-color", "--no-ext-diff", "--no-renames", base, h]))?,
+        None => output(command(repo).args(["diff", "--no-color", "--no-ext-diff", "--no-renames", base]))?,
     };
     if head.is_none() {
         // Untracked files as new-file diffs, without `git add -N` (which would write the index).
-        let untracked = output(git(repo).args(["ls-files", "-z", "--others", "--exclude-standard"]))?;
+        let untracked = output(command(repo).args(["ls-files", "-z", "--others", "--exclude-standard"]))?;
         for name in untracked.split(|&b| b == 0).filter(|n| !n.is_empty()) {
             let rel = String::from_utf8_lossy(name).into_owned();
-            let out = git(repo)
+            let out = command(repo)
                 .args(["diff", "--no-color", "--no-index", "--", "/dev/null", &rel])
                 .output()
                 .context("git diff --no-index")?;
@@ -121,7 +121,7 @@ pub fn bisect_clone(repo: &Path, cache_dir: &Path) -> Result<PathBuf> {
 
 /// Runs `git bisect ARGS` in the private clone; its output.
 pub fn bisect(clone: &Path, args: &[&str]) -> Result<String> {
-    let out = git(clone).arg("bisect").args(args).output().context("git bisect")?;
+    let out = command(clone).arg("bisect").args(args).output().context("git bisect")?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     if !out.status.success() {
         anyhow::bail!("git bisect {} failed: {}", args.join(" "), text.trim());

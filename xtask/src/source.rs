@@ -193,7 +193,7 @@ pub fn identify_tree(dir: &Path) -> Result<Identity> {
             format!("--kernel-src {}: not a kernel tree (no top-level Makefile and Kconfig)", location.display()),
         ));
     }
-    let git = |args: &[&str]| output(Command::new("git").arg("-C").arg(&location).args(args));
+    let git = |args: &[&str]| output(crate::git::command(&location).args(args));
     let toplevel =
         git(&["rev-parse", "--show-toplevel"]).ok().map(|o| PathBuf::from(String::from_utf8_lossy(&o).trim()));
     if toplevel.as_deref() == Some(location.as_path()) {
