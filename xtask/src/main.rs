@@ -264,6 +264,8 @@ fn check_suites(files: &[PathBuf]) -> u8 {
 pub struct Chosen {
     pub suites: Vec<suites::Suite>,
     pub select: select::Selection,
+    /// The catalogue's summary of each item (`suites/catalogue.tsv`), for the reports.
+    pub catalogue: std::collections::BTreeMap<String, String>,
 }
 
 /// Suites that measure rather than judge: out of the default (gating) plan; `--bench` or
@@ -284,7 +286,10 @@ pub fn choose(args: &flags::SelectArgs, results: &Path) -> Result<Chosen> {
     };
     let suites = load_suites(&files)?;
     let select = select::Selection::new(&args.filters, args.rerun_failed.as_deref(), results)?;
-    Ok(Chosen { suites, select })
+    let catalogue = coverage::load(&project_root())
+        .map(|(items, _)| items.into_iter().map(|i| (i.id, i.summary)).collect())
+        .unwrap_or_default();
+    Ok(Chosen { suites, select, catalogue })
 }
 
 /// The suites compiled against one kernel (its release and `.config`), narrowed to the chosen
@@ -296,12 +301,10 @@ pub fn compile_for(chosen: &Chosen, b: &kernel::Built) -> Result<suites::Compile
     let facts = suites::KernelFacts { release: &b.metadata.kernelrelease, config: &config };
     let mut compiled = suites::compile(&chosen.suites, &facts, b.arch.name);
     // The catalogue's words for each item a scenario covers, for the reports.
-    if let Ok((items, _)) = coverage::load(&project_root()) {
-        for about in compiled.marks.about.values_mut() {
-            for (id, summary) in &mut about.covers {
-                if let Some(item) = items.iter().find(|i| i.id == *id) {
-                    summary.clone_from(&item.summary);
-                }
+    for about in compiled.marks.about.values_mut() {
+        for (id, summary) in &mut about.covers {
+            if let Some(words) = chosen.catalogue.get(id) {
+                summary.clone_from(words);
             }
         }
     }

@@ -514,22 +514,22 @@ fn killed(started: Instant, reason: String, kind: KillKind) -> Ended {
 /// The result log read as it grows (QEMU appends to it), in whole lines.
 #[derive(Default)]
 struct ResultsTail {
-    offset: u64,
+    /// Opened once QEMU has created it; reads go on from where the last one stopped.
+    file: Option<std::fs::File>,
     lines: crate::hang::Lines,
 }
 
 impl ResultsTail {
     fn read(&mut self, path: &Path) -> Vec<protocol::ResultLine> {
-        use std::io::{Read, Seek, SeekFrom};
-        let Ok(mut f) = std::fs::File::open(path) else { return vec![] };
-        if f.metadata().map_or(true, |m| m.len() <= self.offset) {
-            return vec![];
+        use std::io::Read;
+        if self.file.is_none() {
+            self.file = std::fs::File::open(path).ok();
         }
+        let Some(f) = self.file.as_mut() else { return vec![] };
         let mut buf = Vec::new();
-        if f.seek(SeekFrom::Start(self.offset)).and_then(|_| f.read_to_end(&mut buf)).is_err() {
+        if f.read_to_end(&mut buf).is_err() || buf.is_empty() {
             return vec![];
         }
-        self.offset += buf.len() as u64;
         self.lines.push(&buf)
     }
 }
