@@ -147,3 +147,36 @@ mod tests {
         assert!((b.overhead_pct() - 5.0).abs() < 1e-9);
     }
 }
+
+/// `bench suites`: every figure of a run, per arch and scenario, as a table on stdout
+/// (median of the samples, their range, the unit). `compare` judges them against another run.
+pub fn print_figures(run: &crate::results::model::Run) {
+    let mut rows = vec![["arch".to_string(), "scenario".into(), "figure".into(), "median".into(), "range".into()]];
+    for arch in &run.arches {
+        for s in &arch.scenarios {
+            for (name, m) in &s.metrics {
+                let (lo, hi) = m.samples.iter().fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+                let range = if m.samples.is_empty() { String::new() } else { format!("{}-{}", figure(lo), figure(hi)) };
+                rows.push([arch.arch.clone(), s.name.clone(), name.clone(), format!("{} {}", figure(m.value), m.unit), range]);
+            }
+        }
+    }
+    if rows.len() == 1 {
+        println!("no figures: no measuring scenario ran");
+        return;
+    }
+    let widths: Vec<usize> = (0..5).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
+    for r in rows {
+        let cells: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        println!("{}", cells.join("  ").trim_end());
+    }
+}
+
+/// A figure with three significant digits at most after the point, as a person reads it.
+fn figure(v: f64) -> String {
+    match v.abs() {
+        a if a >= 1000.0 => format!("{v:.0}"),
+        a if a >= 10.0 => format!("{v:.1}"),
+        _ => format!("{v:.3}"),
+    }
+}

@@ -350,16 +350,20 @@ pub struct ShellArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
-    /// What to measure (only `boot` so far).
-    #[arg(value_parser = ["boot"])]
+    /// What to measure: `boot` (the agent's boot against a bare static C /init) or `suites`
+    /// (the measuring suites, `suites/performance.yaml`, which the gating plan leaves out).
+    #[arg(value_parser = ["boot", "suites"])]
     pub what: String,
     #[command(flatten)]
     pub kernel: KernelArgs,
-    /// Boots of each kind per arch.
+    #[command(flatten)]
+    pub vm: VmArgs,
+    /// `bench boot`: boots of each kind per arch.
     #[arg(long, default_value_t = 7)]
     pub runs: usize,
-    #[arg(long, value_enum, default_value = "tcg")]
-    pub accel: crate::boot::AccelChoice,
+    /// `bench suites`: only the measuring scenarios whose `suite/name` matches (repeatable).
+    #[arg(long = "filter", value_name = "GLOB", allow_hyphen_values = true)]
+    pub filters: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -493,6 +497,14 @@ mod tests {
         let Cmd::Report(r) = r.command else { panic!() };
         assert_eq!(r.from, PathBuf::from("results/latest"));
         assert!(Xtask::try_parse_from(["x", "report"]).is_err(), "--from is required");
+    }
+
+    #[test]
+    fn bench_suites_takes_filters_and_vm_knobs() {
+        let r = Xtask::try_parse_from(["x", "bench", "suites", "--filter", "performance/reg*", "--cpus", "1"]).unwrap();
+        let Cmd::Bench(b) = r.command else { panic!("not bench") };
+        assert_eq!((b.what.as_str(), b.filters.len(), b.vm.cpus), ("suites", 1, 1));
+        assert!(Xtask::try_parse_from(["x", "bench", "nosuch"]).is_err());
     }
 
     #[test]

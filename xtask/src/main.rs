@@ -202,10 +202,27 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             };
             Ok(results::merge::merge(&args.dirs, &out)?.verdict.exit_code())
         }
+        Cmd::Bench(args) if args.what == "suites" => {
+            let files: Vec<PathBuf> = suite_files()?
+                .into_iter()
+                .filter(|f| f.file_stem().is_some_and(|s| MEASURING_SUITES.iter().any(|m| s == *m)))
+                .collect();
+            let select = flags::SelectArgs { suites: files, filters: args.filters.clone(), ..Default::default() };
+            let chosen = choose(&select, &boot::results_root(&args.vm))?;
+            let clients = setup::clients_of_chosen(&chosen);
+            setup::ensure(&setup::Needs::boot(&args.kernel, &args.vm, false, &clients))?;
+            let built = kernels(&args.kernel)?;
+            let judged = run_suites_judged(&chosen, &built, &args.vm, args.kernel.cache_dir.as_deref())?;
+            publish_results(&judged, &built)?;
+            if let Some(dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) {
+                bench::print_figures(&results::compare::read_run_json(&dir.join("run.json"))?);
+            }
+            Ok(boot::exit_code(&judged))
+        }
         Cmd::Bench(args) => {
             setup::ensure(&setup::Needs::bench(&args))?;
             let built = kernels(&args.kernel)?;
-            bench::boot(&built, args.runs.max(1), args.accel)?;
+            bench::boot(&built, args.runs.max(1), args.vm.accel)?;
             Ok(0)
         }
         Cmd::Shell(args) => {
