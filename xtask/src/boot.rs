@@ -455,38 +455,76 @@ impl BootDir {
 /// left scenarios to run.
 pub const MAX_RESUMES: u32 = 8;
 
-/// Boots each kernel with its own plans and judges each boot. The parts of a shared plan
-/// (`--vms`) boot side by side with every arch's; isolated scenarios come after, in waves of
-/// one boot per arch, never beside another boot of the same arch, whose timing they would
-/// disturb. A boot that a crash or hang ended early hands the scenarios it did not run to a
-/// fresh boot of the same kernel (`<arch>.resume-N`, at most [`MAX_RESUMES`] per arch); the
-/// scenario that broke it keeps its own verdict and is not run again.
+/// Boots the plans into a new run folder under the results root and judges each boot.
 pub fn run_plans(
     plans: Vec<PlanFor>,
     extra: &[(String, Vec<u8>)],
     vm: &crate::flags::VmArgs,
     cache_dir: Option<&Path>,
 ) -> Result<Vec<Judged>> {
-    let opts = options(vm, cache_dir)?;
     let run_dir = new_run_dir(&results_root(vm))?;
-    // Wave 0: every shared boot; then the isolated ones, one per arch per wave.
-    let mut waves: Vec<Vec<PlanFor>> = vec![Vec::new()];
+    let judged = run_plans_in(plans, extra, &options(vm, cache_dir)?, &run_dir)?;
+    finish_run(&judged, &run_dir);
+    Ok(judged)
+}
+
+/// The boots' summaries and where the run is, once every lane has ended.
+pub fn finish_run(judged: &[Judged], run_dir: &Path) {
+    for j in judged {
+        print_boot(j);
+    }
+    line(format!("results: {}", run_dir.display()));
+}
+
+/// Boots the plans into `run_dir` and judges each boot. Each arch is a lane of its own: the
+/// parts of its shared plan (`--vms`) side by side, then its isolated scenarios one boot at a
+/// time (never beside another boot of the same arch, whose timing they would disturb). The
+/// lanes run side by side, so no arch waits for another's boots. A boot that a crash or hang
+/// ended early hands the scenarios it did not run to a fresh boot of the same kernel
+/// (`<arch>.resume-N`, at most [`MAX_RESUMES`] per arch); the scenario that broke it keeps its
+/// own verdict and is not run again. The judged boots come back wave by wave (every lane's
+/// shared boots, then the first isolated ones, ...), the arches in the order of `plans`.
+pub fn run_plans_in(
+    plans: Vec<PlanFor>,
+    extra: &[(String, Vec<u8>)],
+    opts: &Options,
+    run_dir: &Path,
+) -> Result<Vec<Judged>> {
+    let mut lanes: Vec<Vec<PlanFor>> = Vec::new();
     for p in plans {
-        let isolated = BootDir::parse(&p.dir).is_some_and(|(_, place)| matches!(place, BootDir::Isolated(_)));
-        let wave = if isolated {
-            waves.iter().skip(1).position(|w| w.iter().all(|q| q.built.arch.name != p.built.arch.name)).map(|w| w + 1)
-        } else {
-            Some(0)
-        };
-        match wave {
-            Some(w) => waves[w].push(p),
-            None => waves.push(vec![p]),
+        match lanes.iter_mut().find(|l| l[0].built.arch.name == p.built.arch.name) {
+            Some(lane) => lane.push(p),
+            None => lanes.push(vec![p]),
         }
     }
-    waves.retain(|w| !w.is_empty());
-    let mut waves = std::collections::VecDeque::from(waves);
-    let mut resumes: BTreeMap<&str, u32> = BTreeMap::new();
-    let mut judged: Vec<Judged> = Vec::new();
+    let ended: Vec<Result<Vec<(usize, Judged)>>> = std::thread::scope(|s| {
+        let handles: Vec<_> =
+            lanes.into_iter().map(|lane| s.spawn(move || run_lane(lane, extra, opts, run_dir))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a boot lane panicked")))).collect()
+    });
+    let mut judged = Vec::new();
+    for lane in ended {
+        judged.extend(lane?);
+    }
+    judged.sort_by_key(|(wave, _)| *wave);
+    Ok(judged.into_iter().map(|(_, j)| j).collect())
+}
+
+/// One arch's boots, wave after wave; each judged boot with its wave's number.
+fn run_lane(
+    plans: Vec<PlanFor>,
+    extra: &[(String, Vec<u8>)],
+    opts: &Options,
+    run_dir: &Path,
+) -> Result<Vec<(usize, Judged)>> {
+    let (isolated, shared): (Vec<PlanFor>, Vec<PlanFor>) = plans
+        .into_iter()
+        .partition(|p| BootDir::parse(&p.dir).is_some_and(|(_, place)| matches!(place, BootDir::Isolated(_))));
+    let mut waves: std::collections::VecDeque<Vec<PlanFor>> =
+        std::iter::once(shared).chain(isolated.into_iter().map(|p| vec![p])).filter(|w| !w.is_empty()).collect();
+    let mut resumes = 0;
+    let mut judged = Vec::new();
+    let mut wave_no = 0;
     while let Some(wave) = waves.pop_front() {
         if qemu::interrupted() {
             break;
@@ -501,16 +539,15 @@ pub fn run_plans(
                 xfail: p.marks.xfail.keys().cloned().collect(),
             })
             .collect();
-        let outcomes = run_all(jobs, &opts)?;
+        let outcomes = run_all(jobs, opts)?;
         let mut next = Vec::new();
         for (o, p) in outcomes.into_iter().zip(wave) {
             let mut j = judge(o, &p.plan, p.marks.clone())?;
             if let Some(rest) = resume_plan(&j, &p.plan) {
                 let arch = p.built.arch.name;
-                let n = resumes.entry(arch).or_insert(0);
-                *n += 1;
-                if *n <= MAX_RESUMES {
-                    let dir = BootDir::Resume(*n).name(arch);
+                resumes += 1;
+                if resumes <= MAX_RESUMES {
+                    let dir = BootDir::Resume(resumes).name(arch);
                     line(format!(
                         "{}: {} ended early ({}); its {} unrun scenario(s) go to a fresh boot, {dir}",
                         arch,
@@ -524,16 +561,13 @@ pub fn run_plans(
                     line(format!("{arch}: {MAX_RESUMES} resume boots already: the rest stays not run"));
                 }
             }
-            judged.push(j);
+            judged.push((wave_no, j));
         }
         if !next.is_empty() {
             waves.push_back(next);
         }
+        wave_no += 1;
     }
-    for j in &judged {
-        print_boot(j);
-    }
-    line(format!("results: {}", run_dir.display()));
     Ok(judged)
 }
 
