@@ -5,12 +5,13 @@
 //! context at a given offset (the kernel records the largest context offset a tracepoint
 //! program reads and refuses the attach when it is past the event's record).
 
+use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use protocol::{BpfKind, Expect};
 
-use crate::steps::Verdict;
-use crate::uevents::{errno, errno_text, ioctl, judge, State};
+use crate::outcome::{check_result, errno, errno_text, ioctl, result_text, StepOutcome};
+use crate::perf::PerfEvents;
 
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
@@ -21,6 +22,9 @@ const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
 const BPF_PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
 /// `_IOW('$', 8, __u32)`.
 const PERF_EVENT_IOC_SET_BPF: u64 = 0x4004_2408;
+
+/// A scenario's loaded programs, by name.
+pub type Programs = HashMap<String, Prog>;
 
 /// A loaded program and the map it counts in.
 pub struct Prog {
@@ -112,13 +116,13 @@ fn counter_map() -> Result<OwnedFd, String> {
 
 /// `Step::BpfProg`.
 pub fn load(
-    state: &mut State,
+    progs: &mut Programs,
     name: &str,
     kind: BpfKind,
     ctx_read: Option<u32>,
     expect: &Expect,
     say: &mut dyn FnMut(&str),
-) -> Verdict {
+) -> StepOutcome {
     let kind_name = match kind {
         BpfKind::Tracepoint => "tracepoint",
         BpfKind::RawTracepoint => "raw_tracepoint",
@@ -131,7 +135,7 @@ pub fn load(
         Ok(m) => m,
         Err(e) => {
             say(&format!("{what}: {e}"));
-            return Verdict::Fail;
+            return StepOutcome::Fail;
         }
     };
     let text = program(map.as_raw_fd(), ctx_read);
@@ -155,7 +159,7 @@ pub fn load(
         Ok(_) => "ok".to_string(),
         Err(e) => errno_text(e),
     };
-    let verdict = judge(&what, &got, result, expect, say);
+    let outcome = check_result(&what, &got, result, expect, say);
     if let Err(e) = result {
         // The verifier's reasons, for a refusal that was not expected (or to show why it was).
         let text = String::from_utf8_lossy(&log);
@@ -166,38 +170,46 @@ pub fn load(
     if let Ok(fd) = result {
         // SAFETY: a new descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-        state.bpf.insert(name.to_string(), Prog { fd, map, kind });
+        progs.insert(name.to_string(), Prog { fd, map, kind });
     }
-    verdict
+    outcome
 }
 
 /// `Step::BpfAttach`: PERF_EVENT_IOC_SET_BPF.
-pub fn attach(state: &mut State, prog: &str, perf: &str, expect: &Expect, say: &mut dyn FnMut(&str)) -> Verdict {
+pub fn attach(
+    progs: &Programs,
+    events: &PerfEvents,
+    prog: &str,
+    perf: &str,
+    expect: &Expect,
+    say: &mut dyn FnMut(&str),
+) -> StepOutcome {
     let what = format!("bpf attach {prog} to perf event {perf}");
-    let Some(p) = state.bpf.get(prog) else {
+    let Some(p) = progs.get(prog) else {
         say(&format!("{what}: no program named {prog}"));
-        return Verdict::Fail;
+        return StepOutcome::Fail;
     };
-    let Some(event) = state.perf.get(perf) else {
+    let Some(event) = events.get(perf) else {
         say(&format!("{what}: no perf event named {perf}"));
-        return Verdict::Fail;
+        return StepOutcome::Fail;
     };
     let result = ioctl(event.fd.as_raw_fd(), PERF_EVENT_IOC_SET_BPF, p.fd.as_raw_fd() as u64);
-    judge(&what, &crate::uevents::result_text(result), result, expect, say)
+    check_result(&what, &result_text(result), result, expect, say)
 }
 
 /// `Step::BpfRawTracepoint`: BPF_RAW_TRACEPOINT_OPEN; the link descriptor is kept.
 pub fn raw_tracepoint(
-    state: &mut State,
+    progs: &Programs,
+    links: &mut Vec<OwnedFd>,
     prog: &str,
     tracepoint: &str,
     expect: &Expect,
     say: &mut dyn FnMut(&str),
-) -> Verdict {
+) -> StepOutcome {
     let what = format!("bpf raw tracepoint open {tracepoint:?} with {prog}");
-    let Some(p) = state.bpf.get(prog) else {
+    let Some(p) = progs.get(prog) else {
         say(&format!("{what}: no program named {prog}"));
-        return Verdict::Fail;
+        return StepOutcome::Fail;
     };
     let mut name = tracepoint.as_bytes().to_vec();
     name.push(0);
@@ -209,17 +221,17 @@ pub fn raw_tracepoint(
     };
     if let Ok(fd) = result {
         // SAFETY: a new descriptor that nothing else owns; the attachment lives while it is open.
-        state.bpf_links.push(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+        links.push(unsafe { OwnedFd::from_raw_fd(fd as i32) });
     }
-    judge(&what, &got, result, expect, say)
+    check_result(&what, &got, result, expect, say)
 }
 
 /// `Step::BpfCount`: the program's counter must equal `equals`.
-pub fn count(state: &mut State, prog: &str, equals: u64, say: &mut dyn FnMut(&str)) -> Verdict {
+pub fn count(progs: &Programs, prog: &str, equals: u64, say: &mut dyn FnMut(&str)) -> StepOutcome {
     let what = format!("bpf count of {prog}");
-    let Some(p) = state.bpf.get(prog) else {
+    let Some(p) = progs.get(prog) else {
         say(&format!("{what}: no program named {prog}"));
-        return Verdict::Fail;
+        return StepOutcome::Fail;
     };
     let key = 0u32;
     let mut value = 0u64;
@@ -231,7 +243,7 @@ pub fn count(state: &mut State, prog: &str, equals: u64, say: &mut dyn FnMut(&st
     ]);
     if let Err(e) = bpf(BPF_MAP_LOOKUP_ELEM, &attr) {
         say(&format!("{what}: BPF_MAP_LOOKUP_ELEM: {}", errno_text(e)));
-        return Verdict::Fail;
+        return StepOutcome::Fail;
     }
     let kind = match p.kind {
         BpfKind::Tracepoint => "tracepoint",
@@ -239,9 +251,9 @@ pub fn count(state: &mut State, prog: &str, equals: u64, say: &mut dyn FnMut(&st
     };
     say(&format!("{what} ({kind}): ran {value} times (expected {equals})"));
     if value == equals {
-        Verdict::Ok
+        StepOutcome::Pass
     } else {
-        Verdict::Fail
+        StepOutcome::Fail
     }
 }
 

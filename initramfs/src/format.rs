@@ -10,7 +10,7 @@ use std::path::Path;
 
 use protocol::{FieldValue, Record};
 
-use crate::steps::Verdict;
+use crate::outcome::StepOutcome;
 
 /// What a field holds, which decides how it decodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -294,7 +294,7 @@ pub fn load(event: &str) -> Result<Format, String> {
 }
 
 /// Decodes raw records of `format`'s event and compares them with `want`, saying each
-/// difference after `what`; the step's verdict. `tid` is what `self` stands for.
+/// difference after `what`; the step's outcome. `tid` is what `self` stands for.
 pub fn check_records(
     what: &str,
     format: &Format,
@@ -302,7 +302,7 @@ pub fn check_records(
     want: &[Record],
     tid: i64,
     say: &mut dyn FnMut(&str),
-) -> Verdict {
+) -> StepOutcome {
     let mut decoded = Vec::new();
     let mut ok = true;
     for (i, raw) in raws.iter().enumerate() {
@@ -315,7 +315,7 @@ pub fn check_records(
             Ok(values) => decoded.push(values),
             Err(e) => {
                 say(&format!("{what}: record {}: {e}; raw {}", i + 1, hex(raw)));
-                return Verdict::Fail;
+                return StepOutcome::Fail;
             }
         }
     }
@@ -324,9 +324,9 @@ pub fn check_records(
         ok = false;
     }
     if ok {
-        Verdict::Ok
+        StepOutcome::Pass
     } else {
-        Verdict::Fail
+        StepOutcome::Fail
     }
 }
 

@@ -7,8 +7,8 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 
-use crate::steps::Verdict;
-use crate::uevents::{errno_text, ioctl, UserReg, DIAG_IOCSDEL, DIAG_IOCSREG, DIAG_IOCSUNREG, USER_REG_SIZE};
+use crate::outcome::{errno, errno_text, ioctl, StepOutcome};
+use crate::uevents::{UserReg, DIAG_IOCSDEL, DIAG_IOCSREG, DIAG_IOCSUNREG, USER_REG_SIZE};
 
 /// The errnos the ABI documents for these calls (abi-catalogue.md sections a, b, e, f).
 const DOCUMENTED: &[&str] =
@@ -93,13 +93,13 @@ pub fn format(rng: &mut Rng) -> String {
 }
 
 /// Runs `iterations` random calls; fails on any undocumented errno.
-pub fn run(seed: u64, iterations: u32, say: &mut dyn FnMut(&str)) -> Verdict {
+pub fn run(seed: u64, iterations: u32, say: &mut dyn FnMut(&str)) -> StepOutcome {
     let what = format!("fuzz seed {seed}, {iterations} calls");
     let data = match OpenOptions::new().read(true).write(true).open(protocol::USER_EVENTS_DATA) {
         Ok(f) => f,
         Err(e) => {
             say(&format!("{what}: open {}: {}", protocol::USER_EVENTS_DATA, crate::sys::error_name(&e)));
-            return Verdict::Fail;
+            return StepOutcome::Fail;
         }
     };
     let fd = data.as_raw_fd();
@@ -159,7 +159,7 @@ pub fn run(seed: u64, iterations: u32, say: &mut dyn FnMut(&str)) -> Verdict {
                 payload[..n].copy_from_slice(&index.to_ne_bytes()[..n]);
                 // SAFETY: writes from a live buffer of `len` bytes.
                 let r = unsafe { libc::write(fd, payload.as_ptr().cast(), payload.len()) };
-                let r = if r >= 0 { Ok(r as i64) } else { Err(crate::uevents::errno()) };
+                let r = if r >= 0 { Ok(r as i64) } else { Err(errno()) };
                 (format!("write index {index} {len} bytes"), r)
             }
             8 => {
@@ -215,9 +215,9 @@ pub fn run(seed: u64, iterations: u32, say: &mut dyn FnMut(&str)) -> Verdict {
     }
     drop(words);
     if violations.is_empty() {
-        Verdict::Ok
+        StepOutcome::Pass
     } else {
-        Verdict::Fail
+        StepOutcome::Fail
     }
 }
 

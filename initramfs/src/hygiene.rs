@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::outcome;
 use crate::sys;
-use crate::uevents::{self, DIAG_IOCSDEL};
+use crate::uevents::DIAG_IOCSDEL;
 
 /// How long user events may stay busy after their scenario ended. An exited process's
 /// references go after an RCU grace period and a work item (the 7.3 selftests wait too); a
@@ -490,7 +491,7 @@ impl Baseline {
         loop {
             let mut busy = Vec::new();
             for (name, text) in pending {
-                match uevents::ioctl(fd.as_raw_fd(), DIAG_IOCSDEL, text.as_ptr() as u64) {
+                match outcome::ioctl(fd.as_raw_fd(), DIAG_IOCSDEL, text.as_ptr() as u64) {
                     Ok(_) => c.left.push(format!("user event {name} (deleted)")),
                     Err(libc::ENOENT) => {}
                     Err(libc::EBUSY) => busy.push((name, text)),

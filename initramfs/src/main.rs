@@ -3,14 +3,18 @@
 //! optionally opens a shell, and reboots; `--scenario N` is the child that runs one scenario.
 
 mod bpf;
+mod files;
 mod format;
 mod fuzz;
 mod hygiene;
 mod measure;
+mod memory;
 mod mounts;
+mod outcome;
 mod perf;
 mod ringbuf;
 mod shell;
+mod state;
 mod steps;
 mod stuck;
 mod supervisor;

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use protocol::{Consumers, MeasureKind, Metric};
 
-use crate::steps::Verdict;
-use crate::uevents::{errno, errno_text, ioctl, DIAG_IOCSDEL};
+use crate::outcome::{errno, errno_text, ioctl, StepOutcome};
+use crate::uevents::DIAG_IOCSDEL;
 
 /// The fewest repetitions a figure may have (the "median over at least 5").
 pub const MIN_REPS: u32 = 5;
@@ -212,11 +212,11 @@ impl Timer {
 }
 
 /// Runs the step; the figure and its ratio go out as `ue-metric` lines on stdout.
-pub fn run(req: &Request, say: &mut dyn FnMut(&str)) -> Verdict {
+pub fn run(req: &Request, say: &mut dyn FnMut(&str)) -> StepOutcome {
     let what = format!("measure {}", req.name);
     if req.reps < MIN_REPS {
         say(&format!("{what}: {} repetitions; a figure needs at least {MIN_REPS}", req.reps));
-        return Verdict::Fail;
+        return StepOutcome::Fail;
     }
     let mut bench = Bench::new(req);
     let result = bench.measure(req);
@@ -226,7 +226,7 @@ pub fn run(req: &Request, say: &mut dyn FnMut(&str)) -> Verdict {
         Ok(r) => r,
         Err(e) => {
             say(&format!("{what}: {e}"));
-            return Verdict::Fail;
+            return StepOutcome::Fail;
         }
     };
     if let Err(e) = cleanup {
@@ -234,7 +234,7 @@ pub fn run(req: &Request, say: &mut dyn FnMut(&str)) -> Verdict {
     }
     if !(figure.value.is_finite() && figure.value > 0.0) {
         say(&format!("{what}: the figure is {}, not a positive number", figure.value));
-        return Verdict::Fail;
+        return StepOutcome::Fail;
     }
     let spread = |m: &Metric| {
         let lo = m.samples.iter().copied().fold(f64::INFINITY, f64::min);
@@ -258,7 +258,7 @@ pub fn run(req: &Request, say: &mut dyn FnMut(&str)) -> Verdict {
         let _ = writeln!(out, "{}{}", protocol::METRIC_PREFIX, m.body());
     }
     let _ = out.flush();
-    Verdict::Ok
+    StepOutcome::Pass
 }
 
 /// The resources one measurement holds, released by [`Bench::teardown`] whatever happened.
@@ -832,7 +832,7 @@ mod tests {
             duration: Duration::from_millis(1),
         };
         let mut said = vec![];
-        assert_eq!(run(&req, &mut |t| said.push(t.to_string())), Verdict::Fail);
+        assert_eq!(run(&req, &mut |t| said.push(t.to_string())), StepOutcome::Fail);
         assert!(said[0].contains("at least 5"), "{said:?}");
     }
 }

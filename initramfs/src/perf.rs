@@ -1,6 +1,7 @@
 //! perf steps: a tracepoint perf event per user event, sampled with PERF_SAMPLE_RAW into an
 //! mmap'd ring buffer, and credentials changes (uid, gid, kept capabilities).
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -8,8 +9,7 @@ use std::sync::atomic::{fence, Ordering};
 
 use protocol::{Expect, PerfAction, Record, Value};
 
-use crate::steps::Verdict;
-use crate::uevents::{errno_text, judge, State};
+use crate::outcome::{check_result, errno, errno_text, StepOutcome};
 
 const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_SAMPLE_RAW: u64 = 1 << 10;
@@ -24,6 +24,9 @@ const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
 const DATA_PAGES: usize = 8;
 /// `PERF_ATTR_SIZE_VER7`: every field this agent sets is inside it.
 const ATTR_SIZE: usize = 128;
+
+/// A scenario's open perf events, by name.
+pub type PerfEvents = HashMap<String, PerfEvent>;
 
 /// One open perf event and its ring buffer.
 pub struct PerfEvent {
@@ -80,7 +83,7 @@ pub fn open_ring(id: u64, disabled: bool, data_pages: usize) -> Result<(OwnedFd,
         )
     };
     if fd < 0 {
-        return Err(RingError::Open(crate::uevents::errno()));
+        return Err(RingError::Open(errno()));
     }
     // SAFETY: the syscall returned a new descriptor that nothing else owns.
     let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
@@ -92,19 +95,19 @@ pub fn open_ring(id: u64, disabled: bool, data_pages: usize) -> Result<(OwnedFd,
         libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0)
     };
     if ring == libc::MAP_FAILED {
-        return Err(RingError::Map(crate::uevents::errno()));
+        return Err(RingError::Map(errno()));
     }
     Ok((fd, ring.cast(), len, page))
 }
 
 pub fn open(
-    state: &mut State,
+    events: &mut PerfEvents,
     name: &str,
     event: &str,
     disabled: bool,
     expect: &Expect,
     say: &mut dyn FnMut(&str),
-) -> Verdict {
+) -> StepOutcome {
     let what = format!("perf open {event}{} as {name}", if disabled { " disabled" } else { "" });
     let id_path = format!("/sys/kernel/tracing/events/{event}/id");
     let mut text = String::new();
@@ -113,71 +116,77 @@ pub fn open(
             Ok(id) => id,
             Err(_) => {
                 say(&format!("{what}: {id_path} holds {text:?}, not an id"));
-                return Verdict::Fail;
+                return StepOutcome::Fail;
             }
         },
         Err(e) => {
             say(&format!("{what}: {id_path}: {}", crate::sys::error_name(&e)));
-            return Verdict::Fail;
+            return StepOutcome::Fail;
         }
     };
     let (fd, ring, ring_len, page) = match open_ring(id, disabled, DATA_PAGES) {
         Ok(opened) => opened,
-        Err(RingError::Open(errno)) => return judge(&what, &errno_text(errno), Err(errno), expect, say),
+        Err(RingError::Open(errno)) => return check_result(&what, &errno_text(errno), Err(errno), expect, say),
         Err(RingError::Map(errno)) => {
             say(&format!("{what}: mmap of the ring buffer: {}", errno_text(errno)));
-            return Verdict::Fail;
+            return StepOutcome::Fail;
         }
     };
     let event = event.to_string();
-    state.perf.insert(name.to_string(), PerfEvent { fd, ring, ring_len, page, id, event });
-    judge(&what, &format!("ok, tracepoint id {id}"), Ok(0), expect, say)
+    events.insert(name.to_string(), PerfEvent { fd, ring, ring_len, page, id, event });
+    check_result(&what, &format!("ok, tracepoint id {id}"), Ok(0), expect, say)
 }
 
 pub fn control(
-    state: &mut State,
+    events: &mut PerfEvents,
     name: &str,
     action: PerfAction,
     expect: &Expect,
     say: &mut dyn FnMut(&str),
-) -> Verdict {
+) -> StepOutcome {
     let what = format!("perf {action:?} {name}").to_lowercase();
     if action == PerfAction::Close {
-        return match state.perf.remove(name) {
-            Some(_) => judge(&what, "ok", Ok(0), expect, say),
+        return match events.remove(name) {
+            Some(_) => check_result(&what, "ok", Ok(0), expect, say),
             None => {
                 say(&format!("{what}: no such perf event"));
-                Verdict::Fail
+                StepOutcome::Fail
             }
         };
     }
-    let Some(ev) = state.perf.get(name) else {
+    let Some(ev) = events.get(name) else {
         say(&format!("{what}: no such perf event"));
-        return Verdict::Fail;
+        return StepOutcome::Fail;
     };
     let request = if action == PerfAction::Enable { PERF_EVENT_IOC_ENABLE } else { PERF_EVENT_IOC_DISABLE };
     // SAFETY: these ioctls take no pointer argument.
     let r = unsafe { libc::ioctl(ev.fd.as_raw_fd(), request as _, 0) };
-    let result = if r < 0 { Err(crate::uevents::errno()) } else { Ok(i64::from(r)) };
+    let result = if r < 0 { Err(errno()) } else { Ok(i64::from(r)) };
     let got = result.map_or_else(errno_text, |_| "ok".to_string());
-    judge(&what, &got, result, expect, say)
+    check_result(&what, &got, result, expect, say)
 }
 
-pub fn filter(state: &mut State, name: &str, filter: &str, expect: &Expect, say: &mut dyn FnMut(&str)) -> Verdict {
+pub fn filter(
+    events: &PerfEvents,
+    name: &str,
+    filter: &str,
+    expect: &Expect,
+    say: &mut dyn FnMut(&str),
+) -> StepOutcome {
     let what = format!("perf filter {name} {filter:?}");
-    let Some(ev) = state.perf.get(name) else {
+    let Some(ev) = events.get(name) else {
         say(&format!("{what}: no such perf event"));
-        return Verdict::Fail;
+        return StepOutcome::Fail;
     };
     let Ok(text) = std::ffi::CString::new(filter) else {
         say(&format!("{what}: the filter holds a NUL"));
-        return Verdict::Fail;
+        return StepOutcome::Fail;
     };
     // SAFETY: the kernel reads a NUL-terminated string from a live CString.
     let r = unsafe { libc::ioctl(ev.fd.as_raw_fd(), PERF_EVENT_IOC_SET_FILTER as _, text.as_ptr()) };
-    let result = if r < 0 { Err(crate::uevents::errno()) } else { Ok(i64::from(r)) };
+    let result = if r < 0 { Err(errno()) } else { Ok(i64::from(r)) };
     let got = result.map_or_else(errno_text, |_| "ok".to_string());
-    judge(&what, &got, result, expect, say)
+    check_result(&what, &got, result, expect, say)
 }
 
 /// Copies `len` bytes from the ring's data area at `pos`, wrapping around its end.
@@ -212,16 +221,16 @@ pub fn samples(data: &[u8], mut tail: u64, head: u64) -> (Vec<Vec<u8>>, u64) {
 
 /// The `perf_read` step: `samples` compares raw bytes, `records` decoded fields (one of them).
 pub fn read(
-    state: &mut State,
+    events: &mut PerfEvents,
     name: &str,
     raw_form: Option<&[Vec<Value>]>,
     records: Option<&[Record]>,
     say: &mut dyn FnMut(&str),
-) -> Verdict {
+) -> StepOutcome {
     let what = format!("perf read {name}");
-    let Some(ev) = state.perf.get(name) else {
+    let Some(ev) = events.get(name) else {
         say(&format!("{what}: no such perf event"));
-        return Verdict::Fail;
+        return StepOutcome::Fail;
     };
     // SAFETY: the first page is the kernel's perf_event_mmap_page; data_head is at 1024 and
     // data_tail at 1032, both u64, and the data pages follow the first page.
@@ -245,15 +254,15 @@ pub fn read(
                 Ok(f) => f,
                 Err(e) => {
                     say(&format!("{what}: {e}"));
-                    return Verdict::Fail;
+                    return StepOutcome::Fail;
                 }
             };
-            let verdict = crate::format::check_records(&what, &format, &raws, records, crate::format::tid(), say);
-            return if lost == 0 { verdict } else { Verdict::Fail };
+            let outcome = crate::format::check_records(&what, &format, &raws, records, crate::format::tid(), say);
+            return if lost == 0 { outcome } else { StepOutcome::Fail };
         }
         _ => {
             say(&format!("{what}: give `samples` or `records`, not both or neither"));
-            return Verdict::Fail;
+            return StepOutcome::Fail;
         }
     };
     say(&format!("{what}: {} sample(s), {lost} lost (expected {})", raws.len(), want.len()));
@@ -268,7 +277,7 @@ pub fn read(
             Ok(parts) => parts.concat(),
             Err(e) => {
                 say(&format!("{what}: {e}"));
-                return Verdict::Fail;
+                return StepOutcome::Fail;
             }
         };
         let kind = raw.get(0..2).map(|b| u16::from_ne_bytes([b[0], b[1]]));
@@ -287,9 +296,9 @@ pub fn read(
         }
     }
     if ok {
-        Verdict::Ok
+        StepOutcome::Pass
     } else {
-        Verdict::Fail
+        StepOutcome::Fail
     }
 }
 
@@ -308,14 +317,14 @@ const CAPS: &[(&str, u32)] = &[
 ];
 
 /// Becomes `uid`/`gid` keeping only `keep` capabilities.
-pub fn credentials(uid: u32, gid: Option<u32>, keep: &[String], say: &mut dyn FnMut(&str)) -> Verdict {
+pub fn credentials(uid: u32, gid: Option<u32>, keep: &[String], say: &mut dyn FnMut(&str)) -> StepOutcome {
     let gid = gid.unwrap_or(uid);
     let what = format!("credentials uid {uid} gid {gid} keeping [{}]", keep.join(", "));
     let mut bits = [0u32; 2];
     for name in keep {
         let Some((_, n)) = CAPS.iter().find(|(c, _)| c == name) else {
             say(&format!("{what}: unknown capability {name}"));
-            return Verdict::Fail;
+            return StepOutcome::Fail;
         };
         bits[(n / 32) as usize] |= 1 << (n % 32);
     }
@@ -353,12 +362,12 @@ pub fn credentials(uid: u32, gid: Option<u32>, keep: &[String], say: &mut dyn Fn
     };
     match failed {
         Some(call) => {
-            say(&format!("{what}: {call}: {}", errno_text(crate::uevents::errno())));
-            Verdict::Fail
+            say(&format!("{what}: {call}: {}", errno_text(errno())));
+            StepOutcome::Fail
         }
         None => {
             say(&format!("{what}: ok"));
-            Verdict::Ok
+            StepOutcome::Pass
         }
     }
 }
@@ -409,7 +418,7 @@ mod tests {
     fn unknown_capabilities_fail_before_any_change() {
         let mut lines = Vec::new();
         let v = credentials(0, None, &["CAP_NOPE".into()], &mut |l| lines.push(l.to_string()));
-        assert_eq!(v, Verdict::Fail);
+        assert_eq!(v, StepOutcome::Fail);
         assert!(lines[0].ends_with("unknown capability CAP_NOPE"), "{lines:?}");
     }
 }

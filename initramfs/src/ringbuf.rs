@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use protocol::Record;
 
 use crate::format::{self, parse_fields, Field, Format};
-use crate::steps::Verdict;
+use crate::outcome::StepOutcome;
 
 const TRACING: &str = "/sys/kernel/tracing";
 
@@ -208,7 +208,7 @@ pub fn drain(root: &Path) -> Result<Drained, String> {
 }
 
 /// The `trace_read` step: drains the instance's buffers and compares `event`'s records.
-pub fn read_step(event: &str, instance: Option<&str>, want: &[Record], say: &mut dyn FnMut(&str)) -> Verdict {
+pub fn read_step(event: &str, instance: Option<&str>, want: &[Record], say: &mut dyn FnMut(&str)) -> StepOutcome {
     let what = match instance {
         Some(i) => format!("trace read {event} in instance {i}"),
         None => format!("trace read {event}"),
@@ -217,7 +217,7 @@ pub fn read_step(event: &str, instance: Option<&str>, want: &[Record], say: &mut
         Ok(f) => f,
         Err(e) => {
             say(&format!("{what}: {e}"));
-            return Verdict::Fail;
+            return StepOutcome::Fail;
         }
     };
     let root = match instance {
@@ -228,7 +228,7 @@ pub fn read_step(event: &str, instance: Option<&str>, want: &[Record], say: &mut
         Ok(d) => d,
         Err(e) => {
             say(&format!("{what}: {e}"));
-            return Verdict::Fail;
+            return StepOutcome::Fail;
         }
     };
     let (mine, others): (Vec<Entry>, Vec<Entry>) =
@@ -238,11 +238,11 @@ pub fn read_step(event: &str, instance: Option<&str>, want: &[Record], say: &mut
         say(&format!("{what}: {line}"));
     }
     let raws: Vec<Vec<u8>> = mine.into_iter().map(|e| e.data).collect();
-    let verdict = format::check_records(&what, &format, &raws, want, format::tid(), say);
+    let outcome = format::check_records(&what, &format, &raws, want, format::tid(), say);
     if drained.missed.is_empty() {
-        verdict
+        outcome
     } else {
-        Verdict::Fail
+        StepOutcome::Fail
     }
 }
 

@@ -12,7 +12,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use protocol::{Outcome, Plan, ResultLine, Scenario};
+use protocol::{Marker, Outcome, Plan, ResultLine, Scenario};
 
 use crate::hygiene::{self, Baseline, HygieneRoots};
 use crate::stuck::{self, Guard, KILL_GRACE};
@@ -116,7 +116,7 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
             g.arm(budget, format!("scenario {index} {name}"), i);
         }
         emit(out, &ResultLine::Begin { index, name: name.clone(), taint: read_taint(&paths.tainted) });
-        kmsg(paths, &format!("ue-agent: begin {index} {name}"));
+        kmsg(paths, &Marker::Begin { index, name: &name }.line());
         let ran = run_scenario(index, scenario, paths, out);
         let (mut outcome, time_ms, mut reason) = (ran.outcome, ran.time_ms, ran.reason);
         // The scenario's footprint is undone before its result, so what it left is reported
@@ -142,7 +142,7 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
             emit(out, &ResultLine::Abort { after: index, reason: stuck });
             return counts;
         }
-        kmsg(paths, &format!("ue-agent: end {index}"));
+        kmsg(paths, &Marker::End { index }.line());
         emit(out, &ResultLine::End { index, taint });
         if let Some(g) = guard {
             g.disarm();

@@ -123,7 +123,7 @@ fn user_events_steps_run_in_the_child() {
         index_as: None,
         expect_index: None,
         raw: Default::default(),
-        expect: Expect(expect.into()),
+        expect: expect.parse().unwrap(),
     };
     let steps = vec![
         open.clone(),
@@ -138,7 +138,7 @@ fn user_events_steps_run_in_the_child() {
             vectored: false,
             offset: None,
             payload_from: None,
-            expect: Expect("9".into()),
+            expect: Expect::Value(9),
         },
         Step::ReadFile {
             path: path.clone(),

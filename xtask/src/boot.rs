@@ -814,7 +814,8 @@ pub fn exit_code(judged: &[Judged]) -> u8 {
     judged.iter().map(|j| crate::results::collect::verdict(&j.counted.verdict).exit_code()).max().unwrap_or(0)
 }
 
-/// The exit status of `exec`'s program, from the agent's step line, with its output printed.
+/// The exit status of `exec`'s program, from the agent's line for its step (the protocol's
+/// `ExecEnd`), with the program's output printed.
 fn exec_status(j: &Judged) -> Result<u8> {
     use crate::verdict::Status;
     let Some(s) = j.result.scenarios.first() else {
@@ -822,10 +823,10 @@ fn exec_status(j: &Judged) -> Result<u8> {
     };
     let mut code = None;
     for d in &s.diagnostics {
-        if let Some(rest) = d.strip_prefix("step 1: exec ") {
-            code = parse_exec_line(rest);
-        } else if code.is_none() {
-            println!("{d}");
+        match protocol::step_text(d, 1).and_then(protocol::ExecEnd::parse) {
+            Some(end) => code = Some(end.status.shell_code()),
+            None if code.is_none() => println!("{d}"),
+            None => {}
         }
     }
     match (s.status, code) {
@@ -837,16 +838,6 @@ fn exec_status(j: &Judged) -> Result<u8> {
         (_, Some(c)) => Ok(c),
         (_, None) => Err(error(Kind::Infra, "the agent did not report the program's exit status")),
     }
-}
-
-/// `/bin/x ...: exit 3 (expected 0)` -> 3; `... killed by signal 9 ...` -> 137 (the shell's 128+N).
-fn parse_exec_line(rest: &str) -> Option<u8> {
-    if let Some((_, after)) = rest.rsplit_once(": exit ") {
-        return after.split_whitespace().next()?.parse().ok();
-    }
-    let (_, after) = rest.rsplit_once(": killed by signal ")?;
-    let sig: u8 = after.split_whitespace().next()?.parse().ok()?;
-    Some(128u8.saturating_add(sig))
 }
 
 #[cfg(test)]
@@ -880,14 +871,6 @@ mod tests {
             assert_eq!(place.name(arch), name);
         }
         assert!(BootDir::Shared(2) < BootDir::Isolated(1) && BootDir::Isolated(9) < BootDir::Resume(1));
-    }
-
-    #[test]
-    fn exec_lines_give_exit_codes() {
-        assert_eq!(parse_exec_line("/bin/t a b: exit 3 (expected 0)"), Some(3));
-        assert_eq!(parse_exec_line("/bin/t: exit 0 (expected 0)"), Some(0));
-        assert_eq!(parse_exec_line("/bin/t: killed by signal 9 (expected exit 0)"), Some(137));
-        assert_eq!(parse_exec_line("/bin/t: cannot start: ENOENT"), None);
     }
 
     #[test]

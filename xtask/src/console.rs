@@ -2,6 +2,7 @@
 //! hung-task and RCU-stall reports, each attributed to the scenario the guest agent was running
 //! (from its `ue-agent: begin/end` kmsg markers). Sans-IO: takes the log text, returns data.
 
+use protocol::Marker;
 use serde::Serialize;
 
 /// A report's excerpt keeps at most this many lines; the rest is in the full log.
@@ -254,20 +255,11 @@ enum Class<'a> {
 }
 
 fn classify(msg: &str) -> Class<'_> {
-    if let Some(rest) = msg.strip_prefix("ue-agent: begin ") {
-        if let Some((index, name)) = rest.split_once(' ') {
-            if let (Ok(index), name) = (index.parse(), name.trim()) {
-                if !name.is_empty() {
-                    return Class::Begin(index, name);
-                }
-            }
-        }
-        return Class::Other;
-    }
-    if let Some(rest) = msg.strip_prefix("ue-agent: end ") {
-        return match rest.split(' ').next().map(str::parse) {
-            Some(Ok(index)) => Class::End(index),
-            _ => Class::Other,
+    if Marker::is_marker(msg) {
+        return match Marker::parse(msg) {
+            Some(Marker::Begin { index, name }) => Class::Begin(index, name),
+            Some(Marker::End { index }) => Class::End(index),
+            None => Class::Other,
         };
     }
     if msg.trim() == CUT_HERE {

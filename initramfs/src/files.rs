@@ -1,0 +1,213 @@
+//! The file steps: `write_file` (one write(2), as tracefs control files want), `read_file` (the
+//! whole file, compared exactly, by line or by text, retried for asynchronous effects),
+//! `mkdir` and `rmdir`.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use protocol::Expect;
+
+use crate::outcome::{check_result, errno_text, StepOutcome};
+
+/// How many lines of a file a failed `read_file` shows.
+pub const SHOWN_LINES: usize = 20;
+
+/// How `write_file` opens.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Mode {
+    pub create: bool,
+    pub append: bool,
+}
+
+/// One write(2) of all of `data`, as tracefs control files want: no create, no truncate
+/// (O_TRUNC has side effects there, clearing `trace` or every dynamic event), unless `create`,
+/// which creates or replaces an ordinary file (or, with `append`, creates or appends).
+pub fn write_file(path: &Path, data: &str, mode: Mode, expect: &Expect, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    let mut what = format!("write {data:?} to {}", path.display());
+    for (on, word) in [(mode.create, " (create)"), (mode.append, " (append)")] {
+        if on {
+            what.push_str(word);
+        }
+    }
+    let opened = OpenOptions::new()
+        .write(true)
+        .append(mode.append)
+        .create(mode.create)
+        .truncate(mode.create && !mode.append)
+        .open(path);
+    let (result, got) = match opened {
+        Err(e) => match e.raw_os_error() {
+            Some(errno) => (Err(errno), format!("open: {}", errno_text(errno))),
+            None => {
+                say(&format!("{what}: open: {e}"));
+                return StepOutcome::Fail;
+            }
+        },
+        Ok(mut file) => match file.write(data.as_bytes()) {
+            Ok(n) if n == data.len() => (Ok(n as i64), "ok".to_string()),
+            Ok(n) => (Ok(n as i64), format!("short write of {n} of {} bytes", data.len())),
+            Err(e) => {
+                let errno = e.raw_os_error().unwrap_or(0);
+                (Err(errno), errno_text(errno))
+            }
+        },
+    };
+    let outcome = check_result(&what, &got, result, expect, say);
+    // `ok` means the whole of `data`; a count states a short write explicitly.
+    if *expect == Expect::Ok && result != Ok(data.len() as i64) {
+        return StepOutcome::Fail;
+    }
+    outcome
+}
+
+/// `mkdir(2)` or `rmdir(2)` of `path` (mode 0755).
+pub fn dir_call(call: &str, path: &str, expect: &Expect, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    let done = if call == "mkdir" { std::fs::create_dir(path) } else { std::fs::remove_dir(path) };
+    let result = done.map(|()| 0).map_err(|e| e.raw_os_error().unwrap_or(0));
+    let got = match result {
+        Ok(_) => "ok".to_string(),
+        Err(errno) => errno_text(errno),
+    };
+    check_result(&format!("{call} {path}"), &got, result, expect, say)
+}
+
+/// What a read file must hold (see `Step::ReadFile`); `head_hex` is the file's first bytes in hex.
+pub struct Want<'a> {
+    pub head_hex: Option<&'a str>,
+    pub equals: Option<&'a str>,
+    pub contains: &'a [String],
+    pub lacks: &'a [String],
+    pub includes: &'a [String],
+    pub excludes: &'a [String],
+}
+
+/// `Step::ReadFile`: the file read and compared, retried quietly every millisecond for up to
+/// `within_ms`, then once more saying why it failed.
+pub fn read(path: &str, want: &Want, expect: &Expect, within_ms: u64, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    let head = match want.head_hex.map(protocol::decode_hex).transpose() {
+        Ok(h) => h,
+        Err(e) => {
+            say(&format!("read {path}: head_hex {e}"));
+            return StepOutcome::Fail;
+        }
+    };
+    let checks = Checks {
+        equals: want.equals,
+        contains: want.contains,
+        lacks: want.lacks,
+        includes: want.includes,
+        excludes: want.excludes,
+        head: head.as_deref(),
+    };
+    let started = Instant::now();
+    let deadline = started + Duration::from_millis(within_ms);
+    while Instant::now() < deadline {
+        if read_file(Path::new(path), &checks, expect, &mut |_| {}) == StepOutcome::Pass {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let outcome = read_file(Path::new(path), &checks, expect, say);
+    if within_ms > 0 {
+        say(&format!("read {path}: settled after {} ms (allowed {within_ms} ms)", started.elapsed().as_millis()));
+    }
+    outcome
+}
+
+/// [`Want`] with the head decoded.
+struct Checks<'a> {
+    head: Option<&'a [u8]>,
+    equals: Option<&'a str>,
+    contains: &'a [String],
+    lacks: &'a [String],
+    includes: &'a [String],
+    excludes: &'a [String],
+}
+
+/// Reads a whole file (tracefs files until read returns 0) and compares it.
+fn read_file(path: &Path, checks: &Checks, expect: &Expect, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    let what = format!("read {}", path.display());
+    let mut content = Vec::new();
+    let read = File::open(path).map_err(|e| ("open: ", e)).and_then(|mut f| {
+        // Reads of 64 KiB until read returns 0, retrying EINTR: `events/header_page` and
+        // `header_event` answer only a first read, which read_to_end's 32-byte probe would cut.
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            match f.read(&mut buf) {
+                Ok(0) => return Ok(content.len()),
+                Ok(n) => content.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(("", e)),
+            }
+        }
+    });
+    let result = match read {
+        Ok(n) => Ok(n as i64),
+        Err((call, e)) => match e.raw_os_error() {
+            Some(errno) => {
+                return check_result(&what, &format!("{call}{}", errno_text(errno)), Err(errno), expect, say);
+            }
+            None => {
+                say(&format!("{what}: {call}{e}"));
+                return StepOutcome::Fail;
+            }
+        },
+    };
+    let text = String::from_utf8_lossy(&content);
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    let got = format!("{} bytes, {} lines", content.len(), lines.len());
+    if check_result(&what, &got, result, expect, say) == StepOutcome::Fail {
+        return StepOutcome::Fail;
+    }
+    let mut failed = false;
+    if let Some(want) = checks.head {
+        if !content.starts_with(want) {
+            let seen: String = content.iter().take(want.len().max(8)).map(|b| format!("{b:02x}")).collect();
+            say(&format!(
+                "{what}: starts with {seen}, not {}",
+                want.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            ));
+            failed = true;
+        }
+    }
+    if let Some(want) = checks.equals {
+        if content != want.as_bytes() {
+            say(&format!("{what}: content is not the expected {want:?}"));
+            failed = true;
+        }
+    }
+    for want in checks.includes {
+        if !text.contains(want.as_str()) {
+            say(&format!("{what}: does not include {want:?}"));
+            failed = true;
+        }
+    }
+    for unwanted in checks.excludes {
+        if text.contains(unwanted.as_str()) {
+            say(&format!("{what}: includes {unwanted:?}"));
+            failed = true;
+        }
+    }
+    for want in checks.contains {
+        if !lines.contains(&want.trim_end()) {
+            say(&format!("{what}: no line {want:?}"));
+            failed = true;
+        }
+    }
+    for unwanted in checks.lacks {
+        if lines.contains(&unwanted.trim_end()) {
+            say(&format!("{what}: has line {unwanted:?}"));
+            failed = true;
+        }
+    }
+    if !failed {
+        return StepOutcome::Pass;
+    }
+    say(&format!("{what}: first {} of {} lines:", lines.len().min(SHOWN_LINES), lines.len()));
+    for line in text.lines().take(SHOWN_LINES) {
+        say(&format!("| {line}"));
+    }
+    StepOutcome::Fail
+}

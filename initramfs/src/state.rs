@@ -1,0 +1,37 @@
+//! The state a scenario's steps build up and share: what the user_events, perf and eBPF steps
+//! made, and the children `fork` started. It lives as long as the scenario's process: a `fork`
+//! child works on its copy, a `thread` borrows it, an `exec_agent` starts from an empty one.
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+
+use crate::bpf::Programs;
+use crate::perf::PerfEvents;
+use crate::uevents::UserEvents;
+
+/// Everything one scenario's steps made, by the names the steps gave it.
+#[derive(Default)]
+pub struct ScenarioState {
+    /// Descriptors, enable words, write indexes.
+    pub events: UserEvents,
+    /// Open perf events.
+    pub perf: PerfEvents,
+    /// Loaded eBPF programs, and raw tracepoint attachments (alive while open).
+    pub bpf: Programs,
+    pub bpf_links: Vec<OwnedFd>,
+    /// Forked children, until a `wait` collects them.
+    pub children: HashMap<String, libc::pid_t>,
+}
+
+// SAFETY: the pages and ring buffers are plain mappings owned by this state; a `thread` step
+// lends the whole state to one thread at a time (the parent blocks in join), so nothing is
+// shared racily.
+unsafe impl Send for ScenarioState {}
+
+impl ScenarioState {
+    /// A state whose `data` descriptor opens `data_path` instead of `user_events_data`.
+    #[cfg(test)]
+    pub fn with_data_path(data_path: std::path::PathBuf) -> ScenarioState {
+        ScenarioState { events: UserEvents::with_data_path(data_path), ..ScenarioState::default() }
+    }
+}

@@ -1,0 +1,696 @@
+//! The plan: what the host compiles from the suites and the guest agent runs (`/plan.json`),
+//! scenario by scenario and step by step. The YAML suites deserialize into these same types.
+
+use serde::{Deserialize, Serialize};
+
+use crate::expect::Expect;
+
+/// What the agent runs, compiled by the host (the guest never parses YAML).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub version: u32,
+    /// Free-form label for the logs (for example the arch).
+    pub label: String,
+    pub scenarios: Vec<Scenario>,
+    /// Mount the user's virtio-fs share here, when the host shares one.
+    #[serde(default)]
+    pub share: Option<String>,
+    /// Whether the artifacts folder comes over virtio-fs (else a tmpfs).
+    #[serde(default)]
+    pub artifacts_virtiofs: bool,
+    /// Run an interactive shell on the console instead of (after) the scenarios.
+    #[serde(default)]
+    pub shell: bool,
+}
+
+/// One scenario: run in its own process group, killed at its deadline.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// `suite/scenario`, unique in a plan.
+    pub name: String,
+    pub deadline_ms: u64,
+    pub steps: Vec<Step>,
+}
+
+/// A step of a scenario. Each step that fails ends the scenario as failed. Externally tagged,
+/// so a step reads in YAML as `- register: { format: "ev u32 a", word: w, expect: ok }`.
+/// Names (`fd`, `word`, `index_as`) refer to objects earlier steps of the scenario made.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// Runs a program (a path in the guest) and expects its exit status.
+    Exec {
+        argv: Vec<String>,
+        expect_exit: i32,
+    },
+    /// Writes bytes to a file in one write(2). Without `create` the file must exist and is
+    /// neither created nor truncated (tracefs control files, sysctls: O_TRUNC clears `trace`
+    /// or every dynamic event); with it, an ordinary file is created or replaced. `append`
+    /// opens with O_APPEND (the `>>` that `dynamic_events` wants).
+    WriteFile {
+        path: String,
+        data: String,
+        #[serde(default)]
+        create: bool,
+        #[serde(default)]
+        append: bool,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// Reads a whole file and compares it: exactly (`equals`), lines it must hold (`contains`)
+    /// and must not hold (`lacks`), each compared as a whole line, and text it must and must
+    /// not include anywhere (`includes`, `excludes`: for lines with timestamps and pids).
+    ReadFile {
+        path: String,
+        #[serde(default)]
+        equals: Option<String>,
+        #[serde(default)]
+        contains: Vec<String>,
+        #[serde(default)]
+        lacks: Vec<String>,
+        /// Text that must occur somewhere (in any line, or across lines).
+        #[serde(default)]
+        includes: Vec<String>,
+        /// Text that must not occur anywhere.
+        #[serde(default)]
+        excludes: Vec<String>,
+        /// The file's first bytes, in hex (`"01000000"`), for binary files.
+        #[serde(default)]
+        head_hex: Option<String>,
+        #[serde(default)]
+        expect: Expect,
+        /// Retry every millisecond until the expectation and every check hold, up to this long
+        /// (for effects the kernel applies asynchronously, such as auto-delete).
+        #[serde(default)]
+        within_ms: u64,
+    },
+    /// Triggers an LKDTM crash point (`PANIC`, `WARNING`, `BUG`, ...) through
+    /// `/sys/kernel/debug/provoke-crash/DIRECT`.
+    Lkdtm {
+        point: String,
+    },
+    /// Sleeps; a scenario that sleeps past its deadline is how the deadline is tested.
+    Sleep {
+        ms: u64,
+    },
+    /// Opens a file and keeps the descriptor under a name. The name `data` is opened on
+    /// `/sys/kernel/tracing/user_events_data` (read-write) by the first step that uses it.
+    Open {
+        fd: String,
+        path: String,
+        #[serde(default)]
+        read_only: bool,
+        #[serde(default)]
+        expect: Expect,
+    },
+    Close {
+        fd: String,
+    },
+    /// `ioctl(fd, DIAG_IOCSREG, &struct user_reg)`. `word` names an enable word in the
+    /// scenario's memory (made on first use, zeroed, 8-byte aligned); `raw` overrides any
+    /// field of the struct as sent, for malformed input. On success the returned
+    /// `write_index` is kept under `index_as`.
+    Register {
+        #[serde(default = "data_fd")]
+        fd: String,
+        format: String,
+        #[serde(default)]
+        word: Option<String>,
+        #[serde(default)]
+        bit: u8,
+        #[serde(default = "four")]
+        size: u8,
+        #[serde(default)]
+        flags: u16,
+        #[serde(default)]
+        index_as: Option<String>,
+        /// On success, the `write_index` the kernel must have returned.
+        #[serde(default)]
+        expect_index: Option<u32>,
+        #[serde(default)]
+        raw: RawReg,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// `ioctl(fd, DIAG_IOCSUNREG, &struct user_unreg)` for `word`'s address and `bit`.
+    Unregister {
+        #[serde(default = "data_fd")]
+        fd: String,
+        #[serde(default)]
+        word: Option<String>,
+        #[serde(default)]
+        bit: u8,
+        #[serde(default)]
+        raw: RawUnreg,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// `ioctl(fd, DIAG_IOCSDEL, name)`. With `within_ms`, retried every millisecond while the
+    /// result differs from `expect` (references dropped at exit or unregister go away only
+    /// after an RCU grace period).
+    Delete {
+        #[serde(default = "data_fd")]
+        fd: String,
+        name: String,
+        #[serde(default)]
+        expect: Expect,
+        #[serde(default)]
+        within_ms: u64,
+    },
+    /// Changes the page that holds the scenario's enable words: `dont_need` (madvise
+    /// MADV_DONTNEED: the next access faults in a zero page), `read_only`, `read_write`
+    /// (mprotect), `unmap` (munmap; the words keep their addresses but cannot be read), or
+    /// `share_file`: the page becomes a MAP_SHARED mapping of `file` at the same address (the
+    /// file is created with the page's current bytes), so the kernel's bit updates land in
+    /// the file.
+    Memory {
+        op: MemoryOp,
+        #[serde(default)]
+        file: Option<String>,
+    },
+    /// Stores a value into an enable word (to pre-set bits the kernel must clear or keep).
+    SetWord {
+        word: String,
+        value: u64,
+    },
+    /// Checks one bit of an enable word, at once (`within_ms: 0`) or polling until the deadline.
+    CheckBit {
+        word: String,
+        bit: u8,
+        set: bool,
+        #[serde(default)]
+        within_ms: u64,
+    },
+    /// Checks a whole enable word (8 bytes, little-endian in memory as the CPU stores it).
+    CheckWord {
+        word: String,
+        value: u64,
+    },
+    /// Forks: the child runs `steps` with a copy of everything the scenario made so far (fds,
+    /// enable words, indexes), then exits 0 if they all passed, 1 otherwise; the parent goes on
+    /// at once. `wait` collects it.
+    Fork {
+        name: String,
+        steps: Vec<Step>,
+    },
+    /// Waits for a forked child and checks its exit status (0: all its steps passed).
+    Wait {
+        name: String,
+        #[serde(default)]
+        expect_exit: i32,
+        /// Give up (and fail) after this long.
+        #[serde(default = "ten_seconds")]
+        within_ms: u64,
+    },
+    /// Replaces this process's image with a fresh agent (execve of itself) that runs `steps`
+    /// with an empty state; the scenario's result is theirs. Steps after this one never run.
+    ExecAgent {
+        steps: Vec<Step>,
+    },
+    /// Runs `steps` in a new thread (sharing memory and descriptors) and joins it; the step
+    /// passes when all of the thread's steps did.
+    Thread {
+        steps: Vec<Step>,
+    },
+    /// A bounded, seeded stream of random registrations, writes, enables, unregisters and
+    /// deletes on its own `user_events_data` descriptor; fails if any call ends in an errno the
+    /// ABI does not document. Kernel health is judged from the console as for every step.
+    Fuzz {
+        seed: u64,
+        iterations: u32,
+    },
+    /// Becomes another user: clears the supplementary groups, sets real, effective and saved
+    /// gid and uid, and keeps only the capabilities named in `keep_caps` (`CAP_PERFMON`,
+    /// `CAP_SYS_ADMIN`, ...; none by default). Descriptors opened before stay open.
+    Credentials {
+        uid: u32,
+        #[serde(default)]
+        gid: Option<u32>,
+        #[serde(default)]
+        keep_caps: Vec<String>,
+    },
+    /// `perf_event_open(PERF_TYPE_TRACEPOINT)` on `event` (`user_events/NAME`, its `id` file
+    /// read from tracefs) for this process on any CPU, sampling every record with
+    /// PERF_SAMPLE_RAW into a ring buffer; kept under `name`.
+    PerfOpen {
+        name: String,
+        event: String,
+        #[serde(default)]
+        disabled: bool,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// `PERF_EVENT_IOC_ENABLE` / `PERF_EVENT_IOC_DISABLE`, or closes and unmaps the event.
+    PerfControl {
+        name: String,
+        action: PerfAction,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// `PERF_EVENT_IOC_SET_FILTER` with an ftrace filter expression.
+    PerfFilter {
+        name: String,
+        filter: String,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// Drains the ring buffer and compares the samples, in order, in one of two forms.
+    /// `samples`: each one's raw data must be an 8-byte trace entry of this event's type
+    /// followed by exactly the given fields' bytes (then only alignment padding). `records`:
+    /// each one is decoded field by field with the event's `format` file and compared as
+    /// `trace_read` does.
+    PerfRead {
+        name: String,
+        #[serde(default)]
+        samples: Option<Vec<Vec<Value>>>,
+        #[serde(default)]
+        records: Option<Vec<Record>>,
+    },
+    /// Makes a directory (a tracing instance under `/sys/kernel/tracing/instances/`).
+    Mkdir {
+        path: String,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// Removes a directory (a tracing instance; `EBUSY` while one of its events is in use).
+    Rmdir {
+        path: String,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// Registers `format` with `{i}` replaced by 0, 1, 2, ... until one registration fails,
+    /// which must fail as `expect` says (an errno); reaching `max` registrations without a
+    /// failure fails the step. Each registration is unregistered at once and the events are
+    /// spread over fresh `user_events_data` descriptors, which keep them alive until the
+    /// scenario's process exits (they are not persistent).
+    RegisterUntil {
+        format: String,
+        max: u32,
+        expect: Expect,
+        /// Leave the events to the reboot: a holder process in a session of its own keeps the
+        /// descriptors open after the scenario ends, so the kernel never tears the events down
+        /// (which for tens of thousands takes minutes and holds up the reboot). Only for an
+        /// `isolated` scenario, the last in its boot.
+        #[serde(default)]
+        hold_until_reboot: bool,
+    },
+    /// Loads an eBPF program under `name`: `tracepoint` or `raw_tracepoint` type, GPL. It adds
+    /// one to its own counter (a one-slot array map that `bpf_count` reads) each time it runs;
+    /// with `ctx_read` it first loads the 8 bytes at that offset of its context (a tracepoint
+    /// record), which the kernel checks against the event's size at attach time.
+    BpfProg {
+        name: String,
+        kind: BpfKind,
+        #[serde(default)]
+        ctx_read: Option<u32>,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// `ioctl(perf, PERF_EVENT_IOC_SET_BPF, prog)`: attaches a loaded program to a perf event.
+    BpfAttach {
+        prog: String,
+        perf: String,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// `bpf(BPF_RAW_TRACEPOINT_OPEN)` of a raw_tracepoint program on the tracepoint `tracepoint`.
+    BpfRawTracepoint {
+        prog: String,
+        tracepoint: String,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// Checks how many times a program has run (its counter).
+    BpfCount {
+        prog: String,
+        equals: u64,
+    },
+    /// `write()` (or `writev()` with one iovec per field when `vectored`) of the write index
+    /// (`index`: a name from `index_as`, or `index_value`) followed by the fields.
+    Write {
+        #[serde(default = "data_fd")]
+        fd: String,
+        #[serde(default)]
+        index: Option<String>,
+        #[serde(default)]
+        index_value: Option<u32>,
+        #[serde(default)]
+        fields: Vec<Value>,
+        #[serde(default)]
+        vectored: bool,
+        /// `pwrite()` / `pwritev()` at this file offset instead of `write()` / `writev()`.
+        #[serde(default)]
+        offset: Option<i64>,
+        /// Take the payload after the index from this address instead of the fields' bytes
+        /// (as many bytes as the fields encode to): `unmapped`, `kernel`, `null_pointer`, or
+        /// `fresh` / `read_only`, a never-touched page of zeros the write must fault in.
+        #[serde(default)]
+        payload_from: Option<Addr>,
+        #[serde(default)]
+        expect: Expect,
+    },
+    /// Drains every CPU's `trace_pipe_raw` of the top tracing instance (or of
+    /// `instances/INSTANCE`), which consumes what it reads, decodes the records of `event`
+    /// (`user_events/NAME`) field by field with its `format` file, and compares them with
+    /// `records`, in order and in number. Records of other events are dropped; lost events fail.
+    TraceRead {
+        event: String,
+        #[serde(default)]
+        instance: Option<String>,
+        records: Vec<Record>,
+    },
+    /// Measures one figure (`what`) and reports it as a `ue-metric` line under `name`: the
+    /// median of `reps` repetitions (at least 5) of `duration_ms` each, with the samples, and
+    /// beside it `NAME.ratio`, the cost relative to the figure's baseline measured in the same
+    /// step (interleaved with it). The step fails only when measuring fails or a sanity check
+    /// does not hold (a rate of zero, a write the kernel refused); figures are never judged.
+    Measure {
+        name: String,
+        what: MeasureKind,
+        /// Payload bytes after the write index (`write`, `null_write`).
+        #[serde(default)]
+        payload: u32,
+        /// What listens to the event while `write` runs.
+        #[serde(default)]
+        consumers: Consumers,
+        /// `writev()` with the index and the payload in two iovecs instead of `write()`.
+        #[serde(default)]
+        vectored: bool,
+        /// Enablers (enable bits registered in the process) while `fork` runs.
+        #[serde(default)]
+        enablers: u32,
+        #[serde(default = "five")]
+        reps: u32,
+        /// The time of one repetition (for the latency kinds: a bound on it).
+        #[serde(default = "one_hundred")]
+        duration_ms: u64,
+    },
+}
+
+/// What a `measure` step measures, and its baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum MeasureKind {
+    /// Write throughput of a registered event (events/s); baseline `null_write` of the same
+    /// payload and form.
+    Write,
+    /// `write()`/`writev()` of the same bytes to `/dev/null` (events/s); baseline `syscall`.
+    NullWrite,
+    /// A trivial system call, `getppid()` (calls/s); the baseline of baselines, no ratio.
+    Syscall,
+    /// The disabled path: one check of a clear enable bit (ns per check); baseline `syscall`.
+    EnableCheck,
+    /// Registering a new event and unregistering it (us each); baseline `syscall`.
+    Register,
+    /// From writing `1` to the event's ftrace `enable` file to the bit seen set (us, timed one
+    /// by one; the disable that follows each is untimed and only said); baseline `syscall`.
+    EnablePropagation,
+    /// `fork()` of a child that exits at once, waited for, with `enablers` enable bits
+    /// registered in the process (us per fork); baseline: the same fork before registering.
+    Fork,
+}
+
+/// Consumers attached to the measured event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Consumers {
+    #[default]
+    None,
+    /// The event's ftrace `enable` file set (the top trace buffer records it).
+    Ftrace,
+    /// A perf tracepoint event sampling every record into a ring buffer the agent drains.
+    Perf,
+    FtracePerf,
+}
+
+/// An expected record: field name to value. Every field but the common ones (`common_*`) must
+/// be named; fields not in the event's format are an error.
+pub type Record = std::collections::BTreeMap<String, FieldValue>;
+
+/// The text that, given for an integer field (`common_pid: self`), stands for the TID of the
+/// thread running the step.
+pub const SELF_TID: &str = "self";
+
+/// The expected value of a decoded field: a number for an integer field (compared with the
+/// value its size and sign give), text for a `char` array or string (compared up to its first
+/// NUL), `self` for the step's TID, or `{ bytes: HEX }` for the exact bytes of any array,
+/// string or struct field.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum FieldValue {
+    Unsigned(u64),
+    Signed(i64),
+    Text(String),
+    Bytes { bytes: String },
+}
+
+fn data_fd() -> String {
+    DATA_FD.to_string()
+}
+
+fn four() -> u8 {
+    4
+}
+
+fn ten_seconds() -> u64 {
+    10_000
+}
+
+fn five() -> u32 {
+    5
+}
+
+fn one_hundred() -> u64 {
+    100
+}
+
+/// What `memory` does to the enable words' page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryOp {
+    DontNeed,
+    ReadOnly,
+    ReadWrite,
+    Unmap,
+    ShareFile,
+}
+
+/// The eBPF program types `bpf_prog` loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum BpfKind {
+    /// `BPF_PROG_TYPE_TRACEPOINT`: attached to a perf tracepoint event with `bpf_attach`.
+    Tracepoint,
+    /// `BPF_PROG_TYPE_RAW_TRACEPOINT`: attached by name with `bpf_raw_tracepoint`.
+    RawTracepoint,
+}
+
+/// What `perf_control` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PerfAction {
+    Enable,
+    Disable,
+    Close,
+}
+
+/// The descriptor name opened on `user_events_data` on first use.
+pub const DATA_FD: &str = "data";
+pub const USER_EVENTS_DATA: &str = "/sys/kernel/tracing/user_events_data";
+
+/// Overrides of `struct user_reg` fields as sent to the kernel (unset fields keep the
+/// values the step's other fields give).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReg {
+    /// The ioctl command number (default `DIAG_IOCSREG`).
+    #[serde(default)]
+    pub cmd: Option<u64>,
+    /// The `size` field (default 28).
+    #[serde(default)]
+    pub size: Option<u32>,
+    #[serde(default)]
+    pub enable_bit: Option<u8>,
+    #[serde(default)]
+    pub enable_size: Option<u8>,
+    #[serde(default)]
+    pub flags: Option<u16>,
+    #[serde(default)]
+    pub enable_addr: Option<Addr>,
+    #[serde(default)]
+    pub name_args: Option<Addr>,
+    /// Bytes sent after the 28-byte struct (the kernel accepts a larger `size` only when
+    /// they are zero).
+    #[serde(default)]
+    pub tail: Vec<u8>,
+    /// Pass this pointer as the ioctl argument instead of the struct.
+    #[serde(default)]
+    pub arg: Option<Addr>,
+}
+
+/// Overrides of `struct user_unreg` fields.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUnreg {
+    #[serde(default)]
+    pub cmd: Option<u64>,
+    #[serde(default)]
+    pub size: Option<u32>,
+    #[serde(default)]
+    pub reserved: Option<u8>,
+    #[serde(default)]
+    pub reserved2: Option<u16>,
+    #[serde(default)]
+    pub disable_addr: Option<Addr>,
+}
+
+/// A user address for malformed input.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Addr {
+    /// Address 0 (`null_pointer` in YAML, where a bare `null` means "not given").
+    NullPointer,
+    /// An address in the kernel half (fails `access_ok`).
+    Kernel,
+    /// A page that was mapped and unmapped again.
+    Unmapped,
+    /// A mapped, read-only page.
+    ReadOnly,
+    /// A fresh anonymous page never touched (registration must fault it in).
+    Fresh,
+    /// The step's enable word plus a byte offset (misalignment).
+    WordOffset(i64),
+    /// A literal address.
+    Value(u64),
+}
+
+/// One field of a written payload. Integers are stored little-endian in the guest's byte
+/// order; `text` is the raw bytes, `cstr` adds a NUL, `bytes` is hex, `loc` is a
+/// `__data_loc`/`__rel_loc` word (`size << 16 | offset`).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Value {
+    U8(u8),
+    U16(u16),
+    U32(u32),
+    U64(u64),
+    S8(i8),
+    S16(i16),
+    S32(i32),
+    S64(i64),
+    Text(String),
+    Cstr(String),
+    Bytes(String),
+    Loc { offset: u16, size: u16 },
+}
+
+impl Value {
+    /// The bytes this field contributes to a payload.
+    pub fn encode(&self) -> Result<Vec<u8>, String> {
+        Ok(match self {
+            Value::U8(v) => v.to_le_bytes().to_vec(),
+            Value::U16(v) => v.to_le_bytes().to_vec(),
+            Value::U32(v) => v.to_le_bytes().to_vec(),
+            Value::U64(v) => v.to_le_bytes().to_vec(),
+            Value::S8(v) => v.to_le_bytes().to_vec(),
+            Value::S16(v) => v.to_le_bytes().to_vec(),
+            Value::S32(v) => v.to_le_bytes().to_vec(),
+            Value::S64(v) => v.to_le_bytes().to_vec(),
+            Value::Text(t) => t.as_bytes().to_vec(),
+            Value::Cstr(t) => t.bytes().chain(std::iter::once(0)).collect(),
+            Value::Bytes(hex) => decode_hex(hex)?,
+            Value::Loc { offset, size } => ((u32::from(*size) << 16) | u32::from(*offset)).to_le_bytes().to_vec(),
+        })
+    }
+}
+
+/// Decodes hex digits, ignoring spaces (`"de ad be ef"`).
+pub fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
+    let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    if !digits.len().is_multiple_of(2) {
+        return Err(format!("`{text}`: an odd number of hex digits"));
+    }
+    digits
+        .chunks(2)
+        .map(|pair| {
+            let s = std::str::from_utf8(pair).map_err(|_| format!("`{text}`: not hex"))?;
+            u8::from_str_radix(s, 16).map_err(|_| format!("`{text}`: `{s}` is not hex"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_encode_little_endian() {
+        assert_eq!(Value::U32(0x0102_0304).encode().unwrap(), [4, 3, 2, 1]);
+        assert_eq!(Value::S16(-2).encode().unwrap(), [0xfe, 0xff]);
+        assert_eq!(Value::Cstr("ab".into()).encode().unwrap(), [b'a', b'b', 0]);
+        assert_eq!(Value::Loc { offset: 12, size: 3 }.encode().unwrap(), [12, 0, 3, 0]);
+        assert_eq!(Value::Bytes("de ad".into()).encode().unwrap(), [0xde, 0xad]);
+        assert!(Value::Bytes("abc".into()).encode().is_err());
+    }
+
+    #[test]
+    fn register_steps_take_defaults() {
+        let step: Step = serde_json::from_str(r#"{"register":{"format":"ev u32 a","word":"w"}}"#).unwrap();
+        let Step::Register { fd, size, bit, expect, raw, .. } = step else { panic!() };
+        assert_eq!((fd.as_str(), size, bit, expect), ("data", 4, 0, Expect::Ok));
+        assert_eq!(raw, RawReg::default());
+        let bad = serde_json::from_str::<Step>(r#"{"register":{"format":"x","wrod":"w"}}"#);
+        assert!(bad.unwrap_err().to_string().contains("wrod"));
+    }
+
+    #[test]
+    fn measure_steps_take_defaults() {
+        let step: Step = serde_json::from_str(r#"{"measure":{"name":"w","what":"write"}}"#).unwrap();
+        let Step::Measure { what, payload, consumers, vectored, enablers, reps, duration_ms, .. } = step else {
+            panic!()
+        };
+        assert_eq!((what, payload, consumers, vectored, enablers), (MeasureKind::Write, 0, Consumers::None, false, 0));
+        assert_eq!((reps, duration_ms), (5, 100));
+        let step = serde_json::from_str::<Step>(r#"{"measure":{"name":"w","what":"write","consumers":"ftrace_perf"}}"#);
+        assert!(matches!(step, Ok(Step::Measure { consumers: Consumers::FtracePerf, .. })));
+    }
+
+    #[test]
+    fn plan_is_json_with_tagged_steps() {
+        let plan = Plan {
+            version: crate::PROTOCOL_VERSION,
+            label: "x86_64".into(),
+            scenarios: vec![Scenario {
+                name: "fault/warn".into(),
+                deadline_ms: 1000,
+                steps: vec![
+                    Step::Lkdtm { point: "WARNING".into() },
+                    Step::Sleep { ms: 1 },
+                    Step::Mkdir { path: "/x".into(), expect: Expect::Value(0) },
+                ],
+            }],
+            share: None,
+            artifacts_virtiofs: false,
+            shell: false,
+        };
+        let json = serde_json::to_string(&plan).unwrap();
+        assert!(json.contains(r#"{"lkdtm":{"point":"WARNING"}}"#), "{json}");
+        assert!(json.contains(r#"{"mkdir":{"path":"/x","expect":"0"}}"#), "an expectation is its text: {json}");
+        assert_eq!(serde_json::from_str::<Plan>(&json).unwrap(), plan);
+    }
+}

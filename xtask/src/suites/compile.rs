@@ -1,0 +1,81 @@
+//! Validated suites compiled into the agent's plan for one kernel: scenarios whose `requires`
+//! the kernel does not meet are left out with the reason; `isolated` ones get boots of their own.
+
+use std::collections::BTreeMap;
+
+use super::model::{Suite, DEFAULT_DEADLINE_MS};
+use super::requires::KernelFacts;
+
+/// A scenario left out of a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// `suite/scenario`.
+    pub name: String,
+    pub reason: String,
+}
+
+/// A plan for one kernel and what was left out of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compiled {
+    pub plan: protocol::Plan,
+    /// Scenarios marked `isolated`, each to run in a boot of its own, in order.
+    pub isolated: Vec<protocol::Scenario>,
+    pub skipped: Vec<Skipped>,
+    pub marks: Marks,
+}
+
+/// What the suites expect of planned scenarios beyond their steps, by `suite/scenario`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Marks {
+    /// Expected to fail: the reason.
+    pub xfail: BTreeMap<String, String>,
+    /// Expected to provoke a kernel report including this text.
+    pub expect_report: BTreeMap<String, String>,
+    /// What each scenario checks: its catalogue items and its `note:` (for the reports).
+    pub about: BTreeMap<String, About>,
+}
+
+/// A scenario's catalogue items (id, then the catalogue's summary once the caller fills it in)
+/// and its `note:`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct About {
+    pub covers: Vec<(String, String)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Compiles validated suites into one plan for one kernel, in file and scenario order.
+/// Scenarios whose `requires` the kernel does not meet are skipped, not planned.
+pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled {
+    let mut plan = crate::empty_plan(label);
+    let mut skipped = Vec::new();
+    let mut marks = Marks::default();
+    let mut isolated = Vec::new();
+    for suite in suites {
+        for s in &suite.scenarios {
+            let name = format!("{}/{}", suite.suite, s.name);
+            if let Some(reason) = s.requires.unmet(kernel) {
+                skipped.push(Skipped { name, reason });
+                continue;
+            }
+            if let Some(reason) = &s.xfail {
+                marks.xfail.insert(name.clone(), reason.clone());
+            }
+            if let Some(text) = &s.expect_report {
+                marks.expect_report.insert(name.clone(), text.clone());
+            }
+            if !s.covers.is_empty() || s.note.is_some() {
+                let covers = s.covers.iter().map(|id| (id.clone(), String::new())).collect();
+                marks.about.insert(name.clone(), About { covers, note: s.note.clone() });
+            }
+            let deadline_ms = s.deadline_ms.or(suite.defaults.deadline_ms).unwrap_or(DEFAULT_DEADLINE_MS);
+            let scenario = protocol::Scenario { name, deadline_ms, steps: s.steps.clone() };
+            if s.isolated {
+                isolated.push(scenario);
+            } else {
+                plan.scenarios.push(scenario);
+            }
+        }
+    }
+    Compiled { plan, isolated, skipped, marks }
+}
