@@ -101,7 +101,7 @@ pub fn source_tree(src: &SourceRef) -> Result<(PathBuf, cache::Lock)> {
     let lock = cache::Lock::acquire(&tree_dir.join("lock"))?;
     let pristine = source::pristine_root(&src.spec, &src.identity, &src.cache_dir)?;
     let mirror = tree_dir.join("src");
-    source::sync_mirror(&pristine, &mirror, &tree_dir.join("state.json"), &src.patches)?;
+    source::sync_mirror(&pristine, &mirror, &tree_dir.join("state.json"), &src.identity.id, &src.patches)?;
     Ok((mirror, lock))
 }
 
@@ -198,7 +198,7 @@ pub fn build(req: &Request) -> Result<Built> {
     let pristine = source::pristine_root(req.spec, req.source, req.cache_dir)?;
     let mirror = tree_dir.join("src");
     let task = Task::start(format!("{}: preparing source", arch.name));
-    source::sync_mirror(&pristine, &mirror, &tree_dir.join("state.json"), req.patches)?;
+    source::sync_mirror(&pristine, &mirror, &tree_dir.join("state.json"), &req.source.id, req.patches)?;
     task.finish(format!("{} with {} patch(es)", req.source.label, req.patches.len()));
     durations.insert("source".to_string(), t.elapsed().as_secs_f64());
 

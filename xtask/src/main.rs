@@ -396,6 +396,30 @@ pub fn run_suites_judged(
         ));
         return Ok(vec![]);
     }
+    let boots = plan_boots(chosen, built, vm)?;
+    if boots.plans.is_empty() {
+        if chosen.select.narrows() && boots.skipped.is_empty() {
+            return Err(nothing_selected(chosen));
+        }
+        progress::line("every selected scenario is skipped on every kernel: nothing to boot");
+        return Ok(vec![]);
+    }
+    let judged = boot::run_plans(boots.plans, &[], vm, cache_dir)?;
+    if let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) {
+        save_skipped(run_dir, built, &boots.skipped)?;
+    }
+    Ok(judged)
+}
+
+/// The boots the chosen suites need on these kernels, and what each kernel's plan leaves out.
+pub struct Boots<'a> {
+    pub plans: Vec<boot::PlanFor<'a>>,
+    pub skipped: Vec<(&'static str, results::collect::Skipped)>,
+}
+
+/// Compiles the chosen suites for each kernel: its shared plan cut into `--vms` parts, a boot
+/// per isolated scenario, and the skipped scenarios (printed as they are found).
+pub fn plan_boots<'a>(chosen: &Chosen, built: &'a [kernel::Built], vm: &flags::VmArgs) -> Result<Boots<'a>> {
     let mut plans = Vec::new();
     let mut isolated = Vec::new();
     let mut skipped = Vec::new();
@@ -424,22 +448,20 @@ pub fn run_suites_judged(
         }
     }
     plans.extend(isolated);
-    if plans.is_empty() {
-        if chosen.select.narrows() && skipped.is_empty() {
-            return Err(nothing_selected(chosen));
-        }
-        progress::line("every selected scenario is skipped on every kernel: nothing to boot");
-        return Ok(vec![]);
+    Ok(Boots { plans, skipped })
+}
+
+/// What each arch's plan left out, for the run's reports.
+pub fn save_skipped(
+    run_dir: &Path,
+    built: &[kernel::Built],
+    skipped: &[(&'static str, results::collect::Skipped)],
+) -> Result<()> {
+    for b in built {
+        let mine: Vec<_> = skipped.iter().filter(|(a, _)| *a == b.arch.name).map(|(_, s)| s.clone()).collect();
+        results::collect::save_skipped(&run_dir.join(b.arch.name), &mine)?;
     }
-    let judged = boot::run_plans(plans, &[], vm, cache_dir)?;
-    // What each arch's plan left out, for the run's reports.
-    if let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) {
-        for b in built {
-            let mine: Vec<_> = skipped.iter().filter(|(a, _)| *a == b.arch.name).map(|(_, s)| s.clone()).collect();
-            results::collect::save_skipped(&run_dir.join(b.arch.name), &mine)?;
-        }
-    }
-    Ok(judged)
+    Ok(())
 }
 
 /// Records the run's provenance beside its logs and writes every report into the run folder.

@@ -302,6 +302,10 @@ pub fn pristine_root(spec: &Spec, ident: &Identity, cache_dir: &Path) -> Result<
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct MirrorState {
     patched_files: Vec<String>,
+    /// What the mirror was last brought to in full (the source's identity, its pristine path and
+    /// the patches' digests); absent while a sync is under way or after one failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    synced: Option<String>,
 }
 
 /// Brings `mirror` to exactly `pristine` plus `patches`, in order.
@@ -310,7 +314,26 @@ struct MirrorState {
 /// costs no space and no time. Every file a patch touches, now or in the previous run, is
 /// rewritten as a fresh inode with a new mtime: that keeps the pristine tree unwritten and
 /// makes `make` rebuild exactly what changed, so a one-file patch is an incremental build.
-pub fn sync_mirror(pristine: &Path, mirror: &Path, state_file: &Path, patches: &[Patch]) -> Result<()> {
+///
+/// A mirror already brought to the same source identity and patches (the previous arch of the
+/// same command, or the previous command) is left as it is: only this tool writes it, under its
+/// lock, and a change of source content changes the identity.
+pub fn sync_mirror(
+    pristine: &Path,
+    mirror: &Path,
+    state_file: &Path,
+    source_id: &str,
+    patches: &[Patch],
+) -> Result<()> {
+    let wanted = {
+        let digests: Vec<&str> = patches.iter().map(|p| p.sha256.as_str()).collect();
+        format!("{source_id} {} {}", pristine.display(), digests.join(","))
+    };
+    let previous: MirrorState =
+        std::fs::read(state_file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    if previous.synced.as_deref() == Some(wanted.as_str()) && mirror.join("Makefile").is_file() {
+        return Ok(());
+    }
     std::fs::create_dir_all(mirror)?;
     let mut src = pristine.as_os_str().to_owned();
     src.push("/");
@@ -325,8 +348,6 @@ pub fn sync_mirror(pristine: &Path, mirror: &Path, state_file: &Path, patches: &
     )
     .with_context(|| format!("mirroring {} into {}", pristine.display(), mirror.display()))?;
 
-    let previous: MirrorState =
-        std::fs::read(state_file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
     for rel in &previous.patched_files {
         refresh(&mirror.join(rel))?;
     }
@@ -350,6 +371,7 @@ pub fn sync_mirror(pristine: &Path, mirror: &Path, state_file: &Path, patches: &
             return Err(patch_error(&patch.path, &String::from_utf8_lossy(&out.stdout)));
         }
     }
+    state.synced = Some(wanted);
     crate::cache::write_atomic(state_file, &serde_json::to_vec(&state)?)?;
     Ok(())
 }
@@ -521,17 +543,42 @@ mod tests {
         let patch = Patch::read(&patch_path).unwrap();
         let rel = "kernel/trace/trace_events_user.c";
 
-        sync_mirror(src.path(), &mirror, &state, std::slice::from_ref(&patch)).unwrap();
+        sync_mirror(src.path(), &mirror, &state, "id1", std::slice::from_ref(&patch)).unwrap();
         assert_eq!(std::fs::read_to_string(mirror.join(rel)).unwrap(), "int x = 5;\n");
         assert_eq!(std::fs::read_to_string(src.path().join(rel)).unwrap(), "int x;\n", "source untouched");
 
         let patched_mtime = std::fs::metadata(mirror.join(rel)).unwrap().modified().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
-        sync_mirror(src.path(), &mirror, &state, &[]).unwrap();
+        sync_mirror(src.path(), &mirror, &state, "id1", &[]).unwrap();
         assert_eq!(std::fs::read_to_string(mirror.join(rel)).unwrap(), "int x;\n", "patch undone");
         let restored = std::fs::metadata(mirror.join(rel)).unwrap().modified().unwrap();
         assert!(restored > patched_mtime, "a restored file is newer than the build that used the patch");
         assert_eq!(std::fs::read_to_string(src.path().join(rel)).unwrap(), "int x;\n");
+    }
+
+    #[test]
+    fn a_mirror_already_synced_to_the_same_source_and_patches_is_left_alone() {
+        let src = tempfile::tempdir().unwrap();
+        kernel_like_tree(src.path());
+        std::fs::write(src.path().join("Makefile"), "all:\n").unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let (mirror, state) = (work.path().join("src"), work.path().join("state.json"));
+        let patch_path = work.path().join("one.patch");
+        std::fs::write(&patch_path, PATCH).unwrap();
+        let patch = Patch::read(&patch_path).unwrap();
+        let rel = "kernel/trace/trace_events_user.c";
+        sync_mirror(src.path(), &mirror, &state, "id1", std::slice::from_ref(&patch)).unwrap();
+        let mtime = || std::fs::metadata(mirror.join(rel)).unwrap().modified().unwrap();
+        let first = mtime();
+        // A stray file only a sync would delete shows whether one ran.
+        std::fs::write(mirror.join("stray"), "x").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        sync_mirror(src.path(), &mirror, &state, "id1", std::slice::from_ref(&patch)).unwrap();
+        assert!(mirror.join("stray").exists(), "the same source and patches: no sync");
+        assert_eq!(mtime(), first, "the patched file is not rewritten");
+        sync_mirror(src.path(), &mirror, &state, "id2", std::slice::from_ref(&patch)).unwrap();
+        assert!(!mirror.join("stray").exists(), "another source identity: synced again");
+        assert!(mtime() > first, "and the patched file rewritten");
     }
 
     #[test]
@@ -543,7 +590,7 @@ mod tests {
         let patch_path = work.path().join("bad.patch");
         std::fs::write(&patch_path, PATCH).unwrap();
         let patch = Patch::read(&patch_path).unwrap();
-        let err = sync_mirror(src.path(), &work.path().join("m"), &work.path().join("s"), &[patch]).unwrap_err();
+        let err = sync_mirror(src.path(), &work.path().join("m"), &work.path().join("s"), "id1", &[patch]).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("bad.patch"), "{msg}");
         assert!(msg.contains("kernel/trace/trace_events_user.c: Hunk #1 FAILED at 1"), "{msg}");
@@ -558,7 +605,7 @@ mod tests {
         let patch_path = work.path().join("elsewhere.patch");
         std::fs::write(&patch_path, PATCH.replace("trace_events_user.c", "gone.c")).unwrap();
         let patch = Patch::read(&patch_path).unwrap();
-        let err = sync_mirror(src.path(), &work.path().join("m"), &work.path().join("s"), &[patch]).unwrap_err();
+        let err = sync_mirror(src.path(), &work.path().join("m"), &work.path().join("s"), "id1", &[patch]).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("elsewhere.patch does not apply: kernel/trace/gone.c: No file to patch"), "{msg}");
     }
