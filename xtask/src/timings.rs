@@ -24,10 +24,35 @@ pub struct Phase {
 
 static PHASES: Mutex<Vec<Phase>> = Mutex::new(Vec::new());
 
+std::thread_local! {
+    /// Phases this thread records for a later run while another run is under way (`hold`).
+    static HELD: std::cell::RefCell<Option<Vec<Phase>>> = const { std::cell::RefCell::new(None) };
+}
+
 /// Records a phase (phases of boots running in parallel record from their threads).
 pub fn record(arch: Option<&str>, phase: &str, took: Duration) {
     let p = Phase { arch: arch.map(String::from), phase: phase.to_string(), ms: took.as_millis() as u64 };
-    PHASES.lock().unwrap_or_else(|e| e.into_inner()).push(p);
+    let p = HELD.with(|h| match h.borrow_mut().as_mut() {
+        Some(held) => {
+            held.push(p);
+            None
+        }
+        None => Some(p),
+    });
+    PHASES.lock().unwrap_or_else(|e| e.into_inner()).extend(p);
+}
+
+/// From now on, what this thread records belongs to the next run, not to the one that other
+/// threads are running (`validate` builds the patched kernels while the baseline boots).
+pub fn hold() {
+    HELD.with(|h| *h.borrow_mut() = Some(Vec::new()));
+}
+
+/// Hands what this thread held to the next run, which began at `began`.
+pub fn release(began: std::time::Instant) {
+    let held = HELD.with(|h| h.borrow_mut().take()).unwrap_or_default();
+    PHASES.lock().unwrap_or_else(|e| e.into_inner()).extend(held);
+    *START.lock().unwrap_or_else(|e| e.into_inner()) = Some(began);
 }
 
 /// The kernel phases of a build this invocation made (nothing for a cache hit, whose
@@ -123,6 +148,19 @@ mod tests {
 
     fn p(arch: Option<&str>, phase: &str, ms: u64) -> Phase {
         Phase { arch: arch.map(String::from), phase: phase.into(), ms }
+    }
+
+    #[test]
+    fn held_phases_wait_for_the_next_run() {
+        let has = |phase: &str| PHASES.lock().unwrap().iter().any(|p| p.phase == phase);
+        hold();
+        record(Some("x86_64"), "held-build-test", Duration::from_millis(5));
+        assert!(!has("held-build-test"), "held while another run is under way");
+        std::thread::spawn(|| record(None, "other-thread-test", Duration::ZERO)).join().unwrap();
+        assert!(has("other-thread-test"), "other threads record for the current run");
+        release(std::time::Instant::now());
+        assert!(has("held-build-test"), "handed to the next run");
+        PHASES.lock().unwrap().retain(|p| !p.phase.ends_with("-test"));
     }
 
     #[test]

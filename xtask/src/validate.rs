@@ -40,10 +40,31 @@ pub fn run(args: &ValidateArgs) -> Result<u8> {
     crate::setup::ensure(&crate::setup::Needs { git: needs.git || args.base.is_some(), ..needs })?;
     let (base_args, head_args, base_label, head_label) = sides(args)?;
     line(format!("validate: the baseline: {base_label}"));
-    let (base, base_code) = side(&chosen, &base_args, args, true)?;
-    line(format!("validate: the change: {head_label}"));
-    let order = lane_order(&base);
-    let (current, cur_code) = patched_side(&chosen, &head_args, args, &order)?;
+    let base_built = crate::kernels(&base_args)?;
+    let index = baseline_index(&chosen, &base_built, &base_args, args)?;
+    let (mut base, mut base_code) = remembered_runs(&index, args)?;
+    let (current, cur_code) = if base.len() >= args.repeat.max(1) {
+        line(format!("validate: the change: {head_label}"));
+        patched_side(&chosen, &head_args, args, &lane_order(&base))?
+    } else {
+        // The baseline has to run: it boots while the patched kernels build beside it (measured
+        // on 2 cores: 62-66 s against 75-91 s one after the other, BENCHMARKS.md).
+        line(format!("validate: the change: {head_label}, built while the baseline runs"));
+        let (ran, head_built) = std::thread::scope(|s| {
+            let baseline = s.spawn(|| run_repeats(&chosen, &base_built, &base_args, args, Some(&index), base.len()));
+            crate::timings::hold();
+            let started = std::time::Instant::now();
+            let head_built = crate::kernels(&head_args);
+            let ran = baseline.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the baseline's thread panicked")));
+            crate::timings::release(started);
+            (ran, head_built)
+        });
+        let (runs, code) = ran?;
+        base.extend(runs);
+        base_code = base_code.max(code);
+        let head_built = head_built?;
+        run_repeats(&chosen, &head_built, &head_args, args, None, 0)?
+    };
     if let Some(dir) = base.iter().find(|(d, _)| current.iter().any(|(c, _)| c == d)) {
         return Err(error(Kind::Infra, format!("both sides wrote into {}", dir.0.display())));
     }
@@ -186,7 +207,7 @@ fn patched_side(
 ) -> Result<(Vec<(PathBuf, Run)>, u8)> {
     let arches = crate::arch::select(&kernel.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
     if chosen.select.rerun_count() == Some(0) {
-        return side(chosen, kernel, args, false);
+        return run_repeats(chosen, &crate::kernels(kernel)?, kernel, args, None, 0);
     }
     let mut arches: Vec<&'static str> = arches.iter().map(|a| a.name).collect();
     arches.sort_by_key(|a| order.iter().position(|o| o == a));
@@ -220,54 +241,61 @@ fn patched_side(
     let mut runs = vec![(run_dir.clone(), crate::results::compare::read_run_json(&run_dir.join("run.json"))?)];
     if args.repeat > 1 {
         std::thread::sleep(std::time::Duration::from_millis(1100));
-        let more = ValidateArgs { repeat: args.repeat - 1, ..args.clone() };
-        let (rest, c) = side(chosen, kernel, &more, false)?;
+        let (rest, c) = run_repeats(chosen, &built, kernel, args, None, 1)?;
         runs.extend(rest);
         code = code.max(c);
     }
     Ok((runs, code))
 }
 
-/// Builds (or fetches) the kernels, then `--repeat` times runs the suites and writes the
-/// reports; returns each run folder with its model, and the worst exit code of the runs. The
-/// baseline's runs are remembered by what determines them (`results_key`), so a baseline
-/// already run is read back instead of run again; `--repeat N` tops its repeats up to N and
-/// `--fresh-baseline` runs it anyway.
-fn side(
+/// Where the baseline's runs are remembered: by what determines them (`results_key`).
+fn baseline_index(
     chosen: &crate::Chosen,
-    kernel: &crate::flags::KernelArgs,
+    built: &[crate::kernel::Built],
+    kernel: &KernelArgs,
     args: &ValidateArgs,
-    baseline: bool,
-) -> Result<(Vec<(PathBuf, Run)>, u8)> {
-    let built = crate::kernels(kernel)?;
+) -> Result<PathBuf> {
     let cache_dir = crate::cache::root(kernel.cache_dir.as_deref());
-    let index = match baseline {
-        true => Some(cache_dir.join("results").join(format!("{}.json", results_key(chosen, &built, &args.vm)?))),
-        false => None,
-    };
+    Ok(cache_dir.join("results").join(format!("{}.json", results_key(chosen, built, &args.vm)?)))
+}
+
+/// The baseline's runs already made with the same kernel, plan, agent and VM (up to
+/// `--repeat`), read back instead of run again; none with `--fresh-baseline`.
+fn remembered_runs(index: &std::path::Path, args: &ValidateArgs) -> Result<(Vec<(PathBuf, Run)>, u8)> {
     let mut runs = Vec::new();
     let mut code = 0;
-    if let (Some(index), false) = (&index, args.fresh_baseline) {
-        for dir in remembered(index) {
-            if runs.len() >= args.repeat.max(1) {
-                break;
-            }
-            let run = crate::results::compare::read_run_json(&dir.join("run.json"))?;
-            code = code.max(run.verdict.exit_code());
-            line(format!(
-                "validate: the baseline was run before with the same kernel, plan, agent and VM: {}",
-                dir.display()
-            ));
-            runs.push((dir, run));
-        }
+    if args.fresh_baseline {
+        return Ok((runs, code));
     }
+    for dir in remembered(index).into_iter().take(args.repeat.max(1)) {
+        let run = crate::results::compare::read_run_json(&dir.join("run.json"))?;
+        code = code.max(run.verdict.exit_code());
+        line(format!("validate: the baseline was run before with the same kernel, plan, agent and VM: {}", dir.display()));
+        runs.push((dir, run));
+    }
+    Ok((runs, code))
+}
+
+/// Runs the suites on built kernels until there are `--repeat` runs (counting `done` made
+/// before) and writes the reports; returns each run folder with its model, and the worst exit
+/// code. A complete run of the baseline is remembered under `index`.
+fn run_repeats(
+    chosen: &crate::Chosen,
+    built: &[crate::kernel::Built],
+    kernel: &KernelArgs,
+    args: &ValidateArgs,
+    index: Option<&PathBuf>,
+    done: usize,
+) -> Result<(Vec<(PathBuf, Run)>, u8)> {
+    let mut runs = Vec::new();
+    let mut code = 0;
     let wanted = args.repeat.max(1);
-    for n in runs.len() + 1..=wanted {
+    for n in done + 1..=wanted {
         if wanted > 1 {
             line(format!("validate: repeat {n} of {wanted}"));
         }
-        let judged = crate::run_suites_judged(chosen, &built, &args.vm, kernel.cache_dir.as_deref())?;
-        crate::publish_results(&judged, &built)?;
+        let judged = crate::run_suites_judged(chosen, built, &args.vm, kernel.cache_dir.as_deref())?;
+        crate::publish_results(&judged, built)?;
         let dir = judged
             .first()
             .and_then(|j| j.outcome.out_dir.parent())
@@ -277,7 +305,7 @@ fn side(
         code = code.max(this);
         let run = crate::results::compare::read_run_json(&dir.join("run.json"))?;
         // Only a complete run is worth reusing: no infrastructure failure, no interrupt.
-        if let (Some(index), true) = (&index, this <= Kind::TestFailed.code()) {
+        if let (Some(index), true) = (index, this <= Kind::TestFailed.code()) {
             remember(index, &dir)?;
         }
         runs.push((dir, run));
