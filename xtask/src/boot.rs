@@ -268,7 +268,7 @@ fn vm_spec(
 fn keep_initramfs(cache_dir: &Path, scratch: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<PathBuf> {
     let fresh = scratch.join("initramfs.cpio");
     write(&fresh)?;
-    let digest = crate::source::sha256_file(&fresh)?;
+    let digest = crate::files::sha256_file(&fresh)?;
     let dir = cache_dir.join("initramfs");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let kept = dir.join(format!("{digest}.cpio"));
@@ -349,7 +349,7 @@ fn accel_for(built: &Built, agent: &Path, opts: &Options) -> Result<Accel> {
         Err(e) => (false, format!("{e:#}")),
     };
     line(format!("{}: KVM {} ({detail})", built.arch.name, if kvm { "works" } else { "does not work, using TCG" }));
-    crate::cache::write_atomic(&memo, &serde_json::to_vec_pretty(&Probe { key, kvm, detail })?)?;
+    crate::files::write_atomic(&memo, &serde_json::to_vec_pretty(&Probe { key, kvm, detail })?)?;
     Ok(if kvm { Accel::Kvm } else { Accel::Tcg })
 }
 

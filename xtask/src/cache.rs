@@ -1,14 +1,13 @@
-//! The build cache: where it lives, the content-addressed key of a kernel build, atomic
-//! writes and the lock that keeps two invocations out of one build directory.
+//! The build cache: where it lives and the content-addressed key of a kernel build (the atomic
+//! writes and the lock it relies on are in `files.rs`).
 
-use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
+use crate::files::hex;
 use crate::kconfig::Fragment;
-use crate::source::{hex, Identity, Patch};
+use crate::source::{Identity, Patch};
 
 /// Bumped whenever the way a kernel is configured or built changes, so old entries miss.
 pub const RECIPE_VERSION: u32 = 1;
@@ -58,37 +57,6 @@ pub fn key(k: &KeyInputs) -> String {
     hex(&h.finalize())
 }
 
-/// Writes a file through a temporary sibling and a rename, so readers never see half of it.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().context("path has no parent")?;
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.persist(path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
-
-/// An exclusive advisory lock on a file, released on drop (also when the process dies).
-pub struct Lock {
-    _file: File,
-}
-
-impl Lock {
-    pub fn acquire(path: &Path) -> Result<Lock> {
-        std::fs::create_dir_all(path.parent().context("lock path has no parent")?)?;
-        let file = File::create(path).with_context(|| format!("creating lock {}", path.display()))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                crate::progress::line(format!("waiting for another xtask that holds {}", path.display()));
-                file.lock().with_context(|| format!("locking {}", path.display()))?;
-            }
-            Err(TryLockError::Error(e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
-        }
-        Ok(Lock { _file: file })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,16 +98,5 @@ mod tests {
         // Where a patch lives does not matter, only what it says.
         let moved = [Patch { path: "/elsewhere".into(), sha256: "bb".into() }];
         assert_eq!(key(&KeyInputs { patches: &patch, ..base }), key(&KeyInputs { patches: &moved, ..base }));
-    }
-
-    #[test]
-    fn lock_excludes_a_second_holder() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("l/lock");
-        let held = Lock::acquire(&path).unwrap();
-        let other = File::create(&path).unwrap();
-        assert!(matches!(other.try_lock(), Err(TryLockError::WouldBlock)));
-        drop(held);
-        assert!(other.try_lock().is_ok());
     }
 }

@@ -136,7 +136,7 @@ pub fn fetch(wanted: &KernelVersion, cache_dir: &Path) -> Result<Package> {
         return Ok(p);
     }
     check_tools()?;
-    let _lock = crate::cache::Lock::acquire(&cache_dir.join("debian/lock"))?;
+    let _lock = crate::files::Lock::acquire(&cache_dir.join("debian/lock"))?;
     // Another invocation may have fetched it while we waited.
     if let Some(p) = cached(cache_dir, &name, wanted.pin.as_deref()) {
         return Ok(p);
@@ -239,7 +239,7 @@ impl PrivateApt {
         let host = Command::new("apt-config").arg("dump").output().map(|o| o.stdout).unwrap_or_default();
         let inherited = inherited_options(&String::from_utf8_lossy(&host));
         let config = root.join("apt.conf");
-        crate::cache::write_atomic(&config, config_text(&root, &arch, &inherited).as_bytes())?;
+        crate::files::write_atomic(&config, config_text(&root, &arch, &inherited).as_bytes())?;
         let apt = PrivateApt { root, config, main_uri, security_uri };
         // A newer keyring fetched by an earlier call (from a verified suite) stays in use.
         let mut keyrings = vec![host_keyring()];
@@ -254,7 +254,7 @@ impl PrivateApt {
 
     fn write_sources(&self, keyrings: &[PathBuf]) -> Result<()> {
         let text = sources_list(&self.main_uri, self.security_uri.as_deref(), keyrings);
-        crate::cache::write_atomic(&self.root.join("sources.list"), text.as_bytes())
+        crate::files::write_atomic(&self.root.join("sources.list"), text.as_bytes())
     }
 
     /// Runs an apt command under the private configuration; its stdout, or an error with stderr.
@@ -407,7 +407,7 @@ impl PrivateApt {
             downloaded_at: jiff::Timestamp::from_second(jiff::Timestamp::now().as_second())?.to_string(),
         };
         // The marker last: a folder without it is an interrupted download, never used.
-        crate::cache::write_atomic(&dest.join(MARKER), &serde_json::to_vec_pretty(&package)?)?;
+        crate::files::write_atomic(&dest.join(MARKER), &serde_json::to_vec_pretty(&package)?)?;
         Ok(package)
     }
 }

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result};
-use sha2::{Digest, Sha256};
 
 use crate::exit::{error, Kind};
-use crate::source::{hex, output};
+use crate::files::sha256_hex;
+use crate::source::output;
 
 /// `git -C repo`, never writing the user's index: `status`, `diff` and friends otherwise refresh
 /// it opportunistically. Every git command run on a user's tree goes through here.
@@ -97,9 +97,9 @@ pub fn diff_patch(repo: &Path, base: &str, head: Option<&str>, cache_dir: &Path)
     }
     let dir = cache_dir.join("git-diffs");
     std::fs::create_dir_all(&dir)?;
-    let path = dir.join(format!("{}.patch", &hex(&Sha256::digest(&text))[..24]));
+    let path = dir.join(format!("{}.patch", &sha256_hex(&text)[..24]));
     if !path.is_file() {
-        crate::cache::write_atomic(&path, &text)?;
+        crate::files::write_atomic(&path, &text)?;
     }
     Ok(Some(path))
 }
@@ -108,7 +108,7 @@ pub fn diff_patch(repo: &Path, base: &str, head: Option<&str>, cache_dir: &Path)
 /// `--shared`) and has no checkout (`bisect start --no-checkout`), so the user's tree, index,
 /// refs and bisect state stay as they are.
 pub fn bisect_clone(repo: &Path, cache_dir: &Path) -> Result<PathBuf> {
-    let key = &hex(&Sha256::digest(repo.display().to_string()))[..16];
+    let key = &sha256_hex(repo.display().to_string())[..16];
     let dir = cache_dir.join("bisect").join(key);
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing the old {}", dir.display()))?;

@@ -17,7 +17,8 @@ use crate::cache::{self, KeyInputs};
 use crate::exit::{error, Kind};
 use crate::kconfig::{self, Fragment, Missing};
 use crate::progress::{self, Task};
-use crate::source::{self, hex, Identity, Patch, Spec};
+use crate::files::{hex, sha256_hex};
+use crate::source::{self, Identity, Patch, Spec};
 
 pub const METADATA_SCHEMA: u32 = 1;
 
@@ -96,9 +97,9 @@ pub struct SourceRef {
 }
 
 /// A kernel's source mirror, synced to its source and patches, and the lock that keeps it so.
-pub fn source_tree(src: &SourceRef) -> Result<(PathBuf, cache::Lock)> {
+pub fn source_tree(src: &SourceRef) -> Result<(PathBuf, crate::files::Lock)> {
     let tree_dir = src.cache_dir.join("trees").join(location(&src.identity));
-    let lock = cache::Lock::acquire(&tree_dir.join("lock"))?;
+    let lock = crate::files::Lock::acquire(&tree_dir.join("lock"))?;
     let pristine = source::pristine_root(&src.spec, &src.identity, &src.cache_dir)?;
     let mirror = tree_dir.join("src");
     source::sync_mirror(&pristine, &mirror, &tree_dir.join("state.json"), &src.identity.id, &src.patches)?;
@@ -106,7 +107,7 @@ pub fn source_tree(src: &SourceRef) -> Result<(PathBuf, cache::Lock)> {
 }
 
 fn location(source: &Identity) -> String {
-    hex(&Sha256::digest(format!("{}\0{}", source.kind, source.location.display())))[..16].to_string()
+    sha256_hex(format!("{}\0{}", source.kind, source.location.display()))[..16].to_string()
 }
 
 /// What a build directory's configuration was made from: the source, the fragments' contents
@@ -191,7 +192,7 @@ pub fn build(req: &Request) -> Result<Built> {
     // The mirror and its build directories belong to one source location; one lock covers them.
     let location = location(req.source);
     let tree_dir = req.cache_dir.join("trees").join(&location);
-    let _lock = cache::Lock::acquire(&tree_dir.join("lock"))?;
+    let _lock = crate::files::Lock::acquire(&tree_dir.join("lock"))?;
     let mut durations = BTreeMap::new();
 
     let t = Instant::now();
@@ -253,7 +254,7 @@ pub fn build(req: &Request) -> Result<Built> {
         run_logged(merge_cmd, &mut log, None).context("merging config fragments with merge_config.sh")?;
         commands.push(make.command_line(&["olddefconfig"]));
         make.run(&["olddefconfig"], &mut log, None)?;
-        crate::cache::write_atomic(&stamp, inputs.as_bytes())?;
+        crate::files::write_atomic(&stamp, inputs.as_bytes())?;
     }
     let (effective, missing) = check_config(&config_path, &requested, &mirror, arch)?;
     let how = if configured { ", configuration reused" } else { "" };
@@ -265,7 +266,7 @@ pub fn build(req: &Request) -> Result<Built> {
 
     let config_record = |effective: BTreeMap<String, String>, missing: Vec<Missing>| -> Result<ConfigRecord> {
         Ok(ConfigRecord {
-            sha256: source::sha256_file(&config_path)?,
+            sha256: crate::files::sha256_file(&config_path)?,
             fragments: req.fragments.iter().map(|f| f.name.clone()).collect(),
             requested: requested.iter().map(|(k, r)| (k.clone(), r.value.clone())).collect(),
             effective,
@@ -662,7 +663,7 @@ pub fn prebuilt(
         )));
     }
     let image = image.canonicalize()?;
-    let sha = source::sha256_file(&image)?;
+    let sha = crate::files::sha256_file(&image)?;
     let metadata = Metadata {
         schema: METADATA_SCHEMA,
         arch: arch.name.to_string(),
@@ -680,7 +681,7 @@ pub fn prebuilt(
         kernelrelease: image_release(&bytes).unwrap_or_else(|| "unknown".into()),
         compiler: Compiler { command: "unknown".into(), version: "unknown".into() },
         config: ConfigRecord {
-            sha256: source::sha256_file(&config_path)?,
+            sha256: crate::files::sha256_file(&config_path)?,
             fragments: fragments.iter().map(|f| f.name.clone()).collect(),
             requested: requested.iter().map(|(k, r)| (k.clone(), r.value.clone())).collect(),
             effective: requested

@@ -11,6 +11,7 @@ mod console;
 mod coverage;
 mod debian;
 mod exit;
+mod files;
 mod flags;
 mod git;
 mod hang;

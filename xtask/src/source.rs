@@ -2,7 +2,6 @@
 //! that patches are applied to, so a user's tree is never written and patched builds stay
 //! incremental.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -11,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::exit::{error, Kind};
+use crate::files::{hex, sha256_file, sha256_hex};
 
 /// The Debian package and tarball used when no source is given.
 pub const DEBIAN_PACKAGE: &str = "linux-source-6.12";
@@ -64,26 +64,8 @@ impl Patch {
         let bytes = std::fs::read(path)
             .map_err(|e| error(Kind::BadInput, format!("--patch {}: cannot read the patch: {e}", path.display())))?;
         let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-        Ok(Patch { path, sha256: hex(&Sha256::digest(&bytes)) })
+        Ok(Patch { path, sha256: sha256_hex(&bytes) })
     }
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf).with_context(|| format!("reading {}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hex(&hasher.finalize()))
 }
 
 /// Runs a command and returns its stdout, or an error with its stderr.
@@ -157,7 +139,7 @@ pub fn identify(spec: &Spec, cache_dir: &Path) -> Result<Identity> {
         Spec::GitCommit { repo, commit } => Ok(Identity {
             kind: "git-commit".into(),
             label: format!("git {} at {}", repo.display(), crate::git::describe(repo, commit)),
-            id: hex(&Sha256::digest(format!("git-commit\0{commit}"))),
+            id: sha256_hex(format!("git-commit\0{commit}")),
             // Every commit of one repository shares one mirror and build directory, so moving
             // between commits is an incremental build.
             location: repo.clone(),
@@ -171,14 +153,14 @@ pub fn identify(spec: &Spec, cache_dir: &Path) -> Result<Identity> {
 fn memoised_sha256(path: &Path, cache_dir: &Path) -> Result<String> {
     let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
     let mtime = meta.modified()?.duration_since(std::time::UNIX_EPOCH)?.as_nanos();
-    let stamp = hex(&Sha256::digest(format!("{}\0{}\0{mtime}", path.display(), meta.len())));
+    let stamp = sha256_hex(format!("{}\0{}\0{mtime}", path.display(), meta.len()));
     let memo = cache_dir.join("digests").join(stamp);
     if let Ok(id) = std::fs::read_to_string(&memo) {
         return Ok(id);
     }
     let id = sha256_file(path)?;
     std::fs::create_dir_all(memo.parent().unwrap())?;
-    crate::cache::write_atomic(&memo, id.as_bytes())?;
+    crate::files::write_atomic(&memo, id.as_bytes())?;
     Ok(id)
 }
 
@@ -356,7 +338,7 @@ pub fn sync_mirror(
         let touched = dry_run(mirror, &patch.path)?;
         state.patched_files.extend(touched.iter().cloned());
         // Record before applying, so a failure part-way still restores these next time.
-        crate::cache::write_atomic(state_file, &serde_json::to_vec(&state)?)?;
+        crate::files::write_atomic(state_file, &serde_json::to_vec(&state)?)?;
         for rel in &touched {
             refresh(&mirror.join(rel))?;
         }
@@ -372,7 +354,7 @@ pub fn sync_mirror(
         }
     }
     state.synced = Some(wanted);
-    crate::cache::write_atomic(state_file, &serde_json::to_vec(&state)?)?;
+    crate::files::write_atomic(state_file, &serde_json::to_vec(&state)?)?;
     Ok(())
 }
 

@@ -94,7 +94,7 @@ pub fn finish(run_dir: &Path, render: Duration) -> anyhow::Result<()> {
     }
     save(run_dir, &phases)?;
     let run = crate::results::collect::load(run_dir, jiff::Timestamp::now())?;
-    crate::cache::write_atomic(&run_dir.join("run.json"), &crate::results::json::render(&run)?)
+    crate::files::write_atomic(&run_dir.join("run.json"), &crate::results::json::render(&run)?)
 }
 
 /// The table printed at the end of a run: a line per phase, a column per boot.
@@ -131,7 +131,7 @@ pub fn table(phases: &[Phase]) -> String {
 }
 
 pub fn save(run_dir: &Path, phases: &[Phase]) -> anyhow::Result<()> {
-    crate::cache::write_atomic(&run_dir.join(FILE), &serde_json::to_vec_pretty(phases)?)
+    crate::files::write_atomic(&run_dir.join(FILE), &serde_json::to_vec_pretty(phases)?)
 }
 
 /// `timings.json` of a run folder; empty when the run did not record one.

@@ -108,7 +108,7 @@ fn results_key(chosen: &crate::Chosen, built: &[crate::kernel::Built], vm: &crat
             }
         }
     }
-    Ok(crate::source::hex(&h.finalize()))
+    Ok(crate::files::hex(&h.finalize()))
 }
 
 /// The run folders recorded under a results key that still hold their run.json, oldest first.
@@ -122,7 +122,7 @@ fn remember(index: &std::path::Path, dir: &std::path::Path) -> Result<()> {
     let mut dirs = remembered(index);
     dirs.push(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()));
     std::fs::create_dir_all(index.parent().expect("an index file has a folder"))?;
-    crate::cache::write_atomic(index, &serde_json::to_vec_pretty(&dirs)?)
+    crate::files::write_atomic(index, &serde_json::to_vec_pretty(&dirs)?)
 }
 
 /// The two sides' kernel flags and what each is. With `--patch` only: the source without and

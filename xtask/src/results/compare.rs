@@ -777,7 +777,7 @@ pub fn write(c: &Comparison, out: &Path) -> Result<Vec<PathBuf>> {
     json.push(b'\n');
     let files = [(out.join("compare.json"), json), (out.join("compare.md"), render_markdown(c))];
     for (path, bytes) in &files {
-        crate::cache::write_atomic(path, bytes)?;
+        crate::files::write_atomic(path, bytes)?;
     }
     Ok(files.into_iter().map(|(p, _)| p).collect())
 }

@@ -81,7 +81,7 @@ fn patchset_hash(arch: &ArchRun) -> String {
     for p in &k.patches {
         h.update(format!("{}\n", p.sha256));
     }
-    crate::source::hex(&h.finalize())
+    crate::files::hex(&h.finalize())
 }
 
 fn checkout_id(run: &Run, arch: &ArchRun) -> String {

@@ -52,7 +52,7 @@ pub fn publish(run_dir: &Path) -> Result<Run> {
     let mut written: Vec<PathBuf> = Vec::new();
     for r in render_all(&run)? {
         let path = run_dir.join(&r.file);
-        crate::cache::write_atomic(&path, &r.bytes).with_context(|| format!("writing {}", path.display()))?;
+        crate::files::write_atomic(&path, &r.bytes).with_context(|| format!("writing {}", path.display()))?;
         written.push(path);
     }
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
