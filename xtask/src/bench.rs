@@ -2,10 +2,9 @@
 //! static C /init that reboots at once, booted side by side on the same kernels.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::arch::Arch;
 use crate::boot::AccelChoice;
@@ -20,17 +19,12 @@ pub fn build_floor(arch: &Arch, out: &Path) -> Result<PathBuf> {
     let src = crate::project_root().join("initramfs/floor/init.c");
     let bin = out.join(format!("floor-{}", arch.name));
     let cc = arch.compiler();
-    let status = Command::new(&cc)
-        .args(["-static", "-Os", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .with_context(|| format!("running {cc}"))?;
-    if !status.success() {
+    let sh = crate::cmd::sh()?;
+    if let Err(e) = crate::cmd::stdout(crate::cmd::cmd!(sh, "{cc} -static -Os -o {bin} {src}")) {
         return Err(error(
             Kind::Infra,
             format!(
-                "{cc} -static failed for {}: the static C library comes from libc6-dev / libc6-dev-arm64-cross",
+                "{cc} -static failed for {}: the static C library comes from libc6-dev / libc6-dev-arm64-cross ({e:#})",
                 src.display()
             ),
         ));

@@ -300,9 +300,7 @@ fn accel_for(built: &Built, agent: &Path, opts: &Options) -> Result<Accel> {
     }
     // Never trust access("/dev/kvm"): nested virtualisation can hang the guest. Boot once.
     let qemu = qemu::qemu_binary(built.arch, qemu::qemu_search_path().as_deref())?;
-    let version = crate::source::output(std::process::Command::new(&qemu).arg("--version"))
-        .map(|o| String::from_utf8_lossy(&o).lines().next().unwrap_or("").to_string())
-        .unwrap_or_default();
+    let version = qemu::version(&qemu).unwrap_or_default();
     let host_kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let key = format!("{} | {} | {}", version, host_kernel.trim(), built.arch.name);
     let memo = opts.cache_dir.join("accel-probe.json");

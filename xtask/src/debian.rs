@@ -21,12 +21,12 @@
 //! series wins unless a version is pinned (`7.3=7.3.4-1~bpo13+1`).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::cmd::{cmd, sh, stdout, text, Cmd, Shell};
 use crate::exit::{error, Kind};
 use crate::progress;
 
@@ -144,7 +144,7 @@ pub fn fetch(wanted: &KernelVersion, cache_dir: &Path) -> Result<Package> {
     let apt = PrivateApt::prepare(cache_dir)?;
     let started = Instant::now();
     let problems = apt.update()?;
-    let policy = apt.run(Command::new("apt-cache").args(["policy", &name]))?;
+    let policy = apt.run(cmd!(apt.sh, "apt-cache policy {name}"))?;
     let (candidate, versions) = parse_policy(&String::from_utf8_lossy(&policy));
     let version = match (&wanted.pin, candidate) {
         (Some(pin), _) if versions.contains(pin) => pin.clone(),
@@ -207,6 +207,7 @@ fn missing_tools(on_path: impl Fn(&str) -> bool) -> Result<()> {
 
 /// The private apt configuration in `<cache>/debian/apt`.
 struct PrivateApt {
+    sh: Shell,
     root: PathBuf,
     config: PathBuf,
     main_uri: String,
@@ -233,14 +234,14 @@ impl PrivateApt {
         if !status.exists() {
             std::fs::write(&status, "")?;
         }
-        let arch = crate::source::output(Command::new("dpkg").arg("--print-architecture"))
-            .map(|o| String::from_utf8_lossy(&o).trim().to_string())
+        let sh = sh()?;
+        let arch = text(cmd!(sh, "dpkg --print-architecture"))
             .context("dpkg --print-architecture (install the Debian package dpkg)")?;
-        let host = Command::new("apt-config").arg("dump").output().map(|o| o.stdout).unwrap_or_default();
+        let host = stdout(cmd!(sh, "apt-config dump")).unwrap_or_default();
         let inherited = inherited_options(&String::from_utf8_lossy(&host));
         let config = root.join("apt.conf");
         crate::files::write_atomic(&config, config_text(&root, &arch, &inherited).as_bytes())?;
-        let apt = PrivateApt { root, config, main_uri, security_uri };
+        let apt = PrivateApt { sh, root, config, main_uri, security_uri };
         // A newer keyring fetched by an earlier call (from a verified suite) stays in use.
         let mut keyrings = vec![host_keyring()];
         keyrings.extend(Some(apt.fetched_keyring()).filter(|k| k.is_file()));
@@ -258,9 +259,8 @@ impl PrivateApt {
     }
 
     /// Runs an apt command under the private configuration; its stdout, or an error with stderr.
-    fn run(&self, cmd: &mut Command) -> Result<Vec<u8>> {
-        cmd.env("APT_CONFIG", &self.config).env("DEBIAN_FRONTEND", "noninteractive").env("LC_ALL", "C");
-        crate::source::output(cmd)
+    fn run(&self, cmd: Cmd) -> Result<Vec<u8>> {
+        stdout(cmd.env("APT_CONFIG", &self.config).env("DEBIAN_FRONTEND", "noninteractive").env("LC_ALL", "C"))
             .map_err(|e| error(Kind::Infra, format!("{e:#} (private apt configuration {})", self.config.display())))
     }
 
@@ -281,10 +281,11 @@ impl PrivateApt {
 
     /// One `apt-get update`; its `E:` and `W:` lines.
     fn update_once(&self) -> Result<Vec<String>> {
-        let out = Command::new("apt-get")
-            .args(["update", "-q"])
+        // apt's complaints on stderr are the answer here, whatever its exit status.
+        let out = cmd!(self.sh, "apt-get update -q")
             .env("APT_CONFIG", &self.config)
             .env("LC_ALL", "C")
+            .ignore_status()
             .output()
             .context("running apt-get (install the Debian package apt)")?;
         let text = String::from_utf8_lossy(&out.stderr);
@@ -301,7 +302,7 @@ impl PrivateApt {
     /// The newest `debian-archive-keyring` from the suites the host's keyring verified,
     /// unpacked into `<cache>/debian/apt/keyring`; its merged keyring file.
     fn newer_keyring(&self) -> Result<PathBuf> {
-        let policy = self.run(Command::new("apt-cache").args(["policy", "debian-archive-keyring"]))?;
+        let policy = self.run(cmd!(self.sh, "apt-cache policy debian-archive-keyring"))?;
         let (candidate, _) = parse_policy(&String::from_utf8_lossy(&policy));
         let version = candidate.ok_or_else(|| {
             error(
@@ -315,15 +316,14 @@ impl PrivateApt {
             host_keyring().display()
         ));
         let scratch = tempfile::Builder::new().prefix(".keyring-").tempdir_in(&self.root)?;
-        self.run(
-            Command::new("apt-get")
-                .args(["download", "-q", &format!("debian-archive-keyring={version}")])
-                .current_dir(scratch.path()),
-        )?;
+        let wanted = format!("debian-archive-keyring={version}");
+        let into = self.sh.push_dir(scratch.path());
+        self.run(cmd!(self.sh, "apt-get download -q {wanted}"))?;
+        drop(into);
         let deb = only_deb(scratch.path())?;
         let dest = self.root.join("keyring");
         let _ = std::fs::remove_dir_all(&dest);
-        crate::source::output(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&dest))?;
+        stdout(cmd!(self.sh, "dpkg-deb -x {deb} {dest}"))?;
         let keyring = self.fetched_keyring();
         if !keyring.is_file() {
             return Err(error(Kind::Infra, format!("{} has no {}", deb.display(), keyring.display())));
@@ -335,7 +335,7 @@ impl PrivateApt {
     /// With no series found at all and apt complaining, the fault is the network or the mirror.
     fn not_shipped(&self, wanted: &KernelVersion, problems: &[String]) -> anyhow::Error {
         let out = self
-            .run(Command::new("apt-cache").args(["search", "--names-only", r"^linux-source-[0-9.]+$"]))
+            .run(cmd!(self.sh, "apt-cache search --names-only ^linux-source-[0-9.]+$"))
             .map(|o| String::from_utf8_lossy(&o).into_owned())
             .unwrap_or_default();
         let shipped = shipped_series(&out);
@@ -381,15 +381,16 @@ impl PrivateApt {
         let scratch = tempfile::Builder::new().prefix(".download-").tempdir_in(packages_dir(cache_dir))?;
         let task = progress::Task::start(format!("downloading {name} {version}"));
         let t = Instant::now();
-        self.run(
-            Command::new("apt-get").args(["download", "-q", &format!("{name}={version}")]).current_dir(scratch.path()),
-        )?;
+        let wanted = format!("{name}={version}");
+        let into = self.sh.push_dir(scratch.path());
+        self.run(cmd!(self.sh, "apt-get download -q {wanted}"))?;
+        drop(into);
         let deb = only_deb(scratch.path())?;
         let size = std::fs::metadata(&deb)?.len();
         task.finish(format!("{:.0} MB in {:.1} s", size as f64 / 1e6, t.elapsed().as_secs_f64()));
         let task = progress::Task::start(format!("unpacking {}", deb.display()));
         let tree = scratch.path().join("tree");
-        crate::source::output(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tree))
+        stdout(cmd!(self.sh, "dpkg-deb -x {deb} {tree}"))
             .map_err(|e| error(Kind::Infra, format!("dpkg-deb -x (Debian package dpkg): {e:#}")))?;
         std::fs::remove_file(&deb)?;
         let rel = format!("usr/src/{name}.tar.xz");

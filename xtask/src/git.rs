@@ -4,47 +4,45 @@
 //! incrementally in one private mirror; and the private clone `bisect` drives.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, Result};
 
+use crate::cmd::{cmd, sh, stdout, text, Cmd, Shell};
 use crate::exit::{error, Kind};
 use crate::files::sha256_hex;
-use crate::source::output;
 
 /// `git -C repo`, never writing the user's index: `status`, `diff` and friends otherwise refresh
 /// it opportunistically. Every git command run on a user's tree goes through here.
-pub fn command(repo: &Path) -> Command {
-    let mut c = Command::new("git");
-    c.arg("--no-optional-locks").arg("-C").arg(repo);
-    c
+pub fn command<'a>(sh: &'a Shell, repo: &Path) -> Cmd<'a> {
+    cmd!(sh, "git --no-optional-locks -C {repo}")
 }
 
 /// The git checkout at `dir` (its top level), or a clear error.
 pub fn repo(dir: &Path) -> Result<PathBuf> {
-    let top = output(command(dir).args(["rev-parse", "--show-toplevel"])).map_err(|e| {
+    let sh = sh()?;
+    let top = text(command(&sh, dir).args(["rev-parse", "--show-toplevel"])).map_err(|e| {
         error(Kind::BadInput, format!("--kernel-src {}: not a git checkout ({e:#}); --base needs git", dir.display()))
     })?;
-    Ok(PathBuf::from(String::from_utf8_lossy(&top).trim()))
+    Ok(PathBuf::from(top))
 }
 
 /// The full commit id a ref names (`HEAD~1`, a tag, a branch), or an error naming the flag.
 pub fn commit(repo: &Path, rev: &str, flag: &str) -> Result<String> {
-    let out = output(command(repo).args(["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")]))
-        .map_err(|_| error(Kind::BadInput, format!("{flag} {rev}: not a commit in {}", repo.display())))?;
-    Ok(String::from_utf8_lossy(&out).trim().to_string())
+    let sh = sh()?;
+    text(command(&sh, repo).args(["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")]))
+        .map_err(|_| error(Kind::BadInput, format!("{flag} {rev}: not a commit in {}", repo.display())))
 }
 
 /// `abcdef012345 subject`.
 pub fn describe(repo: &Path, commit: &str) -> String {
-    output(command(repo).args(["log", "-1", "--format=%h %s", commit]))
-        .map(|o| String::from_utf8_lossy(&o).trim().to_string())
+    sh().and_then(|sh| text(command(&sh, repo).args(["log", "-1", "--format=%h %s", commit])))
         .unwrap_or_else(|_| commit[..commit.len().min(12)].to_string())
 }
 
 /// Whether the working tree differs from HEAD (tracked changes or untracked files).
 pub fn dirty(repo: &Path) -> bool {
-    output(command(repo).args(["status", "--porcelain", "--untracked-files=normal"])).map_or(true, |o| !o.is_empty())
+    sh().and_then(|sh| stdout(command(&sh, repo).args(["status", "--porcelain", "--untracked-files=normal"])))
+        .map_or(true, |o| !o.is_empty())
 }
 
 /// The tree of `commit` unpacked under `cache_dir/sources/git-<commit>` (once), with `git
@@ -58,11 +56,12 @@ pub fn export(repo: &Path, commit: &str, cache_dir: &Path) -> Result<PathBuf> {
     let scratch = tempfile::Builder::new().prefix(".export-").tempdir_in(cache_dir.join("sources"))?;
     let task = crate::progress::Task::start(format!("exporting {} of {}", &commit[..12], repo.display()));
     let archive = scratch.path().join("tree.tar");
-    output(command(repo).args(["archive", "--format=tar", "-o"]).arg(&archive).arg(commit))
+    let sh = sh()?;
+    stdout(command(&sh, repo).args(["archive", "--format=tar", "-o"]).arg(&archive).arg(commit))
         .with_context(|| format!("git archive {commit} in {}", repo.display()))?;
     let tree = scratch.path().join("tree");
     std::fs::create_dir_all(&tree)?;
-    output(Command::new("tar").arg("-xf").arg(&archive).arg("-C").arg(&tree)).context("unpacking the git archive")?;
+    stdout(cmd!(sh, "tar -xf {archive} -C {tree}")).context("unpacking the git archive")?;
     task.finish("exported");
     if !tree.join("Makefile").is_file() || !tree.join("Kconfig").is_file() {
         return Err(error(Kind::BadInput, format!("commit {commit} of {} holds no kernel tree", repo.display())));
@@ -75,17 +74,17 @@ pub fn export(repo: &Path, commit: &str, cache_dir: &Path) -> Result<PathBuf> {
 /// untracked files when `None`) as a `patch -p1` file in the cache, named by its content;
 /// `None` when there is no change.
 pub fn diff_patch(repo: &Path, base: &str, head: Option<&str>, cache_dir: &Path) -> Result<Option<PathBuf>> {
-    let mut text = match head {
-        Some(h) => output(command(repo).args(["diff", "--no-color", "--no-ext-diff", "--no-renames", base, h]))?,
-        None => output(command(repo).args(["diff", "--no-color", "--no-ext-diff", "--no-renames", base]))?,
-    };
+    let sh = sh()?;
+    let mut text =
+        stdout(command(&sh, repo).args(["diff", "--no-color", "--no-ext-diff", "--no-renames", base]).args(head))?;
     if head.is_none() {
         // Untracked files as new-file diffs, without `git add -N` (which would write the index).
-        let untracked = output(command(repo).args(["ls-files", "-z", "--others", "--exclude-standard"]))?;
+        let untracked = stdout(command(&sh, repo).args(["ls-files", "-z", "--others", "--exclude-standard"]))?;
         for name in untracked.split(|&b| b == 0).filter(|n| !n.is_empty()) {
             let rel = String::from_utf8_lossy(name).into_owned();
-            let out = command(repo)
+            let out = command(&sh, repo)
                 .args(["diff", "--no-color", "--no-index", "--", "/dev/null", &rel])
+                .ignore_status()
                 .output()
                 .context("git diff --no-index")?;
             // Exit 1 means "differs", which is the point.
@@ -114,14 +113,16 @@ pub fn bisect_clone(repo: &Path, cache_dir: &Path) -> Result<PathBuf> {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing the old {}", dir.display()))?;
     }
     std::fs::create_dir_all(cache_dir.join("bisect"))?;
-    output(Command::new("git").args(["clone", "--quiet", "--shared", "--no-checkout"]).arg(repo).arg(&dir))
+    let sh = sh()?;
+    stdout(cmd!(sh, "git clone --quiet --shared --no-checkout {repo} {dir}"))
         .with_context(|| format!("cloning {} into {}", repo.display(), dir.display()))?;
     Ok(dir)
 }
 
 /// Runs `git bisect ARGS` in the private clone; its output.
 pub fn bisect(clone: &Path, args: &[&str]) -> Result<String> {
-    let out = command(clone).arg("bisect").args(args).output().context("git bisect")?;
+    let sh = sh()?;
+    let out = command(&sh, clone).arg("bisect").args(args).ignore_status().output().context("git bisect")?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     if !out.status.success() {
         anyhow::bail!("git bisect {} failed: {}", args.join(" "), text.trim());
@@ -143,9 +144,10 @@ pub fn first_bad(text: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn sh(dir: &Path, script: &str) {
-        let st = Command::new("sh").arg("-c").arg(script).current_dir(dir).status().unwrap();
-        assert!(st.success(), "{script}");
+    fn script(dir: &Path, script: &str) {
+        let sh = sh().unwrap();
+        sh.change_dir(dir);
+        stdout(cmd!(sh, "sh -c {script}")).unwrap();
     }
 
     #[test]
@@ -153,7 +155,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let repo_dir = dir.path().join("linux");
         std::fs::create_dir_all(&repo_dir).unwrap();
-        sh(
+        script(
             &repo_dir,
             "git init -q && git config user.email t@t && git config user.name t && \
              echo all: > Makefile && echo 'config X' > Kconfig && echo 1 > f && git add -A && git commit -qm one && \

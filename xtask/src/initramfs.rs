@@ -4,11 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, Result};
 
 use crate::arch::{Arch, HelperTarget};
+use crate::cmd::{cmd, sh};
 use crate::exit::{error, Kind};
 
 /// One file system object in the archive.
@@ -89,9 +89,11 @@ fn pad4(out: &mut Vec<u8>) {
 pub fn build_agent(arch: &Arch) -> Result<PathBuf> {
     let root = crate::project_root();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(&cargo)
-        .args(["build", "--quiet", "--release", "-p", "initramfs", "--target", arch.rust_target])
-        .current_dir(&root)
+    let sh = sh()?;
+    sh.change_dir(&root);
+    let target = arch.rust_target;
+    let out = cmd!(sh, "{cargo} build --quiet --release -p initramfs --target {target}")
+        .ignore_status()
         .output()
         .context("running cargo build for the guest agent")?;
     if !out.status.success() {
@@ -147,7 +149,7 @@ pub fn build_client(arch: &Arch, client: &Client) -> Result<Vec<u8>> {
     let what = format!("{} for {} ({})", client.package, arch.name, target.triple);
     if !target.linker.is_empty()
         && target.linker != "rust-lld"
-        && Command::new(target.linker).arg("--version").output().is_err()
+        && sh()?.cmd(target.linker).arg("--version").ignore_status().output().is_err()
     {
         return Err(error(
             Kind::Infra,
@@ -161,23 +163,25 @@ pub fn build_client(arch: &Arch, client: &Client) -> Result<Vec<u8>> {
     let root = crate::project_root();
     let target_dir = clients_target_dir();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(&cargo);
-    cmd.args(["build", "--quiet", "--release", "--manifest-path"])
-        .arg(root.join("initramfs/clients/Cargo.toml"))
-        .args(["-p", client.package, "--target", target.triple, "--target-dir"])
-        .arg(&target_dir)
-        // These would replace the per-target rustflags (and so drop +crt-static).
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .current_dir(&root);
+    let sh = sh()?;
+    sh.change_dir(&root);
+    let manifest = root.join("initramfs/clients/Cargo.toml");
+    let (package, triple) = (client.package, target.triple);
+    let mut cmd = cmd!(
+        sh,
+        "{cargo} build --quiet --release --manifest-path {manifest} -p {package} --target {triple} --target-dir {target_dir}"
+    )
+    // These would replace the per-target rustflags (and so drop +crt-static).
+    .env_remove("RUSTFLAGS")
+    .env_remove("CARGO_ENCODED_RUSTFLAGS");
     let prefix = target.cargo_env_prefix();
     if !target.linker.is_empty() {
-        cmd.env(format!("{prefix}LINKER"), target.linker);
+        cmd = cmd.env(format!("{prefix}LINKER"), target.linker);
     }
     if target.static_glibc {
-        cmd.env(format!("{prefix}RUSTFLAGS"), "-C target-feature=+crt-static");
+        cmd = cmd.env(format!("{prefix}RUSTFLAGS"), "-C target-feature=+crt-static");
     }
-    let out = cmd.output().with_context(|| format!("running cargo build for {what}"))?;
+    let out = cmd.ignore_status().output().with_context(|| format!("running cargo build for {what}"))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let hint = build_hint(&stderr, target).map(|h| format!(" ({h})")).unwrap_or_default();
@@ -324,21 +328,15 @@ mod tests {
     /// Lists the archive with the system's cpio, the same reader the kernel's format follows.
     #[test]
     fn cpio_reads_it_back_with_parents_first_and_device_nodes() {
-        if Command::new("cpio").arg("--version").output().is_err() {
+        let sh = sh().unwrap();
+        if !crate::cmd::succeeds(cmd!(sh, "cpio --version")) {
             panic!("cpio is not installed: install the Debian package cpio (cargo xtask setup does)");
         }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.cpio");
         std::fs::write(&path, sample().to_newc()).unwrap();
-        let out = Command::new("cpio")
-            .args(["-itv", "--quiet", "-F"])
-            .arg(&path)
-            .env("TZ", "UTC")
-            .env("LC_ALL", "C")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let listing = String::from_utf8_lossy(&out.stdout);
+        let listing =
+            crate::cmd::text(cmd!(sh, "cpio -itv --quiet -F {path}").env("TZ", "UTC").env("LC_ALL", "C")).unwrap();
         let names: Vec<&str> = listing.lines().map(|l| l.rsplit(' ').next().unwrap()).collect();
         assert_eq!(
             names,

@@ -14,10 +14,11 @@ use sha2::{Digest, Sha256};
 
 use crate::arch::Arch;
 use crate::cache::{self, KeyInputs};
+use crate::cmd::cmd;
 use crate::exit::{error, Kind};
+use crate::files::{hex, sha256_hex};
 use crate::kconfig::{self, Fragment, Missing};
 use crate::progress::{self, Task};
-use crate::files::{hex, sha256_hex};
 use crate::source::{self, Identity, Patch, Spec};
 
 pub const METADATA_SCHEMA: u32 = 1;
@@ -142,13 +143,10 @@ fn kconfig_input(rel: &str) -> bool {
 
 pub fn compiler(arch: &Arch) -> Result<Compiler> {
     let command = arch.compiler();
-    let out = Command::new(&command).arg("--version").output();
-    match out {
-        Ok(o) if o.status.success() => {
-            let version = String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").trim().to_string();
-            Ok(Compiler { command, version })
-        }
-        _ => Err(error(
+    let version = crate::cmd::sh().and_then(|sh| crate::cmd::text(cmd!(sh, "{command} --version")));
+    match version {
+        Ok(v) => Ok(Compiler { version: v.lines().next().unwrap_or("").trim().to_string(), command }),
+        Err(_) => Err(error(
             Kind::Infra,
             format!(
                 "`{command}` not found: install the Debian package {} (`cargo xtask setup` does)",
@@ -332,37 +330,35 @@ struct Make<'a> {
 }
 
 impl Make<'_> {
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new("make");
-        cmd.arg("-C").arg(self.srctree).arg(format!("O={}", self.out.display()));
-        cmd.args(self.arch.make_vars()).args(args);
-        cmd
+    /// `make`'s arguments after the program name.
+    fn args(&self, args: &[&str]) -> Vec<String> {
+        let mut all = vec!["-C".to_string(), self.srctree.display().to_string(), format!("O={}", self.out.display())];
+        all.extend(self.arch.make_vars());
+        all.extend(args.iter().map(|a| a.to_string()));
+        all
     }
 
     fn command_line(&self, args: &[&str]) -> String {
-        let mut parts = vec![
-            "make".to_string(),
-            "-C".to_string(),
-            self.srctree.display().to_string(),
-            format!("O={}", self.out.display()),
-        ];
-        parts.extend(self.arch.make_vars());
-        parts.extend(args.iter().map(|a| a.to_string()));
-        parts.join(" ")
+        format!("make {}", self.args(args).join(" "))
     }
 
     fn run(&self, args: &[&str], log: &mut std::fs::File, task: Option<&mut Task>) -> Result<()> {
-        run_logged(self.command(args), log, task)
+        let mut make = Command::new("make");
+        make.args(self.args(args));
+        run_logged(make, log, task)
     }
 
     fn capture(&self, args: &[&str]) -> Result<String> {
-        let out = source::output(&mut self.command(args))?;
-        Ok(String::from_utf8_lossy(&out).into_owned())
+        let sh = crate::cmd::sh()?;
+        Ok(String::from_utf8_lossy(&crate::cmd::stdout(sh.cmd("make").args(self.args(args)))?).into_owned())
     }
 }
 
 /// Runs a command with stdout and stderr merged into the log, feeding a progress task with
 /// the count of make steps (`  CC      kernel/...` lines) and the latest one.
+///
+/// A `std::process::Command`, not xshell: xshell hands back a command's output only once it
+/// has ended, and a kernel build's lines must reach the log and the spinner as they come.
 fn run_logged(mut cmd: Command, log: &mut std::fs::File, mut task: Option<&mut Task>) -> Result<()> {
     let shown = format!("{cmd:?}");
     writeln!(log, "$ {shown}")?;

@@ -7,6 +7,7 @@ mod bisect;
 mod boot;
 mod cache;
 mod ci;
+mod cmd;
 mod console;
 mod coverage;
 mod debian;

@@ -191,6 +191,14 @@ pub fn qemu_binary(arch: &Arch, path_var: Option<&std::ffi::OsStr>) -> Result<Pa
     })
 }
 
+/// The first line of `<qemu> --version` (`QEMU emulator version 10.0.2 (Debian ...)`), as the
+/// KVM probe's cache key and the run's provenance record it; `None` when QEMU does not answer.
+pub fn version(binary: &Path) -> Option<String> {
+    let sh = crate::cmd::sh().ok()?;
+    let out = crate::cmd::text(sh.cmd(binary).arg("--version")).ok()?;
+    out.lines().next().map(|l| l.trim().to_string())
+}
+
 /// A folder shared into the guest over virtio-fs.
 #[derive(Debug, Clone)]
 pub struct Share {

@@ -6,7 +6,6 @@
 //! package. `--no-setup` (`XTASK_NO_SETUP=1`) skips all of it.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -14,6 +13,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use crate::arch::{Arch, ARCHES};
+use crate::cmd::{cmd, install, sh, succeeds, text};
 use crate::exit::{error, Kind};
 use crate::flags::{BenchArgs, KernelArgs, RunArgs, UpstreamArgs, VmArgs};
 use crate::initramfs::CLIENTS;
@@ -476,48 +476,35 @@ fn on_path(name: &str) -> Option<PathBuf> {
 
 /// Whether `cc` preprocesses `#include <header>`.
 fn compiler_finds(cc: &str, header: &str) -> bool {
-    let child = Command::new(cc)
-        .args(["-E", "-x", "c", "-", "-o", "/dev/null"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    let Ok(mut child) = child else { return false };
-    if let Some(mut stdin) = child.stdin.take() {
-        use std::io::Write;
-        let _ = writeln!(stdin, "#include <{header}>");
-    }
-    child.wait().is_ok_and(|s| s.success())
+    let Ok(sh) = sh() else { return false };
+    succeeds(cmd!(sh, "{cc} -E -x c - -o /dev/null").stdin(format!("#include <{header}>\n")))
 }
 
 /// The static C library `cc` links with `-static`: `-print-file-name` answers the bare name
 /// when it has none.
 fn static_libc(cc: &str) -> Option<PathBuf> {
-    let out = Command::new(cc).arg("-print-file-name=libc.a").stderr(Stdio::null()).output().ok()?;
-    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    (out.status.success() && path.is_absolute() && path.is_file()).then_some(path)
+    let sh = sh().ok()?;
+    let path = PathBuf::from(text(cmd!(sh, "{cc} -print-file-name=libc.a")).ok()?);
+    (path.is_absolute() && path.is_file()).then_some(path)
 }
 
 /// The sysroot of the Rust toolchain this checkout builds with.
 fn rust_sysroot() -> Option<PathBuf> {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let out = Command::new(rustc)
-        .args(["--print", "sysroot"])
-        .current_dir(crate::project_root())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    out.status.success().then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    let sh = sh().ok()?;
+    // In the checkout, so its rust-toolchain file (if any) picks the toolchain.
+    sh.change_dir(crate::project_root());
+    text(cmd!(sh, "{rustc} --print sysroot")).ok().map(PathBuf::from)
 }
 
 /// Whether `python3 -m venv` can make the kcidb-io virtualenv (Debian splits it into python3-venv).
 fn venv_works() -> bool {
-    Command::new("python3").args(["-c", "import ensurepip, venv"]).output().is_ok_and(|o| o.status.success())
+    sh().is_ok_and(|sh| succeeds(cmd!(sh, "python3 -c 'import ensurepip, venv'")))
 }
 
 /// Whether `cargo install virtiofsd` finds the C libraries it links.
 fn virtiofsd_builds() -> bool {
-    Command::new("pkg-config").args(["--exists", "libseccomp", "libcap-ng"]).status().is_ok_and(|s| s.success())
+    sh().is_ok_and(|sh| succeeds(cmd!(sh, "pkg-config --exists libseccomp libcap-ng")))
 }
 
 #[derive(Debug)]
@@ -760,11 +747,13 @@ fn provision(needs: &Needs, verbose: bool) -> Result<()> {
     }
     if !rust_targets.is_empty() {
         line(format!("setup: rustup target add {}", rust_targets.join(" ")));
-        status(Command::new("rustup").arg("target").arg("add").args(&rust_targets))?;
+        let sh = sh()?;
+        install(cmd!(sh, "rustup target add {rust_targets...}"))?;
     }
     if missing.iter().any(|i| i.source == Source::Virtiofsd) {
         line("setup: cargo install virtiofsd --locked (a few minutes on 2 cores)");
-        status(Command::new("cargo").args(["install", "virtiofsd", "--locked", "--quiet"]))?;
+        let sh = sh()?;
+        install(cmd!(sh, "cargo install virtiofsd --locked --quiet"))?;
     }
     if missing.iter().any(|i| i.source == Source::Kcidb) {
         line(format!(
@@ -855,19 +844,13 @@ pub fn virtiofsd() -> Option<PathBuf> {
         .unwrap_or_default();
     candidates.extend(cargo_home.map(|h| h.join("bin/virtiofsd")));
     candidates.push("/usr/libexec/virtiofsd".into());
-    candidates.into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+    let sh = sh().ok()?;
+    candidates.into_iter().find(|c| succeeds(cmd!(sh, "{c} --version")))
 }
 
 fn apt(args: &[&str]) -> Result<()> {
-    status(Command::new("apt-get").args(args).env("DEBIAN_FRONTEND", "noninteractive"))
-}
-
-fn status(cmd: &mut Command) -> Result<()> {
-    let st = cmd.status().with_context(|| format!("running {cmd:?}"))?;
-    if !st.success() {
-        return Err(error(Kind::Infra, format!("setup: {cmd:?} failed ({st})")));
-    }
-    Ok(())
+    let sh = sh()?;
+    install(cmd!(sh, "apt-get {args...}").env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
 #[cfg(test)]

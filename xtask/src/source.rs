@@ -2,13 +2,12 @@
 //! that patches are applied to, so a user's tree is never written and patched builds stay
 //! incremental.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
 
+use crate::cmd::{cmd, sh, stdout, text};
 use crate::exit::{error, Kind};
 use crate::files::{hex, sha256_file, sha256_hex};
 
@@ -68,15 +67,6 @@ impl Patch {
     }
 }
 
-/// Runs a command and returns its stdout, or an error with its stderr.
-pub fn output(cmd: &mut Command) -> Result<Vec<u8>> {
-    let out = cmd.output().with_context(|| format!("running {cmd:?}"))?;
-    if !out.status.success() {
-        bail!("{cmd:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
-    }
-    Ok(out.stdout)
-}
-
 /// Identifies a source. Tarball digests are memoised under `cache_dir` by path, size and mtime,
 /// so a cache hit does not re-read 150 MB.
 pub fn identify(spec: &Spec, cache_dir: &Path) -> Result<Identity> {
@@ -92,9 +82,8 @@ pub fn identify(spec: &Spec, cache_dir: &Path) -> Result<Identity> {
                     ),
                 ));
             }
-            let version = output(Command::new("dpkg-query").args(["-W", "-f=${Version}", DEBIAN_PACKAGE]))
-                .map(|v| String::from_utf8_lossy(&v).trim().to_string())
-                .ok();
+            let sh = sh()?;
+            let version = text(cmd!(sh, "dpkg-query -W").args(["-f=${Version}", DEBIAN_PACKAGE])).ok();
             let id = memoised_sha256(tarball, cache_dir)?;
             let label = format!("Debian {DEBIAN_PACKAGE} {}", version.as_deref().unwrap_or("(version unknown)"));
             Ok(Identity {
@@ -175,7 +164,8 @@ pub fn identify_tree(dir: &Path) -> Result<Identity> {
             format!("--kernel-src {}: not a kernel tree (no top-level Makefile and Kconfig)", location.display()),
         ));
     }
-    let git = |args: &[&str]| output(crate::git::command(&location).args(args));
+    let sh = sh()?;
+    let git = |args: &[&str]| stdout(crate::git::command(&sh, &location).args(args));
     let toplevel =
         git(&["rev-parse", "--show-toplevel"]).ok().map(|o| PathBuf::from(String::from_utf8_lossy(&o).trim()));
     if toplevel.as_deref() == Some(location.as_path()) {
@@ -267,7 +257,9 @@ pub fn pristine_root(spec: &Spec, ident: &Identity, cache_dir: &Path) -> Result<
     std::fs::create_dir_all(cache_dir.join("sources"))?;
     let scratch = tempfile::Builder::new().prefix(".unpack-").tempdir_in(cache_dir.join("sources"))?;
     let task = crate::progress::Task::start(format!("unpacking {}", tarball.display()));
-    output(Command::new("tar").arg("-xf").arg(tarball).arg("-C").arg(scratch.path()))
+    let sh = sh()?;
+    let into = scratch.path();
+    stdout(cmd!(sh, "tar -xf {tarball} -C {into}"))
         .map_err(|e| error(Kind::BadInput, format!("unpacking kernel tarball {}: {e:#}", tarball.display())))?;
     task.finish("unpacked");
     // A kernel tarball holds one top-level directory; accept a flat one too.
@@ -321,14 +313,10 @@ pub fn sync_mirror(
     src.push("/");
     let mut dst = mirror.as_os_str().to_owned();
     dst.push("/");
-    output(
-        Command::new("rsync")
-            .args(["-a", "--delete", "--exclude=/.git"])
-            .arg(format!("--link-dest={}", pristine.display()))
-            .arg(&src)
-            .arg(&dst),
-    )
-    .with_context(|| format!("mirroring {} into {}", pristine.display(), mirror.display()))?;
+    let sh = sh()?;
+    let link_dest = format!("--link-dest={}", pristine.display());
+    stdout(cmd!(sh, "rsync -a --delete --exclude=/.git {link_dest} {src} {dst}"))
+        .with_context(|| format!("mirroring {} into {}", pristine.display(), mirror.display()))?;
 
     for rel in &previous.patched_files {
         refresh(&mirror.join(rel))?;
@@ -342,11 +330,9 @@ pub fn sync_mirror(
         for rel in &touched {
             refresh(&mirror.join(rel))?;
         }
-        let out = Command::new("patch")
-            .args(["-p1", "--batch", "--forward", "--no-backup-if-mismatch", "-d"])
-            .arg(mirror)
-            .arg("-i")
-            .arg(&patch.path)
+        let file = &patch.path;
+        let out = cmd!(sh, "patch -p1 --batch --forward --no-backup-if-mismatch -d {mirror} -i {file}")
+            .ignore_status()
             .output()
             .context("running patch (install the Debian package `patch`)")?;
         if !out.status.success() {
@@ -382,11 +368,9 @@ fn refresh(path: &Path) -> Result<()> {
 
 /// Checks that a patch applies and returns the files it touches.
 fn dry_run(tree: &Path, patch: &Path) -> Result<Vec<String>> {
-    let out = Command::new("patch")
-        .args(["-p1", "--batch", "--forward", "--dry-run", "-d"])
-        .arg(tree)
-        .arg("-i")
-        .arg(patch)
+    let sh = sh()?;
+    let out = cmd!(sh, "patch -p1 --batch --forward --dry-run -d {tree} -i {patch}")
+        .ignore_status()
         .output()
         .context("running patch (install the Debian package `patch`)")?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -455,14 +439,9 @@ mod tests {
     }
 
     fn git(dir: &Path, args: &[&str]) {
-        let st = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(["-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+        let sh = sh().unwrap();
+        let config = ["-c", "user.email=t@t", "-c", "user.name=t", "-c", "commit.gpgsign=false"];
+        stdout(cmd!(sh, "git -C {dir} {config...} {args...}")).unwrap();
     }
 
     #[test]

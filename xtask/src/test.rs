@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use protocol::Step;
 
 use crate::boot::AccelChoice;
+use crate::cmd::{cmd, sh, stdout};
 use crate::verdict::Status;
 
 use crate::exit::{self, Kind};
@@ -26,34 +27,17 @@ pub fn run(args: &TestArgs) -> Result<u8> {
     let root = crate::project_root();
     let mut outcomes = Vec::new();
 
+    let sh = sh()?;
+    sh.change_dir(&root);
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let started = Instant::now();
-    let unit = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["test", "--workspace", "--quiet"])
-        .current_dir(&root)
-        .status()
-        .context("running cargo test")?;
-    record(
-        &mut outcomes,
-        "unit tests (cargo test --workspace)",
-        started,
-        if unit.success() { Ok(()) } else { Err(anyhow::anyhow!("cargo test failed ({unit})")) },
-    );
+    let unit = cmd!(sh, "{cargo} test --workspace --quiet").quiet().run();
+    record(&mut outcomes, "unit tests (cargo test --workspace)", started, unit.map_err(Into::into));
     // The guest clients are a workspace of their own (initramfs/clients/Cargo.toml says why).
     let started = Instant::now();
-    let clients = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["test", "--quiet", "--manifest-path"])
-        .arg(root.join("initramfs/clients/Cargo.toml"))
-        .arg("--target-dir")
-        .arg(crate::initramfs::clients_target_dir())
-        .current_dir(&root)
-        .status()
-        .context("running cargo test for initramfs/clients")?;
-    record(
-        &mut outcomes,
-        "unit tests of the guest clients (initramfs/clients)",
-        started,
-        if clients.success() { Ok(()) } else { Err(anyhow::anyhow!("cargo test failed ({clients})")) },
-    );
+    let (manifest, target_dir) = (root.join("initramfs/clients/Cargo.toml"), crate::initramfs::clients_target_dir());
+    let clients = cmd!(sh, "{cargo} test --quiet --manifest-path {manifest} --target-dir {target_dir}").quiet().run();
+    record(&mut outcomes, "unit tests of the guest clients (initramfs/clients)", started, clients.map_err(Into::into));
     if args.unit_only {
         return Ok(summary(&outcomes));
     }
@@ -413,13 +397,11 @@ fn never_calls_apt(base: &KernelArgs) -> Result<()> {
 
     // Root, everything present: a real boot, provisioning included (no --no-setup).
     let results = d.join("results");
-    let out = Command::new(this_xtask()?)
-        .args(kernel_image("boot"))
-        .arg("--results")
-        .arg(&results)
+    let (sh, xtask, boot) = (sh()?, this_xtask()?, kernel_image("boot"));
+    let out = cmd!(sh, "{xtask} {boot...} --results {results}")
         .env("PATH", &path)
         .env_remove("XTASK_NO_SETUP")
-        .stdin(Stdio::null())
+        .ignore_status()
         .output()?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     anyhow::ensure!(out.status.success(), "boot as root exited {:?}: {stderr}", out.status.code());
@@ -432,6 +414,7 @@ fn never_calls_apt(base: &KernelArgs) -> Result<()> {
     }
     let home = d.join("home");
     std::fs::create_dir(&home)?;
+    // A `std::process::Command`, not xshell: xshell cannot set a child's uid and gid.
     let as_nobody = |args: Vec<std::ffi::OsString>| -> Result<std::process::Output> {
         Ok(Command::new(this_xtask()?)
             .args(args)
@@ -522,7 +505,8 @@ fn run_folder(results: &Path) -> Option<std::path::PathBuf> {
     std::fs::read_dir(results).ok()?.flatten().map(|e| e.path()).find(|p| p.is_dir() && !p.ends_with("latest"))
 }
 
-/// Runs `xtask` as a user would, in the background, with its output in `log`.
+/// Runs `xtask` as a user would, in the background, with its output in `log` (a
+/// `std::process::Command`: xshell runs a command to its end and cannot leave it running).
 fn spawn_xtask(args: &[&str], results: &Path, log: &Path, marker: &str) -> Result<std::process::Child> {
     let (key, value) = marker.split_once('=').unwrap_or_default();
     let log = std::fs::File::create(log)?;
@@ -594,7 +578,8 @@ fn sigterm_keeps_the_evidence(scratch: &Path) -> Result<()> {
     }
     let model: serde_json::Value = serde_json::from_slice(&std::fs::read(run.join("run.json"))?)?;
     anyhow::ensure!(model["verdict"]["kind"] == "interrupted", "run.json verdict {}", model["verdict"]);
-    let out = Command::new(this_xtask()?).args(["report", "--from"]).arg(&run).output()?;
+    let (sh, xtask) = (sh()?, this_xtask()?);
+    let out = cmd!(sh, "{xtask} report --from {run}").ignore_status().output()?;
     anyhow::ensure!(
         out.status.code() == Some(130) && run.join("report.html").is_file(),
         "report --from exited {:?}: {}",
@@ -698,21 +683,14 @@ fn git_test_tree(cache_dir: &Path) -> Result<std::path::PathBuf> {
     }
     let _ = std::fs::remove_dir_all(&tree);
     std::fs::create_dir_all(cache_dir.join("test-data"))?;
+    let sh = sh()?;
     let run = |args: &[&str], date: &str| -> Result<()> {
-        let st = Command::new("git")
-            .arg("-C")
-            .arg(&tree)
-            .args(["-c", "user.name=xtask test", "-c", "user.email=xtask-test@invalid"])
-            .args(args)
-            .env("GIT_AUTHOR_DATE", date)
-            .env("GIT_COMMITTER_DATE", date)
-            .stdout(Stdio::null())
-            .status()?;
-        anyhow::ensure!(st.success(), "git {args:?} failed in {}", tree.display());
+        let who = ["-c", "user.name=xtask test", "-c", "user.email=xtask-test@invalid"];
+        let git = cmd!(sh, "git -C {tree} {who...} {args...}");
+        stdout(git.env("GIT_AUTHOR_DATE", date).env("GIT_COMMITTER_DATE", date))?;
         Ok(())
     };
-    let st = Command::new("cp").arg("-al").arg(&pristine).arg(&tree).status()?;
-    anyhow::ensure!(st.success(), "cp -al {} {}", pristine.display(), tree.display());
+    stdout(cmd!(sh, "cp -al {pristine} {tree}"))?;
     run(&["init", "-q"], "")?;
     run(&["add", "-f", "-A", "."], "")?;
     run(&["commit", "-q", "-m", "base: the Debian source"], "2026-01-01T00:00:00Z")?;
@@ -754,7 +732,8 @@ fn git_tree_validate_and_bisect(scratch: &Path, args: &TestArgs) -> Result<()> {
     let results = tempfile::tempdir_in(scratch)?;
     let results_arg = results.path().display().to_string();
     let common = ["--kernel-src", &tree_arg, "--arch", "x86_64", "--filter", "limits/*", "--results", &results_arg];
-    let out = Command::new(this_xtask()?).arg("validate").args(common).args(["--base", "HEAD~2"]).output()?;
+    let (sh, xtask) = (sh()?, this_xtask()?);
+    let out = cmd!(sh, "{xtask} validate {common...} --base HEAD~2").ignore_status().output()?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     anyhow::ensure!(out.status.code() == Some(1), "validate exited {:?}:\n{text}", out.status.code());
     let regressed: Vec<&str> = text.lines().filter(|l| l.trim_start().starts_with("REGRESSED ")).collect();
@@ -762,8 +741,7 @@ fn git_tree_validate_and_bisect(scratch: &Path, args: &TestArgs) -> Result<()> {
         regressed.len() == 1 && regressed[0].contains("limits/system-names-are-fixed"),
         "validate did not name exactly limits/system-names-are-fixed as regressed:\n{text}"
     );
-    let out =
-        Command::new(this_xtask()?).arg("bisect").args(common).args(["--good", "HEAD~2", "--bad", "HEAD"]).output()?;
+    let out = cmd!(sh, "{xtask} bisect {common...} --good HEAD~2 --bad HEAD").ignore_status().output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let text = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
     anyhow::ensure!(out.status.code() == Some(0), "bisect exited {:?}:\n{text}", out.status.code());
@@ -789,11 +767,8 @@ fn git_tree_validate_and_bisect(scratch: &Path, args: &TestArgs) -> Result<()> {
 /// boots nothing (no run folder appears).
 fn filter_list(scratch: &Path) -> Result<()> {
     let results = tempfile::tempdir_in(scratch)?;
-    let out = Command::new(this_xtask()?)
-        .args(["run", "--filter", "process/*", "--list", "--results"])
-        .arg(results.path())
-        .stdin(Stdio::null())
-        .output()?;
+    let (sh, xtask, dir) = (sh()?, this_xtask()?, results.path());
+    let out = cmd!(sh, "{xtask} run --filter process/* --list --results {dir}").ignore_status().output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     anyhow::ensure!(out.status.success(), "exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
     let chosen = crate::choose(&crate::flags::SelectArgs::default(), results.path())?;
@@ -852,8 +827,9 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
     let src = crate::project_root().join("xtask/test_data/exit7.c");
     for arch in crate::arch::ARCHES {
         let bin = scratch.join(format!("exit7-{}", arch.name));
-        let st = Command::new(arch.compiler()).args(["-static", "-O2", "-o"]).arg(&bin).arg(&src).status()?;
-        anyhow::ensure!(st.success(), "{} could not build {}", arch.compiler(), src.display());
+        let (sh, cc) = (sh()?, arch.compiler());
+        stdout(cmd!(sh, "{cc} -static -O2 -o {bin} {src}"))
+            .with_context(|| format!("{cc} building {}", src.display()))?;
         let built = crate::kernels(&KernelArgs { arch: arch.name.into(), ..base.clone() })?;
         let cmd = [bin.display().to_string(), "one".into(), "two words".into()];
         let code = crate::boot::exec(&built[0], &cmd, 60, vm, args.cache_dir.as_deref())?;
@@ -897,12 +873,9 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
 
 /// Runs this xtask binary as a user would, with QEMU hidden.
 fn missing_qemu(results: &Path) -> Result<()> {
-    let out = Command::new(this_xtask()?)
-        .args(["boot", "--arch", "arm64", "--accel", "tcg", "--results"])
-        .arg(results)
-        .env("XTASK_QEMU_DIR", "/nonexistent")
-        .stdin(Stdio::null())
-        .output()?;
+    let (sh, xtask) = (sh()?, this_xtask()?);
+    let boot = cmd!(sh, "{xtask} boot --arch arm64 --accel tcg --results {results}");
+    let out = boot.env("XTASK_QEMU_DIR", "/nonexistent").ignore_status().output()?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     anyhow::ensure!(out.status.code() == Some(129), "exit {:?}, expected 129: {stderr}", out.status.code());
     anyhow::ensure!(
@@ -922,6 +895,8 @@ fn ctrl_c_leaves_nothing(results: &Path) -> Result<()> {
     plan.scenarios = vec![scenario("ctrl-c/hang", 600_000, vec![Step::Sleep { ms: 600_000 }])];
     std::fs::write(&plan_path, serde_json::to_vec(&plan)?)?;
     let (key, value) = marker.split_once('=').unwrap_or_default();
+    // A `std::process::Command`: the boot runs in a process group of its own, to be signalled
+    // as a terminal would, which xshell cannot ask for.
     let mut cmd = Command::new(this_xtask()?);
     cmd.args(["boot", "--arch", "x86_64", "--accel", "tcg", "--plan"])
         .arg(&plan_path)

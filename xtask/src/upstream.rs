@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::boot::{self, Job, Judged};
+use crate::cmd::cmd;
 use crate::exit::{error, Kind};
 use crate::kernel::Built;
 use crate::progress::{line, Task};
@@ -48,20 +48,19 @@ pub fn build(built: &Built) -> Result<Binaries> {
     let mut log = String::new();
     let task = Task::start(format!("{}: building the upstream user_events selftests", arch.name));
     // O= keeps fixdep, unifdef and usr/ out of the (hard-linked) mirror.
-    let mut hdr = Command::new("make");
-    hdr.arg("-C").arg(&mirror).arg(format!("O={}", objtree.display())).args(arch.make_vars());
-    hdr.arg(format!("INSTALL_HDR_PATH={}", headers.display())).arg("headers_install");
-    let mut tests = Command::new("make");
-    tests.arg("-C").arg(&dir).arg(format!("OUTPUT={}", bin.display()));
-    if !arch.cross_compile.is_empty() {
-        tests.arg(format!("CROSS_COMPILE={}", arch.cross_compile));
-    }
+    let sh = crate::cmd::sh()?;
+    let (o, vars, hdr_path) = (format!("O={}", objtree.display()), arch.make_vars(), &headers);
+    let hdr = cmd!(sh, "make -C {mirror} {o} {vars...} INSTALL_HDR_PATH={hdr_path} headers_install");
+    let cross = Some(format!("CROSS_COMPILE={}", arch.cross_compile)).filter(|_| !arch.cross_compile.is_empty());
     // lib.mk reads KHDR_INCLUDES (default: the tree's own usr/include) and USERLDFLAGS.
-    tests.arg(format!("KHDR_INCLUDES=-isystem {}", headers.join("include").display()));
-    tests.arg("USERLDFLAGS=-static");
-    for cmd in [&mut hdr, &mut tests] {
-        log.push_str(&format!("$ {cmd:?}\n"));
-        let run = cmd.stdin(std::process::Stdio::null()).output().with_context(|| format!("starting {cmd:?}"))?;
+    let khdr = format!("KHDR_INCLUDES=-isystem {}", headers.join("include").display());
+    let output = &bin;
+    let tests = cmd!(sh, "make -C {dir} OUTPUT={output} {cross...} {khdr} USERLDFLAGS=-static");
+    // Captured whole, not streamed: the log is written once each make ends.
+    for cmd in [hdr, tests] {
+        let shown = cmd.to_string();
+        log.push_str(&format!("$ {shown}\n"));
+        let run = cmd.ignore_status().output().with_context(|| format!("starting {shown}"))?;
         log.push_str(&String::from_utf8_lossy(&run.stdout));
         log.push_str(&String::from_utf8_lossy(&run.stderr));
         std::fs::write(&log_path, &log)?;

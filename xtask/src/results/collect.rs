@@ -35,13 +35,8 @@ pub fn save_facts(judged: &[crate::boot::Judged], built: &[crate::kernel::Built]
                 .with_context(|| format!("writing {}", path.display()))?;
         }
         let binary = j.outcome.vm.command_line.split_whitespace().next().unwrap_or_default().to_string();
-        let version = versions
-            .entry(binary.clone())
-            .or_insert_with(|| {
-                let out = std::process::Command::new(&binary).arg("--version").output().ok()?;
-                String::from_utf8_lossy(&out.stdout).lines().next().map(|l| l.trim().to_string())
-            })
-            .clone();
+        let version =
+            versions.entry(binary.clone()).or_insert_with(|| crate::qemu::version(Path::new(&binary))).clone();
         if let Some(v) = version {
             std::fs::write(dir.join("qemu-version.txt"), format!("{v}\n"))?;
         }

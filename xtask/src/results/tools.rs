@@ -4,10 +4,10 @@
 //! `cargo xtask setup` installs). `cargo xtask test` runs `check_consumers`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, Result};
 
+use crate::cmd::{cmd, install, sh, succeeds};
 use crate::exit::{error, Kind};
 
 /// The `kcidb-io` release installed and validated against (its schema v5.3).
@@ -21,10 +21,8 @@ pub fn kcidb_venv() -> PathBuf {
 /// Whether the virtualenv's Python imports the pinned `kcidb_io`.
 pub fn kcidb_installed() -> bool {
     let python = kcidb_venv().join("bin/python");
-    Command::new(python)
-        .args(["-c", &format!("import importlib.metadata as m; assert m.version('kcidb-io') == '{KCIDB_IO_VERSION}'")])
-        .output()
-        .is_ok_and(|o| o.status.success())
+    let check = format!("import importlib.metadata as m; assert m.version('kcidb-io') == '{KCIDB_IO_VERSION}'");
+    sh().is_ok_and(|sh| succeeds(cmd!(sh, "{python} -c {check}")))
 }
 
 /// The commands that install it, as a person would type them.
@@ -39,15 +37,10 @@ pub fn kcidb_install_commands() -> Vec<String> {
 /// Creates the virtualenv and installs `kcidb-io` into it from PyPI.
 pub fn install_kcidb() -> Result<()> {
     let venv = kcidb_venv();
-    let run = |cmd: &mut Command| -> Result<()> {
-        let st = cmd.status().with_context(|| format!("running {cmd:?}"))?;
-        if !st.success() {
-            return Err(error(Kind::Infra, format!("setup: {cmd:?} failed ({st})")));
-        }
-        Ok(())
-    };
-    run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-    run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", &format!("kcidb-io=={KCIDB_IO_VERSION}")]))
+    let sh = sh()?;
+    install(cmd!(sh, "python3 -m venv {venv}"))?;
+    let (pip, wanted) = (venv.join("bin/pip"), format!("kcidb-io=={KCIDB_IO_VERSION}"));
+    install(cmd!(sh, "{pip} install --quiet {wanted}"))
 }
 
 /// Validates a KCIDB document with `kcidb-io`'s schema v5.3 (exactly that version).
@@ -63,7 +56,8 @@ pub fn kcidb_validate(doc: &[u8]) -> Result<()> {
     let script = "import json, sys, kcidb_io\n\
                   kcidb_io.schema.V5_3.validate_exactly(json.load(open(sys.argv[1])))\n\
                   print('valid kcidb', kcidb_io.schema.V5_3.major, kcidb_io.schema.V5_3.minor)";
-    let out = Command::new(kcidb_venv().join("bin/python")).args(["-c", script]).arg(tmp.path()).output()?;
+    let (sh, python, doc) = (sh()?, kcidb_venv().join("bin/python"), tmp.path());
+    let out = cmd!(sh, "{python} -c {script} {doc}").ignore_status().output()?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let last: Vec<&str> = err.lines().rev().take(12).collect::<Vec<_>>().into_iter().rev().collect();
@@ -124,10 +118,9 @@ impl KunitParse {
 pub fn kunit_parse(kunit: &Path, ktap: &[u8]) -> Result<KunitParse> {
     let tmp = tempfile::Builder::new().suffix(".ktap").tempfile()?;
     std::fs::write(tmp.path(), ktap)?;
-    let out = Command::new("python3")
-        .arg(kunit)
-        .arg("parse")
-        .arg(tmp.path())
+    let (sh, file) = (sh()?, tmp.path());
+    let out = cmd!(sh, "python3 {kunit} parse {file}")
+        .ignore_status()
         .output()
         .with_context(|| format!("running python3 {} parse", kunit.display()))?;
     let mut output = String::from_utf8_lossy(&out.stdout).into_owned();
