@@ -178,7 +178,8 @@ fn test_commit(
     };
     let mut failures = Vec::new();
     if let Some(dir) = &run {
-        let model = crate::results::compare::read_run_json(&dir.join("run.json")).context("reading the step's run")?;
+        let model = crate::results::compare::read_run_json(&dir.join(crate::run_folder::RUN_JSON))
+            .context("reading the step's run")?;
         for a in &model.arches {
             for s in a.scenarios.iter().filter(|s| s.status.is_failure()) {
                 let mut tail = s.failing_step(4);

@@ -1,7 +1,6 @@
 //! The boot phase: the agent and a plan become an initramfs, each arch boots in its own VM
 //! (in parallel), and the console and result channel become one verdict per boot.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -13,7 +12,10 @@ use crate::exit::{error, Kind};
 use crate::kernel::Built;
 use crate::progress::line;
 use crate::qemu::{self, Accel, Share, VmRun, VmSpec};
+use crate::results::model::RunVerdict;
+use crate::run_folder::{self, BootDir, BootFacts, BootFolder, JudgedBoot, VmRecord};
 use crate::suites::Marks;
+use crate::verdict::{BootResult, WithXfail};
 
 /// `--accel`: what to run QEMU with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -81,18 +83,6 @@ pub fn parse_share(arg: &str) -> Result<(PathBuf, String)> {
     Ok((host.canonicalize()?, guest))
 }
 
-/// A new `results/<run-id>/` folder, with `results/latest` pointing at it.
-pub fn new_run_dir(results: &Path) -> Result<PathBuf> {
-    let stamp = jiff::Zoned::now().strftime("%Y%m%d-%H%M%S").to_string();
-    let id = format!("{stamp}-{:05}", std::process::id() % 100_000);
-    let dir = results.join(&id);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let latest = results.join("latest");
-    let _ = std::fs::remove_file(&latest);
-    let _ = std::os::unix::fs::symlink(&id, &latest);
-    Ok(dir)
-}
-
 /// Boots every job, the arches in parallel, and returns the outcomes in job order.
 pub fn run_all(jobs: Vec<Job>, opts: &Options) -> Result<Vec<Outcome>> {
     let virtiofsd = crate::setup::virtiofsd();
@@ -137,7 +127,7 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
     std::fs::create_dir_all(&job.out_dir)?;
     // Only the sockets live here: the logs go straight into the run folder as they come.
     let scratch = tempfile::Builder::new().prefix(&format!("xtask-vm-{}-", arch.name)).tempdir()?;
-    let artifacts = job.out_dir.join("artifacts");
+    let artifacts = job.out_dir.join(run_folder::ARTIFACTS);
     std::fs::create_dir_all(&artifacts)?;
     let started = std::time::Instant::now();
     let vm_dirs = VmDirs { work: scratch.path(), logs: &job.out_dir };
@@ -165,7 +155,7 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
             console_log: touch(spec.console_log()),
             results_log: touch(spec.results_log()),
             ended: qemu::Ended::Failed { error: format!("{e:#}") },
-            command_line: std::fs::read_to_string(job.out_dir.join("qemu-command.txt"))
+            command_line: std::fs::read_to_string(job.out_dir.join(run_folder::QEMU_COMMAND))
                 .unwrap_or_default()
                 .trim()
                 .to_string(),
@@ -412,43 +402,6 @@ pub fn shared_dir(arch: &str, k: usize) -> String {
     BootDir::Shared(k as u32).name(arch)
 }
 
-/// A boot's place among its arch's boots, as its folder names it; the order is the run's:
-/// the shared boot's parts, then the isolated scenarios' boots, then the resume boots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum BootDir {
-    /// Part `k` (from 1) of the arch's shared plan: `x86_64`, `x86_64.vm-2` (`--vms`).
-    Shared(u32),
-    /// A scenario marked `isolated`, in a boot of its own: `x86_64.isolated-1`.
-    Isolated(u32),
-    /// The scenarios a crash or hang left unrun, in a fresh boot: `x86_64.resume-1`.
-    Resume(u32),
-}
-
-impl BootDir {
-    /// The arch and place of a boot folder's name; `None` for a name that is no boot folder's.
-    pub fn parse(name: &str) -> Option<(&str, BootDir)> {
-        let Some((arch, rest)) = name.split_once('.') else { return Some((name, BootDir::Shared(1))) };
-        let (kind, n) = rest.split_once('-')?;
-        let n = n.parse().ok()?;
-        let place = match kind {
-            "vm" => BootDir::Shared(n),
-            "isolated" => BootDir::Isolated(n),
-            "resume" => BootDir::Resume(n),
-            _ => return None,
-        };
-        Some((arch, place))
-    }
-
-    pub fn name(self, arch: &str) -> String {
-        match self {
-            BootDir::Shared(1) => arch.to_string(),
-            BootDir::Shared(k) => format!("{arch}.vm-{k}"),
-            BootDir::Isolated(n) => format!("{arch}.isolated-{n}"),
-            BootDir::Resume(n) => format!("{arch}.resume-{n}"),
-        }
-    }
-}
-
 /// How many resume boots an arch gets at most: each one follows a crash or hang that still
 /// left scenarios to run.
 pub const MAX_RESUMES: u32 = 8;
@@ -460,7 +413,7 @@ pub fn run_plans(
     vm: &crate::flags::VmArgs,
     cache_dir: Option<&Path>,
 ) -> Result<Vec<Judged>> {
-    let run_dir = new_run_dir(&results_root(vm))?;
+    let run_dir = run_folder::new_run_dir(&results_root(vm))?;
     let judged = run_plans_in(plans, extra, &options(vm, cache_dir)?, &run_dir)?;
     finish_run(&judged, &run_dir);
     Ok(judged)
@@ -540,7 +493,7 @@ fn run_lane(
         let outcomes = run_all(jobs, opts)?;
         let mut next = Vec::new();
         for (o, p) in outcomes.into_iter().zip(wave) {
-            let mut j = judge(o, &p.plan, p.marks.clone())?;
+            let mut j = Judged::of(o, &p.plan, p.marks.clone())?;
             if let Some(rest) = resume_plan(&j, &p.plan) {
                 let arch = p.built.arch.name;
                 resumes += 1;
@@ -550,7 +503,7 @@ fn run_lane(
                         "{}: {} ended early ({}); its {} unrun scenario(s) go to a fresh boot, {dir}",
                         arch,
                         boot_name(&j.outcome.out_dir),
-                        j.result.verdict.as_str(),
+                        j.result().verdict.as_str(),
                         rest.scenarios.len()
                     ));
                     j.resumed_in = Some(dir.clone());
@@ -573,15 +526,15 @@ fn run_lane(
 /// when a fresh boot would not help: the kernel did not boot, the host failed, a signal stopped
 /// the run, or the boot ran nothing at all (it would only break the same way again).
 fn resume_plan(j: &Judged, plan: &protocol::Plan) -> Option<protocol::Plan> {
-    use crate::verdict::{Status, Verdict};
-    if matches!(j.result.verdict, Verdict::BootFailure(_) | Verdict::Interrupted)
+    use crate::verdict::{BootVerdict, Status};
+    if matches!(j.result().verdict, BootVerdict::BootFailure(_) | BootVerdict::Interrupted)
         || matches!(j.outcome.vm.ended, qemu::Ended::Failed { .. })
     {
         return None;
     }
     let unrun: Vec<&str> =
-        j.result.scenarios.iter().filter(|s| s.status == Status::NotRun).map(|s| s.name.as_str()).collect();
-    let progressed = j.result.scenarios.iter().any(|s| s.status != Status::NotRun);
+        j.result().scenarios.iter().filter(|s| s.status == Status::NotRun).map(|s| s.name.as_str()).collect();
+    let progressed = j.result().scenarios.iter().any(|s| s.status != Status::NotRun);
     if unrun.is_empty() || !progressed {
         return None;
     }
@@ -677,13 +630,47 @@ pub fn shell(built: &Built, vm: &crate::flags::VmArgs, cache_dir: Option<&Path>)
 #[derive(Debug)]
 pub struct Judged {
     pub outcome: Outcome,
-    pub result: crate::verdict::BootResult,
-    /// The result with the plan's expected failures counted (the verdict that sets the exit code).
-    pub counted: crate::verdict::WithXfail,
-    /// The plan's expected failures and expected kernel reports.
-    pub marks: Marks,
+    /// Its folder, record and judgement, as the reports take them.
+    pub boot: JudgedBoot,
     /// The resume boot that runs what this one left unrun (`x86_64.resume-1`).
     pub resumed_in: Option<String>,
+}
+
+impl Judged {
+    /// Judges a finished boot from its logs with the plan's marks, writes its record
+    /// (`verdict.json`) beside them and times it (the `judge` phase).
+    pub fn of(outcome: Outcome, plan: &protocol::Plan, marks: Marks) -> Result<Judged> {
+        let started = std::time::Instant::now();
+        let ms = |d: Duration| d.as_millis() as u64;
+        let facts = BootFacts {
+            arch: outcome.arch.name.to_string(),
+            accel: outcome.accel.name().to_string(),
+            qemu_command: outcome.vm.command_line.clone(),
+            ended: outcome.vm.ended.clone(),
+            wall_ms: ms(outcome.vm.wall),
+            boot_ms: outcome.vm.boot.map(ms),
+            artifacts_shared: outcome.artifacts_shared,
+            vm: Some(VmRecord::of(&outcome.spec)),
+            xfail: marks.xfail,
+            expect_report: marks.expect_report,
+            about: marks.about,
+        };
+        let planned = plan.scenarios.iter().map(|s| s.name.clone()).collect();
+        let boot = run_folder::judge(BootFolder::at(outcome.out_dir.clone()), facts, planned)?;
+        boot.write_record()?;
+        crate::timings::record(Some(&boot.folder.name), "judge", started.elapsed());
+        Ok(Judged { outcome, boot, resumed_in: None })
+    }
+
+    /// The boot's result, every planned scenario accounted for.
+    pub fn result(&self) -> &BootResult {
+        &self.boot.judgement.result
+    }
+
+    /// The result with the plan's expected failures counted (the verdict that sets the exit code).
+    pub fn counted(&self) -> &WithXfail {
+        &self.boot.judgement.counted
+    }
 }
 
 /// The boot's folder name in the run (`x86_64`, `x86_64.isolated-1`), as phases are keyed.
@@ -691,56 +678,11 @@ fn boot_name(out_dir: &Path) -> String {
     out_dir.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned())
 }
 
-/// Reads a boot's logs back and decides its verdict; writes `verdict.json` beside them.
-pub fn judge(outcome: Outcome, plan: &protocol::Plan, marks: Marks) -> Result<Judged> {
-    let started = std::time::Instant::now();
-    let name = boot_name(&outcome.out_dir);
-    let judged = judge_(outcome, plan, marks);
-    crate::timings::record(Some(&name), "judge", started.elapsed());
-    judged
-}
-
-fn judge_(outcome: Outcome, plan: &protocol::Plan, marks: Marks) -> Result<Judged> {
-    use crate::verdict::HostEnd;
-    let console = String::from_utf8_lossy(&std::fs::read(&outcome.vm.console_log)?).into_owned();
-    let results = String::from_utf8_lossy(&std::fs::read(&outcome.vm.results_log)?).into_owned();
-    let planned: Vec<String> = plan.scenarios.iter().map(|s| s.name.clone()).collect();
-    let end = HostEnd::of(&outcome.vm.ended);
-    let result = crate::verdict::decide(
-        &planned,
-        &marks.expect_report,
-        &crate::ktap::read(&results),
-        &crate::console::scan(&console),
-        &console,
-        &end,
-    );
-    let counted = crate::verdict::with_xfail(&result, &marks.xfail);
-    let xfail_marks: BTreeMap<&str, _> =
-        result.scenarios.iter().zip(&counted.marks).filter_map(|(s, m)| m.map(|m| (s.name.as_str(), m))).collect();
-    let record = serde_json::json!({
-        "arch": outcome.arch.name,
-        "accel": outcome.accel.name(),
-        "qemu_command": outcome.vm.command_line,
-        "ended": outcome.vm.ended,
-        "wall_ms": outcome.vm.wall.as_millis() as u64,
-        "boot_ms": outcome.vm.boot.map(|b| b.as_millis() as u64),
-        "artifacts_shared": outcome.artifacts_shared,
-        "vm": crate::replay::VmRecord::of(&outcome.spec),
-        "result": result,
-        "xfail": marks.xfail,
-        "expect_report": marks.expect_report,
-        "about": marks.about,
-        "xfail_marks": xfail_marks,
-        "verdict_with_xfail": counted.verdict,
-    });
-    std::fs::write(outcome.out_dir.join("verdict.json"), serde_json::to_vec_pretty(&record)?)?;
-    Ok(Judged { outcome, result, counted, marks, resumed_in: None })
-}
-
 pub fn print_boot(j: &Judged) {
     use crate::verdict::{Expected, Status};
     let arch = j.outcome.arch.name;
-    for (s, mark) in j.result.scenarios.iter().zip(&j.counted.marks) {
+    let (result, counted, facts) = (j.result(), j.counted(), &j.boot.facts);
+    for (s, mark) in result.scenarios.iter().zip(&counted.marks) {
         if s.status == Status::NotRun && j.resumed_in.is_some() {
             continue;
         }
@@ -759,7 +701,7 @@ pub fn print_boot(j: &Judged) {
             (None, Status::Crashed) => "CRASHED",
         };
         let ms = s.time_ms.map_or(String::new(), |t| format!(" ({t} ms)"));
-        let why = match (mark, j.marks.xfail.get(&s.name), j.marks.expect_report.get(&s.name)) {
+        let why = match (mark, facts.xfail.get(&s.name), facts.expect_report.get(&s.name)) {
             (Some(Expected::Xfail), Some(r), _) => format!(": {r}"),
             (Some(Expected::Xpass), Some(r), _) => format!(": marked xfail ({r}) but passed; remove the mark"),
             (None, _, Some(text)) if s.status == Status::Pass => format!(": the expected kernel report ({text}) came"),
@@ -775,18 +717,18 @@ pub fn print_boot(j: &Judged) {
             }
         }
     }
-    for f in &j.result.findings {
+    for f in &result.findings {
         line(format!("{arch}: kernel report outside the scenarios: {}", f.describe()));
     }
-    for p in &j.result.problems {
+    for p in &result.problems {
         line(format!("{arch}: problem: {p}"));
     }
     if let Some(next) = &j.resumed_in {
-        let unrun = j.result.scenarios.iter().filter(|s| s.status == Status::NotRun).count();
+        let unrun = result.scenarios.iter().filter(|s| s.status == Status::NotRun).count();
         line(format!("{arch}: {unrun} scenario(s) not run in this boot ran in {next}"));
     }
     let boot = j.outcome.vm.boot.map_or("never".to_string(), |b| format!("{:.2} s", b.as_secs_f64()));
-    let count = |e: Expected| j.counted.marks.iter().filter(|m| **m == Some(e)).count();
+    let count = |e: Expected| counted.marks.iter().filter(|m| **m == Some(e)).count();
     let expected = match (count(Expected::Xfail), count(Expected::Xpass)) {
         (0, 0) => String::new(),
         (f, p) => format!(", {f} xfail, {p} xpass"),
@@ -795,8 +737,8 @@ pub fn print_boot(j: &Judged) {
     let boot_name = j.outcome.out_dir.file_name().map_or(arch.into(), |n| n.to_string_lossy().into_owned());
     line(format!(
         "{boot_name}: verdict {} ({} scenario(s){expected}, /init reached at {boot}, VM {:.2} s, {})",
-        j.counted.verdict.as_str(),
-        j.result.scenarios.len(),
+        counted.verdict.as_str(),
+        result.scenarios.len(),
         j.outcome.vm.wall.as_secs_f64(),
         j.outcome.accel.name()
     ));
@@ -809,14 +751,14 @@ pub fn exit_code(judged: &[Judged]) -> u8 {
         return Kind::Interrupted.code();
     }
     // The run model's mapping, so a run and `report --from` of it exit alike.
-    judged.iter().map(|j| crate::results::collect::verdict(&j.counted.verdict).exit_code()).max().unwrap_or(0)
+    judged.iter().map(|j| RunVerdict::of(&j.counted().verdict).exit_code()).max().unwrap_or(0)
 }
 
 /// The exit status of `exec`'s program, from the agent's line for its step (the protocol's
 /// `ExecEnd`), with the program's output printed.
 fn exec_status(j: &Judged) -> Result<u8> {
     use crate::verdict::Status;
-    let Some(s) = j.result.scenarios.first() else {
+    let Some(s) = j.result().scenarios.first() else {
         return Err(error(Kind::Infra, "the exec scenario has no result"));
     };
     let mut code = None;
@@ -831,7 +773,7 @@ fn exec_status(j: &Judged) -> Result<u8> {
         (Status::Timeout, _) => Ok(124),
         (Status::Crashed | Status::NotRun, _) => Err(error(
             Kind::Infra,
-            format!("the guest did not finish the program: verdict {}", j.result.verdict.as_str()),
+            format!("the guest did not finish the program: verdict {}", j.result().verdict.as_str()),
         )),
         (_, Some(c)) => Ok(c),
         (_, None) => Err(error(Kind::Infra, "the agent did not report the program's exit status")),
@@ -858,17 +800,6 @@ mod tests {
         assert_eq!(sizes(0), [5]);
         assert_eq!(split_plan(crate::empty_plan("x"), 3).len(), 1);
         assert_eq!((shared_dir("arm64", 1), shared_dir("arm64", 2)), ("arm64".into(), "arm64.vm-2".into()));
-        assert_eq!(BootDir::parse("x86_64"), Some(("x86_64", BootDir::Shared(1))));
-        assert_eq!(BootDir::parse("x86_64.vm-3"), Some(("x86_64", BootDir::Shared(3))));
-        assert_eq!(BootDir::parse("arm64.isolated-2"), Some(("arm64", BootDir::Isolated(2))));
-        assert_eq!(BootDir::parse("arm64.resume-1"), Some(("arm64", BootDir::Resume(1))));
-        assert_eq!(BootDir::parse("arm64.other"), None);
-        assert_eq!(BootDir::parse("arm64.vm-x"), None);
-        for name in ["x86_64", "x86_64.vm-3", "arm64.isolated-2", "arm64.resume-1"] {
-            let (arch, place) = BootDir::parse(name).unwrap();
-            assert_eq!(place.name(arch), name);
-        }
-        assert!(BootDir::Shared(2) < BootDir::Isolated(1) && BootDir::Isolated(9) < BootDir::Resume(1));
     }
 
     #[test]

@@ -34,7 +34,6 @@ pub enum FindingKind {
 }
 
 impl FindingKind {
-    #[allow(dead_code)] // not used until the results are rendered
     pub fn as_str(self) -> &'static str {
         match self {
             FindingKind::Panic => "panic",

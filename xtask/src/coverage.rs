@@ -116,22 +116,13 @@ pub fn unknown_ids(items: &[Item], suites: &[Suite], excused: &Excused) -> Vec<S
 /// the arch's other boots (`<arch>.vm-<k>/`, `<arch>.isolated-<n>/`).
 pub fn latest(results: &Path) -> Latest {
     let mut out = Latest::new();
-    let run = results.join("latest");
-    let mut dirs: Vec<String> =
-        std::fs::read_dir(&run).into_iter().flatten().filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
-    dirs.sort();
-    for arch in crate::arch::ARCHES {
-        let mine = |d: &&String| crate::boot::BootDir::parse(d).is_some_and(|(a, _)| a == arch.name);
-        for dir in dirs.iter().filter(mine) {
-            let Ok(bytes) = std::fs::read(run.join(dir).join("verdict.json")) else { continue };
-            let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
-            let statuses = v["result"]["scenarios"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|s| Some((s["name"].as_str()?.to_string(), s["status"].as_str()?.to_string())));
-            out.entry(arch.name.to_string()).or_default().extend(statuses);
-        }
+    let folders = crate::run_folder::boot_folders(&results.join(crate::run_folder::LATEST)).unwrap_or_default();
+    for folder in folders {
+        let (Some((arch, _)), Ok((_, scenarios))) = (folder.place(), crate::run_folder::read_record(&folder)) else {
+            continue;
+        };
+        let statuses = scenarios.into_iter().filter_map(|s| Some((s.name, s.status?)));
+        out.entry(arch.to_string()).or_default().extend(statuses);
     }
     out
 }

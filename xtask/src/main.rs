@@ -24,6 +24,7 @@ mod progress;
 mod qemu;
 mod replay;
 mod results;
+mod run_folder;
 mod select;
 mod setup;
 mod source;
@@ -105,7 +106,7 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             setup::ensure(&setup::Needs::upstream(&args))?;
             let built = kernels(&args.kernel)?;
             let results = args.vm.results.clone().unwrap_or_else(|| project_root().join("results"));
-            let run_dir = boot::new_run_dir(&results)?;
+            let run_dir = run_folder::new_run_dir(&results)?;
             upstream::run(&built, &args.vm, args.kernel.cache_dir.as_deref(), &run_dir)
         }
         Cmd::CheckSuites(args) => {
@@ -181,7 +182,10 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             let built = kernels(&kernel)?;
             boot::exec(&built[0], &args.command, args.timeout, &args.vm, args.kernel.cache_dir.as_deref())
         }
-        Cmd::Report(args) => Ok(results::publish(&args.from)?.verdict.exit_code()),
+        Cmd::Report(args) => {
+            let run = results::collect::load(&args.from, jiff::Timestamp::now())?;
+            Ok(results::publish(&args.from, run, None)?.verdict.exit_code())
+        }
         Cmd::Replay(args) => {
             let results = args.results.unwrap_or_else(|| project_root().join("results"));
             replay::replay(&args.run, args.arch.as_deref(), args.boot.as_deref(), &results)
@@ -200,7 +204,7 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
         Cmd::Merge(args) => {
             let out = match args.out {
                 Some(out) => out,
-                None => boot::new_run_dir(&project_root().join("results"))?,
+                None => run_folder::new_run_dir(&project_root().join("results"))?,
             };
             Ok(results::merge::merge(&args.dirs, &out)?.verdict.exit_code())
         }
@@ -416,7 +420,7 @@ pub fn run_suites_judged(
 /// The boots the chosen suites need on these kernels, and what each kernel's plan leaves out.
 pub struct Boots<'a> {
     pub plans: Vec<boot::PlanFor<'a>>,
-    pub skipped: Vec<(&'static str, results::collect::Skipped)>,
+    pub skipped: Vec<(&'static str, run_folder::Skipped)>,
 }
 
 /// Compiles the chosen suites for each kernel: its shared plan cut into `--vms` parts, a boot
@@ -429,13 +433,13 @@ pub fn plan_boots<'a>(chosen: &Chosen, built: &'a [kernel::Built], vm: &flags::V
         let compiled = compile_for(chosen, b)?;
         for s in &compiled.skipped {
             progress::line(format!("{} {}/{}: {}", progress::tag("SKIPPED"), b.arch.name, s.name, s.reason));
-            let s = results::collect::Skipped { name: s.name.clone(), reason: s.reason.clone() };
+            let s = run_folder::Skipped { name: s.name.clone(), reason: s.reason.clone() };
             skipped.push((b.arch.name, s));
         }
         for (n, scenario) in compiled.isolated.into_iter().enumerate() {
             let mut plan = empty_plan(b.arch.name);
             plan.scenarios.push(scenario);
-            let dir = boot::BootDir::Isolated(n as u32 + 1).name(b.arch.name);
+            let dir = run_folder::BootDir::Isolated(n as u32 + 1).name(b.arch.name);
             isolated.push(boot::PlanFor { built: b, plan, marks: compiled.marks.clone(), dir });
         }
         // No shared boot when every planned scenario of this kernel is isolated, or when the
@@ -457,11 +461,11 @@ pub fn plan_boots<'a>(chosen: &Chosen, built: &'a [kernel::Built], vm: &flags::V
 pub fn save_skipped(
     run_dir: &Path,
     built: &[kernel::Built],
-    skipped: &[(&'static str, results::collect::Skipped)],
+    skipped: &[(&'static str, run_folder::Skipped)],
 ) -> Result<()> {
     for b in built {
         let mine: Vec<_> = skipped.iter().filter(|(a, _)| *a == b.arch.name).map(|(_, s)| s.clone()).collect();
-        results::collect::save_skipped(&run_dir.join(b.arch.name), &mine)?;
+        run_folder::save_skipped(&run_dir.join(b.arch.name), &mine)?;
     }
     Ok(())
 }
@@ -469,10 +473,12 @@ pub fn save_skipped(
 /// Records the run's provenance beside its logs and writes every report into the run folder.
 pub fn publish_results(judged: &[boot::Judged], built: &[kernel::Built]) -> Result<()> {
     let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) else { return Ok(()) };
-    results::collect::save_facts(judged, built)?;
-    let t = std::time::Instant::now();
-    results::publish(run_dir)?;
-    timings::finish(run_dir, t.elapsed())
+    let began = std::time::Instant::now();
+    let boots: Vec<&run_folder::JudgedBoot> = judged.iter().map(|j| &j.boot).collect();
+    results::collect::save_facts(run_dir, &boots, built)?;
+    let run = results::collect::assemble(run_dir, &boots, vec![], jiff::Timestamp::now())?;
+    results::publish(run_dir, run, Some(began))?;
+    Ok(())
 }
 
 /// `shell` and `exec` run one VM: `--arch all` (the default) means the host's arch, when this

@@ -22,6 +22,14 @@ pub const BOOT_MARKER: &str = "Run /init as init process";
 /// After this the kernel reboots at once (`panic=-1`), which ends QEMU (`-no-reboot`).
 pub const PANIC_MARKER: &str = "Kernel panic - not syncing";
 
+/// What a VM writes into its log folder (`VmSpec::logs`; a boot's folder of the run, where
+/// `run_folder` names them too): the serial console, the result channel, the command line and
+/// QEMU's own stderr.
+pub const CONSOLE_LOG: &str = "console.log";
+pub const RESULTS_LOG: &str = "results.ktap";
+pub const COMMAND_FILE: &str = "qemu-command.txt";
+pub const STDERR_LOG: &str = "qemu-stderr.log";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Accel {
@@ -282,10 +290,10 @@ pub struct VmRun {
 
 impl VmSpec {
     pub fn console_log(&self) -> PathBuf {
-        self.logs.join("console.log")
+        self.logs.join(CONSOLE_LOG)
     }
     pub fn results_log(&self) -> PathBuf {
-        self.logs.join("results.ktap")
+        self.logs.join(RESULTS_LOG)
     }
 
     /// The full QEMU argument list (without the binary).
@@ -407,11 +415,11 @@ pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol
         .chain(args.iter().map(|a| if a.contains(' ') { format!("'{a}'") } else { a.clone() }))
         .collect::<Vec<_>>()
         .join(" ");
-    std::fs::write(spec.logs.join("qemu-command.txt"), format!("{command_line}\n"))?;
+    std::fs::write(spec.logs.join(COMMAND_FILE), format!("{command_line}\n"))?;
 
     let mut cmd = Command::new(&qemu);
     cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped());
-    cmd.stderr(std::fs::File::create(spec.logs.join("qemu-stderr.log"))?);
+    cmd.stderr(std::fs::File::create(spec.logs.join(STDERR_LOG))?);
     let started = Instant::now();
     let mut vm = Group::spawn(cmd, "qemu")?;
     let stdout = vm.child.stdout.take().context("qemu stdout")?;

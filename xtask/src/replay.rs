@@ -2,96 +2,22 @@
 //! boot recorded (`verdict.json`'s `vm`), without the tool's planning, so a crash or hang can be
 //! reproduced; the new run folder is judged against the recorded plan and marks.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 
 use crate::exit::{error, Kind};
 use crate::progress::line;
-use crate::qemu::{self, Accel, Share, VmSpec};
-
-/// What a boot needs to be booted again, as `verdict.json` keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VmRecord {
-    pub arch: String,
-    pub kernel: PathBuf,
-    pub initrd: PathBuf,
-    pub accel: Accel,
-    pub memory_mb: u32,
-    pub cpus: u32,
-    /// (virtio-fs tag, host folder).
-    pub shares: Vec<(String, PathBuf)>,
-    pub boot_timeout_ms: u64,
-    pub watchdog_ms: u64,
-    pub deadlines_ms: Option<Vec<u64>>,
-    /// `--kernel-args` and `--qemu-args` of the run.
-    #[serde(default)]
-    pub extra_cmdline: Vec<String>,
-    #[serde(default)]
-    pub extra_qemu: Vec<String>,
-}
-
-impl VmRecord {
-    pub fn of(spec: &VmSpec) -> VmRecord {
-        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        VmRecord {
-            arch: spec.arch.name.to_string(),
-            kernel: spec.kernel.clone(),
-            initrd: spec.initrd.clone(),
-            accel: spec.accel,
-            memory_mb: spec.memory_mb,
-            cpus: spec.cpus,
-            shares: spec.shares.iter().map(|s| (s.tag.clone(), s.host_dir.clone())).collect(),
-            boot_timeout_ms: ms(spec.boot_timeout),
-            watchdog_ms: ms(spec.watchdog),
-            deadlines_ms: spec.deadlines_ms.clone(),
-            extra_cmdline: spec.extra_cmdline.clone(),
-            extra_qemu: spec.extra_qemu.clone(),
-        }
-    }
-}
-
-/// The parts of a boot's `verdict.json` a replay reads.
-#[derive(Debug, Deserialize)]
-struct Recorded {
-    vm: Option<VmRecord>,
-    result: RecordedResult,
-    #[serde(default)]
-    xfail: BTreeMap<String, String>,
-    #[serde(default)]
-    expect_report: BTreeMap<String, String>,
-    #[serde(default)]
-    about: BTreeMap<String, crate::suites::About>,
-}
-
-#[derive(Debug, Deserialize)]
-struct RecordedResult {
-    scenarios: Vec<RecordedScenario>,
-}
-
-#[derive(Debug, Deserialize)]
-struct RecordedScenario {
-    name: String,
-}
+use crate::qemu::{self, Share, VmSpec};
+use crate::run_folder;
 
 /// Boots each chosen boot of `run` again into a new run folder, judges and reports it; the exit
 /// code is the new run's.
 pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path) -> Result<u8> {
     let bad = |m: String| error(Kind::BadInput, m);
-    let entries = std::fs::read_dir(run).map_err(|e| bad(format!("{}: {e}", run.display())))?;
-    let mut chosen: Vec<(String, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let (a, _) = crate::boot::BootDir::parse(&name)?;
-            let wanted = arch.is_none_or(|x| x == a) && boot.is_none_or(|b| b == name);
-            (wanted && e.path().join("verdict.json").is_file()).then(|| (name.clone(), e.path()))
-        })
-        .collect();
-    chosen.sort();
+    let mut chosen = run_folder::boot_folders(run)?;
+    chosen.retain(|f| f.place().is_some_and(|(a, _)| arch.is_none_or(|x| x == a)) && boot.is_none_or(|b| b == f.name));
     if chosen.is_empty() {
         return Err(bad(format!(
             "{}: no boot folder with a verdict.json{}{}",
@@ -100,14 +26,13 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
             boot.map_or(String::new(), |b| format!(" named {b}"))
         )));
     }
-    let run_dir = crate::boot::new_run_dir(results)?;
+    let run_dir = run_folder::new_run_dir(results)?;
     let virtiofsd = crate::setup::virtiofsd();
     let mut judged = Vec::new();
-    for (name, dir) in chosen {
-        let file = dir.join("verdict.json");
-        let recorded: Recorded = serde_json::from_slice(&std::fs::read(&file)?)
-            .map_err(|e| bad(format!("{}:{}:{}: {e}", file.display(), e.line(), e.column())))?;
-        let vm = recorded.vm.ok_or_else(|| {
+    for recorded_in in chosen {
+        let (name, file) = (recorded_in.name.clone(), recorded_in.file(run_folder::VERDICT));
+        let (facts, scenarios) = run_folder::read_record(&recorded_in)?;
+        let vm = facts.vm.clone().ok_or_else(|| {
             bad(format!(
                 "{}: no `vm` record (a run saved before replay existed): boot it with `cargo xtask boot`",
                 file.display()
@@ -124,7 +49,7 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
             }
         }
         let out_dir = run_dir.join(&name);
-        let artifacts = out_dir.join("artifacts");
+        let artifacts = out_dir.join(run_folder::ARTIFACTS);
         std::fs::create_dir_all(&artifacts)?;
         let scratch = tempfile::Builder::new().prefix(&format!("xtask-replay-{}-", arch.name)).tempdir()?;
         // The artifacts come back into the new run; a `--share` folder is the one recorded.
@@ -153,14 +78,12 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
             extra_qemu: vm.extra_qemu.clone(),
         };
         line(format!("{name}: replaying {} with {}", vm.kernel.display(), vm.initrd.display()));
-        let xfail = recorded.xfail.keys().cloned().collect();
+        let xfail = facts.xfail.keys().cloned().collect();
         let live = |l: &protocol::ResultLine| crate::boot::live_line(&name, l, &xfail);
         let ran = qemu::run_live(&spec, virtiofsd.as_deref(), &live)
-            .with_context(|| format!("replaying {}", dir.display()))?;
+            .with_context(|| format!("replaying {}", recorded_in.path.display()))?;
         let mut plan = crate::empty_plan(&format!("replay of {name}"));
-        plan.scenarios = recorded
-            .result
-            .scenarios
+        plan.scenarios = scenarios
             .iter()
             .enumerate()
             .map(|(i, s)| protocol::Scenario {
@@ -169,11 +92,7 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
                 steps: vec![],
             })
             .collect();
-        let marks = crate::suites::Marks {
-            xfail: recorded.xfail,
-            expect_report: recorded.expect_report,
-            about: recorded.about,
-        };
+        let marks = crate::suites::Marks { xfail: facts.xfail, expect_report: facts.expect_report, about: facts.about };
         let outcome = crate::boot::Outcome {
             arch,
             accel: vm.accel,
@@ -182,15 +101,17 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
             artifacts_shared: spec.shares.iter().any(|s| s.tag == protocol::ARTIFACTS_TAG),
             spec,
         };
-        judged.push(crate::boot::judge(outcome, &plan, marks)?);
-        for kept in ["kernel-metadata.json", "qemu-version.txt"] {
-            let _ = std::fs::copy(dir.join(kept), run_dir.join(&name).join(kept));
+        judged.push(crate::boot::Judged::of(outcome, &plan, marks)?);
+        for kept in [run_folder::KERNEL_METADATA, run_folder::QEMU_VERSION] {
+            let _ = std::fs::copy(recorded_in.file(kept), run_dir.join(&name).join(kept));
         }
     }
     for j in &judged {
         crate::boot::print_boot(j);
     }
     line(format!("results: {}", run_dir.display()));
-    let model = crate::results::publish(&run_dir)?;
+    let boots: Vec<&run_folder::JudgedBoot> = judged.iter().map(|j| &j.boot).collect();
+    let model = crate::results::collect::assemble(&run_dir, &boots, vec![], jiff::Timestamp::now())?;
+    let model = crate::results::publish(&run_dir, model, None)?;
     Ok(model.verdict.exit_code().max(crate::boot::exit_code(&judged)))
 }

@@ -34,7 +34,7 @@ impl Selection {
         }
         if let Some(run) = rerun_failed {
             let dir = if run.exists() { run.to_path_buf() } else { results.join(run) };
-            let file = dir.join("run.json");
+            let file = dir.join(crate::run_folder::RUN_JSON);
             let model = crate::results::compare::read_run_json(&file)
                 .map_err(|e| error(Kind::BadInput, format!("--rerun-failed {}: {e:#}", run.display())))?;
             let failed = model

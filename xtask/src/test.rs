@@ -212,7 +212,7 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
         let result = boot(&crate::empty_plan("empty")).and_then(|j| {
             let j = &j[0];
             let stream = crate::ktap::read(&std::fs::read_to_string(&j.outcome.vm.results_log)?);
-            anyhow::ensure!(j.result.verdict.as_str() == "pass", "verdict {:?}", j.result.verdict);
+            anyhow::ensure!(j.result().verdict.as_str() == "pass", "verdict {:?}", j.result().verdict);
             let sentinel = stream.sentinel.context("no sentinel on the result channel")?;
             anyhow::ensure!(sentinel.total == 0, "sentinel {sentinel:?}");
             Ok(())
@@ -230,13 +230,13 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
             scenario("fault/never", 5_000, vec![Step::Sleep { ms: 1 }]),
         ];
         let result = boot(&plan).and_then(|j| {
-            check_faults(&j[0].result)?;
+            check_faults(j[0].result())?;
             // What the panic left unrun goes to a fresh boot of the same kernel.
             let resume = j.get(1).context("no resume boot after the panic")?;
             let name = resume.outcome.out_dir.file_name().map(|n| n.to_string_lossy().into_owned());
             anyhow::ensure!(name == Some(format!("{}.resume-1", arch.name)), "resume boot named {name:?}");
             let got: Vec<(&str, Status)> =
-                resume.result.scenarios.iter().map(|s| (s.name.as_str(), s.status)).collect();
+                resume.result().scenarios.iter().map(|s| (s.name.as_str(), s.status)).collect();
             anyhow::ensure!(got == [("fault/never", Status::Pass)], "resume boot ran {got:?}");
             Ok(())
         });
@@ -254,7 +254,7 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
             scenario("hang/next", 5_000, vec![Step::Sleep { ms: 1 }]),
         ];
         let result = boot(&plan).and_then(|j| {
-            let r = &j[0].result;
+            let r = j[0].result();
             anyhow::ensure!(r.verdict.as_str() == "timeout", "verdict {:?}", r.verdict);
             let hang = &r.scenarios[0];
             anyhow::ensure!(hang.status == Status::Timeout, "hang/sleeps is {:?}", hang.status);
@@ -483,7 +483,7 @@ fn hygiene_check(vm: &VmArgs, base: &KernelArgs, args: &TestArgs) -> Result<()> 
     ];
     let built = crate::kernels(&KernelArgs { arch: "x86_64".into(), ..base.clone() })?;
     let judged = crate::boot::run_plan_on(&built, &plan, &[], vm, args.cache_dir.as_deref())?;
-    let r = &judged[0].result;
+    let r = judged[0].result();
     let got: Vec<(&str, Status)> = r.scenarios.iter().map(|s| (s.name.as_str(), s.status)).collect();
     let want = [("hygiene/leaves-an-event-enabled", Status::Fail), ("hygiene/needs-active-0", Status::Pass)];
     anyhow::ensure!(
@@ -800,7 +800,7 @@ fn check_faults(r: &crate::verdict::BootResult) -> Result<()> {
     ];
     anyhow::ensure!(status == want, "statuses {status:?}");
     anyhow::ensure!(
-        r.verdict == crate::verdict::Verdict::KernelPanic { scenario: Some("fault/panic".into()) },
+        r.verdict == crate::verdict::BootVerdict::KernelPanic { scenario: Some("fault/panic".into()) },
         "verdict {:?}",
         r.verdict
     );
@@ -863,7 +863,12 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
     let built = crate::kernels(&KernelArgs { arch: "arm64".into(), ..base.clone() })?;
     let judged = crate::boot::run_plan_on(&built, &plan, &[], &vm, args.cache_dir.as_deref())?;
     let j = &judged[0];
-    anyhow::ensure!(j.result.verdict.as_str() == "pass", "verdict {:?}: {:?}", j.result.verdict, j.result.scenarios);
+    anyhow::ensure!(
+        j.result().verdict.as_str() == "pass",
+        "verdict {:?}: {:?}",
+        j.result().verdict,
+        j.result().scenarios
+    );
     let written = std::fs::read_to_string(share.path().join("from-guest.txt"))?;
     anyhow::ensure!(written == "written in the guest\n", "share holds {written:?}");
     let artifact = std::fs::read_to_string(j.outcome.out_dir.join("artifacts/raw.dat"))?;

@@ -1,8 +1,8 @@
 //! Per-phase wall times of one invocation: the kernels (and, per arch on a cache miss, source,
 //! configure and build), then per boot initramfs, boot (QEMU start to /init), scenarios (/init
 //! to QEMU's exit) and judge, then render. Phases record themselves as they run; at the end of
-//! a run the table is printed and saved as `timings.json` in the run folder, which the run
-//! model (`run.json`) reads back.
+//! a run they are handed to the run's reports (`results::publish`): the table is printed, and
+//! they are saved as `timings.json` in the run folder and kept in the run model (`run.json`).
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// The file in the run folder.
-pub const FILE: &str = "timings.json";
+use crate::run_folder::TIMINGS;
 
 /// One phase of one invocation; `arch` is `None` for phases of the whole run, and the boot's
 /// folder name (`x86_64`, `x86_64.isolated-1`) for phases of a boot.
@@ -79,10 +78,10 @@ pub fn start() {
     START.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(std::time::Instant::now);
 }
 
-/// The end of a run: `render` and `total` recorded, the table printed, `timings.json` saved and
-/// `run.json` written again so the model holds them. What was recorded is handed to this run,
-/// and the next run of the invocation starts counting afresh.
-pub fn finish(run_dir: &Path, render: Duration) -> anyhow::Result<()> {
+/// The end of a run: `render` and `total` recorded, the table printed and `timings.json` saved;
+/// the phases are returned for the run model. What was recorded is handed to this run, and the
+/// next run of the invocation starts counting afresh.
+pub fn finish(run_dir: &Path, render: Duration) -> anyhow::Result<Vec<Phase>> {
     record(None, "render", render);
     let began = START.lock().unwrap_or_else(|e| e.into_inner()).replace(std::time::Instant::now());
     if let Some(t) = began {
@@ -93,8 +92,7 @@ pub fn finish(run_dir: &Path, render: Duration) -> anyhow::Result<()> {
         crate::progress::line(format!("timings: {line}"));
     }
     save(run_dir, &phases)?;
-    let run = crate::results::collect::load(run_dir, jiff::Timestamp::now())?;
-    crate::files::write_atomic(&run_dir.join("run.json"), &crate::results::json::render(&run)?)
+    Ok(phases)
 }
 
 /// The table printed at the end of a run: a line per phase, a column per boot.
@@ -131,12 +129,12 @@ pub fn table(phases: &[Phase]) -> String {
 }
 
 pub fn save(run_dir: &Path, phases: &[Phase]) -> anyhow::Result<()> {
-    crate::files::write_atomic(&run_dir.join(FILE), &serde_json::to_vec_pretty(phases)?)
+    crate::files::write_atomic(&run_dir.join(TIMINGS), &serde_json::to_vec_pretty(phases)?)
 }
 
 /// `timings.json` of a run folder; empty when the run did not record one.
 pub fn load(run_dir: &Path) -> anyhow::Result<Vec<Phase>> {
-    match std::fs::read(run_dir.join(FILE)) {
+    match std::fs::read(run_dir.join(TIMINGS)) {
         Ok(bytes) => Ok(serde_json::from_slice(&bytes)?),
         Err(_) => Ok(vec![]),
     }

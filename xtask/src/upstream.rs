@@ -290,8 +290,8 @@ pub fn run(built: &[Built], vm: &crate::flags::VmArgs, cache_dir: Option<&Path>,
         }
         let outcomes = boot::run_all(jobs, &opts)?;
         for (outcome, (name, plan)) in outcomes.into_iter().zip(plans) {
-            let judged = boot::judge(outcome, &plan, Default::default())?;
-            if matches!(judged.result.verdict, crate::verdict::Verdict::InfraError(_)) {
+            let judged = Judged::of(outcome, &plan, Default::default())?;
+            if matches!(judged.result().verdict, crate::verdict::BootVerdict::InfraError(_)) {
                 code = Kind::Infra.code();
             }
             let release = built
@@ -330,7 +330,7 @@ pub fn run(built: &[Built], vm: &crate::flags::VmArgs, cache_dir: Option<&Path>,
 }
 
 fn report(name: &str, kernelrelease: &str, j: &Judged) -> BinaryReport {
-    let s = j.result.scenarios.first();
+    let s = j.result().scenarios.first();
     let diagnostics = s.map(|s| s.diagnostics.clone()).unwrap_or_default();
     let mut parsed = parse(&diagnostics);
     if let Some(s) = s {
@@ -338,10 +338,10 @@ fn report(name: &str, kernelrelease: &str, j: &Judged) -> BinaryReport {
             parsed.problems.push(format!("the binary did not end normally: {}", s.status.as_str()));
         }
     }
-    parsed.problems.extend(j.result.problems.iter().cloned());
+    parsed.problems.extend(j.result().problems.iter().cloned());
     BinaryReport {
         name: name.to_string(),
-        verdict: j.result.verdict.as_str().to_string(),
+        verdict: j.result().verdict.as_str().to_string(),
         status: s.map_or("not-run", |s| s.status.as_str()).to_string(),
         out_dir: j.outcome.out_dir.clone(),
         kernelrelease: kernelrelease.to_string(),
@@ -390,7 +390,7 @@ fn print(arch: &str, r: &BinaryReport, j: &Judged) {
     for p in &r.parsed.problems {
         line(format!("{arch}/upstream/{}: problem: {p}", r.name));
     }
-    for f in j.result.scenarios.iter().flat_map(|s| &s.findings).chain(&j.result.findings) {
+    for f in j.result().scenarios.iter().flat_map(|s| &s.findings).chain(&j.result().findings) {
         line(format!("{arch}/upstream/{}: kernel: {}", r.name, f.describe()));
     }
 }

@@ -211,7 +211,7 @@ fn patched_side(
     }
     let mut arches: Vec<&'static str> = arches.iter().map(|a| a.name).collect();
     arches.sort_by_key(|a| order.iter().position(|o| o == a));
-    let run_dir = crate::boot::new_run_dir(&crate::boot::results_root(&args.vm))?;
+    let run_dir = crate::run_folder::new_run_dir(&crate::boot::results_root(&args.vm))?;
     let opts = crate::boot::options(&args.vm, kernel.cache_dir.as_deref())?;
     let lanes = std::thread::scope(|s| -> Result<Vec<_>> {
         let mut lanes = Vec::new();

@@ -46,7 +46,7 @@ impl HostEnd {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "detail", rename_all = "kebab-case")]
-pub enum Verdict {
+pub enum BootVerdict {
     Pass,
     Fail,
     KernelPanic {
@@ -60,16 +60,16 @@ pub enum Verdict {
     InfraError(String),
 }
 
-impl Verdict {
+impl BootVerdict {
     pub fn as_str(&self) -> &'static str {
         match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-            Verdict::KernelPanic { .. } => "kernel-panic",
-            Verdict::Timeout => "timeout",
-            Verdict::BootFailure(_) => "boot-failure",
-            Verdict::Interrupted => "interrupted",
-            Verdict::InfraError(_) => "infra-error",
+            BootVerdict::Pass => "pass",
+            BootVerdict::Fail => "fail",
+            BootVerdict::KernelPanic { .. } => "kernel-panic",
+            BootVerdict::Timeout => "timeout",
+            BootVerdict::BootFailure(_) => "boot-failure",
+            BootVerdict::Interrupted => "interrupted",
+            BootVerdict::InfraError(_) => "infra-error",
         }
     }
 
@@ -77,13 +77,13 @@ impl Verdict {
     /// pass.
     fn rank(&self) -> u8 {
         match self {
-            Verdict::Pass => 0,
-            Verdict::Fail => 1,
-            Verdict::Timeout => 2,
-            Verdict::KernelPanic { .. } => 3,
-            Verdict::BootFailure(_) => 4,
-            Verdict::Interrupted => 5,
-            Verdict::InfraError(_) => 6,
+            BootVerdict::Pass => 0,
+            BootVerdict::Fail => 1,
+            BootVerdict::Timeout => 2,
+            BootVerdict::KernelPanic { .. } => 3,
+            BootVerdict::BootFailure(_) => 4,
+            BootVerdict::Interrupted => 5,
+            BootVerdict::InfraError(_) => 6,
         }
     }
 }
@@ -100,7 +100,6 @@ pub enum Status {
 }
 
 impl Status {
-    #[allow(dead_code)] // not used until the results are rendered
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pass => "pass",
@@ -133,7 +132,7 @@ pub struct ScenarioResult {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BootResult {
-    pub verdict: Verdict,
+    pub verdict: BootVerdict,
     pub scenarios: Vec<ScenarioResult>,
     /// Kernel reports outside any planned scenario: boot, between scenarios, teardown.
     pub findings: Vec<Finding>,
@@ -315,28 +314,28 @@ pub fn decide(
         .cloned()
         .collect();
 
-    let mut verdict = Verdict::Pass;
-    let mut raise = |v: Verdict| {
+    let mut verdict = BootVerdict::Pass;
+    let mut raise = |v: BootVerdict| {
         if v.rank() > verdict.rank() {
             verdict = v;
         }
     };
     if !problems.is_empty() || !findings.is_empty() {
-        raise(Verdict::Fail);
+        raise(BootVerdict::Fail);
     }
     for r in &scenarios {
         match r.status {
             Status::Pass | Status::Skip => {}
-            Status::Fail | Status::NotRun | Status::Crashed => raise(Verdict::Fail),
-            Status::Timeout => raise(Verdict::Timeout),
+            Status::Fail | Status::NotRun | Status::Crashed => raise(BootVerdict::Fail),
+            Status::Timeout => raise(BootVerdict::Timeout),
         }
     }
     match &stop {
         Some(Stop::Crash { scenario, .. }) => {
-            raise(Verdict::KernelPanic { scenario: scenario.as_ref().map(|s| s.1.clone()) })
+            raise(BootVerdict::KernelPanic { scenario: scenario.as_ref().map(|s| s.1.clone()) })
         }
-        Some(Stop::Hang { .. } | Stop::Abort { .. }) => raise(Verdict::Timeout),
-        Some(Stop::Interrupted { .. }) => raise(Verdict::Interrupted),
+        Some(Stop::Hang { .. } | Stop::Abort { .. }) => raise(BootVerdict::Timeout),
+        Some(Stop::Interrupted { .. }) => raise(BootVerdict::Interrupted),
         Some(Stop::Vanished { code, scenario }) => {
             let how = match code {
                 Some(c) => format!("QEMU exited with code {c}"),
@@ -347,15 +346,15 @@ pub fn decide(
                 None => format!("after {} of {} results", stream.scenarios.len(), planned.len()),
             };
             let empty = if stream.header_seen { "" } else { "; the result channel was empty" };
-            raise(Verdict::InfraError(format!("the agent ended without its sentinel: {how} {when}{empty}")));
+            raise(BootVerdict::InfraError(format!("the agent ended without its sentinel: {how} {when}{empty}")));
         }
         None => {}
     }
     if let Some(why) = boot_failure {
-        raise(Verdict::BootFailure(why));
+        raise(BootVerdict::BootFailure(why));
     }
     if let HostEnd::InfraError(e) = end {
-        raise(Verdict::InfraError(e.clone()));
+        raise(BootVerdict::InfraError(e.clone()));
     }
 
     BootResult { verdict, scenarios, findings, problems }
@@ -375,7 +374,7 @@ pub enum Expected {
 /// `result.scenarios`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WithXfail {
-    pub verdict: Verdict,
+    pub verdict: BootVerdict,
     pub marks: Vec<Option<Expected>>,
 }
 
@@ -405,13 +404,43 @@ pub fn with_xfail(result: &BootResult, xfail: &BTreeMap<String, String>) -> With
             .iter()
             .zip(&marks)
             .all(|(s, m)| matches!(s.status, Status::Pass | Status::Skip) || *m == Some(Expected::Xfail));
-    if verdict == Verdict::Fail && only_xfails_failed {
-        verdict = Verdict::Pass;
+    if verdict == BootVerdict::Fail && only_xfails_failed {
+        verdict = BootVerdict::Pass;
     }
-    if verdict == Verdict::Pass && marks.contains(&Some(Expected::Xpass)) {
-        verdict = Verdict::Fail;
+    if verdict == BootVerdict::Pass && marks.contains(&Some(Expected::Xpass)) {
+        verdict = BootVerdict::Fail;
     }
     WithXfail { verdict, marks }
+}
+
+/// A boot judged: the result channel as read, the verdict with every scenario's status, and the
+/// same with the suites' expected failures counted.
+#[derive(Debug, Clone)]
+pub struct Judgement {
+    pub stream: Stream,
+    pub result: BootResult,
+    /// The verdict that sets the exit code, and each scenario's xfail mark.
+    pub counted: WithXfail,
+}
+
+impl Judgement {
+    /// Judges a boot from its logs (the console and the result channel, as text), how QEMU ended
+    /// and the plan's scenario names in order, with the suites' `xfail` and `expect_report`
+    /// marks. The one way a boot is judged: live after its VM ends, and by `report --from`.
+    pub fn of(
+        planned: &[String],
+        xfail: &BTreeMap<String, String>,
+        expect_report: &BTreeMap<String, String>,
+        console: &str,
+        results: &str,
+        ended: &crate::qemu::Ended,
+    ) -> Judgement {
+        let stream = crate::ktap::read(results);
+        let end = HostEnd::of(ended);
+        let result = decide(planned, expect_report, &stream, &console::scan(console), console, &end);
+        let counted = with_xfail(&result, xfail);
+        Judgement { stream, result, counted }
+    }
 }
 
 /// Why the kernel never reached /init, when it did not: the host's boot timeout, or the console
@@ -537,7 +566,7 @@ mod tests {
         let names = ["fault/ok-before", "fault/warn", "fault/hang", "fault/ok-after", "fault/panic", "fault/never"];
         let r = run(&names, CAPTURED_FAULTS, CAPTURED_FAULTS_LOG, &EXITED);
         check(&r, "kernel-panic", &[Pass, Fail, Timeout, Pass, Crashed, NotRun]);
-        assert_eq!(r.verdict, Verdict::KernelPanic { scenario: Some("fault/panic".into()) });
+        assert_eq!(r.verdict, BootVerdict::KernelPanic { scenario: Some("fault/panic".into()) });
         let warn = &r.scenarios[1].findings;
         assert_eq!(warn.len(), 1);
         assert_eq!(warn[0].kind, FindingKind::Warning);
@@ -632,7 +661,7 @@ mod tests {
         for end in [EXITED, HostEnd::WatchdogFired { after_ms: 30_000, reason: "r".into() }] {
             let r = run(&names, TRUNCATED, PANIC_LOG, &end);
             check(&r, "kernel-panic", &[Pass, Crashed, NotRun, NotRun]);
-            assert_eq!(r.verdict, Verdict::KernelPanic { scenario: Some("fault/panic".to_string()) });
+            assert_eq!(r.verdict, BootVerdict::KernelPanic { scenario: Some("fault/panic".to_string()) });
             let crashed = &r.scenarios[1];
             assert_eq!(
                 crashed.diagnostics,
@@ -660,7 +689,7 @@ mod tests {
                     # ue-end 1 taint=0\n# ue-begin 2 fault/null-deref taint=0\n";
         let r = run(&["abi/register", "fault/null-deref"], ktap, ARM64_OOPS_LOG, &EXITED);
         check(&r, "kernel-panic", &[Pass, Crashed]);
-        assert_eq!(r.verdict, Verdict::KernelPanic { scenario: Some("fault/null-deref".to_string()) });
+        assert_eq!(r.verdict, BootVerdict::KernelPanic { scenario: Some("fault/null-deref".to_string()) });
         let kinds: Vec<_> = r.scenarios[1].findings.iter().map(|f| (f.kind, f.line)).collect();
         assert_eq!(kinds, [(FindingKind::Oops, 27), (FindingKind::Panic, 74)]);
     }
@@ -697,7 +726,7 @@ mod tests {
                     # ue-end 1 taint=0\n# ue-begin 2 abi/fork taint=0\n";
         let r = run(&names, ktap, TRUNCATED_LOG, &HostEnd::WatchdogFired { after_ms: 60_000, reason: "r".into() });
         check(&r, "kernel-panic", &[Pass, Crashed, NotRun]);
-        assert_eq!(r.verdict, Verdict::KernelPanic { scenario: Some("abi/fork".to_string()) });
+        assert_eq!(r.verdict, BootVerdict::KernelPanic { scenario: Some("abi/fork".to_string()) });
         assert_eq!(r.scenarios[1].console_tail.last().unwrap(), "[    0.453447] RDX: 00000000000");
     }
 
@@ -707,7 +736,7 @@ mod tests {
         check(&r, "infra-error", &[Pass, NotRun, NotRun]);
         assert_eq!(
             r.verdict,
-            Verdict::InfraError(
+            BootVerdict::InfraError(
                 "the agent ended without its sentinel: QEMU exited with code 1 after 1 of 3 results".into()
             )
         );
@@ -717,7 +746,7 @@ mod tests {
         check(&r, "infra-error", &[NotRun, NotRun, NotRun]);
         assert_eq!(
             r.verdict.clone(),
-            Verdict::InfraError(
+            BootVerdict::InfraError(
                 "the agent ended without its sentinel: QEMU was killed by a signal after 0 of 3 results; \
                  the result channel was empty"
                     .into()
@@ -759,13 +788,13 @@ mod tests {
         check(&r, "boot-failure", &[NotRun, NotRun, NotRun]);
         assert_eq!(
             r.verdict,
-            Verdict::BootFailure(
+            BootVerdict::BootFailure(
                 "Kernel panic - not syncing: No working init found.  Try passing init= option to kernel.".into()
             )
         );
         assert!(r.scenarios[0].diagnostics[0].starts_with("not run: the kernel did not boot: Kernel panic"));
         let r = run(&ABI, "", "[    0.1] Linux version 6.12\n", &HostEnd::NoBoot { reason: "no /init in 60 s".into() });
-        assert_eq!(r.verdict, Verdict::BootFailure("no /init in 60 s".into()));
+        assert_eq!(r.verdict, BootVerdict::BootFailure("no /init in 60 s".into()));
     }
 
     #[test]
@@ -840,29 +869,29 @@ mod tests {
             names.iter().map(|n| (n.to_string(), "known kernel bug".to_string())).collect()
         };
         let failing = run(&ABI, FAIL, FAIL_LOG, &EXITED);
-        assert_eq!(failing.verdict, Verdict::Fail);
+        assert_eq!(failing.verdict, BootVerdict::Fail);
 
         let x = with_xfail(&failing, &marked(&[]));
-        assert_eq!((x.verdict, x.marks), (Verdict::Fail, vec![None, None, None]), "no marks change nothing");
+        assert_eq!((x.verdict, x.marks), (BootVerdict::Fail, vec![None, None, None]), "no marks change nothing");
 
         let x = with_xfail(&failing, &marked(&["abi/write"]));
-        assert_eq!((x.verdict, x.marks), (Verdict::Pass, vec![None, Some(Expected::Xfail), None]));
+        assert_eq!((x.verdict, x.marks), (BootVerdict::Pass, vec![None, Some(Expected::Xfail), None]));
 
         let x = with_xfail(&failing, &marked(&["abi/write", "abi/register"]));
-        assert_eq!(x.verdict, Verdict::Fail, "an xpass fails the boot");
+        assert_eq!(x.verdict, BootVerdict::Fail, "an xpass fails the boot");
         assert_eq!(x.marks, [Some(Expected::Xpass), Some(Expected::Xfail), None]);
 
         let x = with_xfail(&run(&ABI, PASS, PASS_LOG, &EXITED), &marked(&["abi/enable"]));
-        assert_eq!((x.verdict, x.marks), (Verdict::Fail, vec![None, None, Some(Expected::Xpass)]));
+        assert_eq!((x.verdict, x.marks), (BootVerdict::Fail, vec![None, None, Some(Expected::Xpass)]));
 
         // A WARNING and a taint change are the kernel's health, which no mark excuses.
         let warned = run(&ABI, WARN, WARN_LOG, &EXITED);
         let x = with_xfail(&warned, &marked(&["abi/write"]));
-        assert_eq!((x.verdict, x.marks), (Verdict::Fail, vec![None, None, None]));
+        assert_eq!((x.verdict, x.marks), (BootVerdict::Fail, vec![None, None, None]));
 
         // Nor a timeout or a crash.
         let x = with_xfail(&run(&ABI, TIMEOUT, PASS_LOG, &EXITED), &marked(&["abi/write"]));
-        assert_eq!((x.verdict, x.marks), (Verdict::Timeout, vec![None, None, None]));
+        assert_eq!((x.verdict, x.marks), (BootVerdict::Timeout, vec![None, None, None]));
         let names = ["abi/register", "fault/panic", "abi/write", "abi/enable"];
         let x = with_xfail(&run(&names, TRUNCATED, PANIC_LOG, &EXITED), &marked(&["fault/panic", "abi/write"]));
         assert_eq!(x.verdict.as_str(), "kernel-panic");
@@ -871,7 +900,7 @@ mod tests {
         // A boot-level problem stays a failure even when every failing scenario is marked.
         let mismatched = run(&ABI[..2], FAIL, FAIL_LOG, &EXITED);
         let x = with_xfail(&mismatched, &marked(&["abi/write"]));
-        assert_eq!((x.verdict, x.marks), (Verdict::Fail, vec![None, Some(Expected::Xfail)]));
+        assert_eq!((x.verdict, x.marks), (BootVerdict::Fail, vec![None, Some(Expected::Xfail)]));
     }
 
     #[test]
@@ -882,7 +911,7 @@ mod tests {
         assert_eq!(json["scenarios"][1]["status"], "crashed");
         assert_eq!(json["scenarios"][2]["status"], "not-run");
         assert_eq!(json["scenarios"][1]["findings"][0]["kind"], "panic");
-        assert_eq!(serde_json::to_value(Verdict::Pass).unwrap(), serde_json::json!({"kind": "pass"}));
+        assert_eq!(serde_json::to_value(BootVerdict::Pass).unwrap(), serde_json::json!({"kind": "pass"}));
         let statuses = [Pass, Fail, Skip, Timeout, NotRun, Crashed];
         for s in statuses {
             assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());

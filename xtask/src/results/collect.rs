@@ -1,57 +1,40 @@
-//! A run folder back into the model: each boot's `verdict.json` gives the plan, the marks and
-//! how QEMU ended; its `console.log` and `results.ktap` are judged again by the same sans-IO
-//! judge the boot used; `kernel-metadata.json`, `qemu-version.txt`, `skipped.json` and the run's
-//! `host.json` give the provenance. `save_facts` writes those extra files at the end of a run.
+//! Judged boots into the run model: `assemble` takes the boots (judged live, or read back from
+//! their records and logs by `run_folder::read_boot`) and the folder's provenance files
+//! (`kernel-metadata.json`, `qemu-version.txt`, `skipped.json`, `host.json`); `load` does both
+//! for `report --from`. `save_facts` writes the provenance files at the end of a live run.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::model::{
-    self, ArchRun, Boot, Finding, Host, Kernel, Metric, PatchRef, Run, Scenario, Status, Totals, Verdict,
+    self, ArchRun, Boot, Finding, Host, Kernel, Metric, PatchRef, Run, RunVerdict, Scenario, Status, Totals,
 };
 use crate::exit::{error, Kind};
-use crate::verdict::{self as judge, Expected, HostEnd};
-
-/// A scenario left out of an arch's plan (`requires` not met), as `skipped.json` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Skipped {
-    pub name: String,
-    pub reason: String,
-}
+use crate::run_folder::{self, BootDir, JudgedBoot};
+use crate::verdict::{self as judge, Expected};
 
 /// Writes what the logs alone do not say, beside them: each boot's kernel metadata and QEMU
 /// version, and the host. Run right after the boots, on the machine that ran them.
-pub fn save_facts(judged: &[crate::boot::Judged], built: &[crate::kernel::Built]) -> Result<()> {
+pub fn save_facts(run_dir: &Path, boots: &[&JudgedBoot], built: &[crate::kernel::Built]) -> Result<()> {
     let mut versions: BTreeMap<String, Option<String>> = BTreeMap::new();
-    for j in judged {
-        let dir = &j.outcome.out_dir;
-        if let Some(b) = built.iter().find(|b| b.arch.name == j.outcome.arch.name) {
-            let path = dir.join("kernel-metadata.json");
-            std::fs::write(&path, serde_json::to_vec_pretty(&b.metadata)?)
+    for b in boots {
+        let folder = &b.folder;
+        if let Some(k) = built.iter().find(|k| k.arch.name == b.facts.arch) {
+            let path = folder.file(run_folder::KERNEL_METADATA);
+            std::fs::write(&path, serde_json::to_vec_pretty(&k.metadata)?)
                 .with_context(|| format!("writing {}", path.display()))?;
         }
-        let binary = j.outcome.vm.command_line.split_whitespace().next().unwrap_or_default().to_string();
+        let binary = b.facts.qemu_command.split_whitespace().next().unwrap_or_default().to_string();
         let version =
             versions.entry(binary.clone()).or_insert_with(|| crate::qemu::version(Path::new(&binary))).clone();
         if let Some(v) = version {
-            std::fs::write(dir.join("qemu-version.txt"), format!("{v}\n"))?;
+            std::fs::write(folder.file(run_folder::QEMU_VERSION), format!("{v}\n"))?;
         }
     }
-    if let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) {
-        std::fs::write(run_dir.join("host.json"), serde_json::to_vec_pretty(&this_host())?)?;
-    }
+    std::fs::write(run_dir.join(run_folder::HOST), serde_json::to_vec_pretty(&this_host())?)?;
     Ok(())
-}
-
-/// Writes `<run>/<arch>/skipped.json`: the scenarios the arch's plan left out.
-pub fn save_skipped(arch_dir: &Path, skipped: &[Skipped]) -> Result<()> {
-    std::fs::create_dir_all(arch_dir)?;
-    let path = arch_dir.join("skipped.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(skipped)?).with_context(|| format!("writing {}", path.display()))
 }
 
 fn this_host() -> Host {
@@ -69,57 +52,52 @@ fn this_host() -> Host {
     }
 }
 
-/// One boot folder: `<arch>`, `<arch>.vm-<k>` (a part of the shared boot, `--vms`) or
-/// `<arch>.isolated-<n>`.
-struct BootDir {
-    arch: String,
-    /// Its rank among the arch's boots.
-    order: crate::boot::BootDir,
-    name: String,
-    path: PathBuf,
-}
-
-/// Reads a run folder into the model. `generated_at` is stamped into it (tests pin it).
+/// Reads a run folder into the model, judging each boot again from its logs. `generated_at` is
+/// stamped into it (tests pin it).
 pub fn load(run_dir: &Path, generated_at: jiff::Timestamp) -> Result<Run> {
     let bad = |m: String| error(Kind::BadInput, m);
     let real = run_dir.canonicalize().map_err(|e| bad(format!("{}: {e}", run_dir.display())))?;
-    let run_id = real.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
-    let mut boots = Vec::new();
-    let mut skipped_dirs = Vec::new();
-    let entries = std::fs::read_dir(&real).map_err(|e| bad(format!("{}: {e}", run_dir.display())))?;
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let path = e.path();
-        if !path.is_dir() {
-            continue;
-        }
-        let Some((arch, order)) = crate::boot::BootDir::parse(&name).map(|(a, o)| (a.to_string(), o)) else {
-            continue;
-        };
-        if path.join("verdict.json").is_file() {
-            boots.push(BootDir { arch, order, name, path });
-        } else if path.join("skipped.json").is_file() {
-            skipped_dirs.push((arch, path));
-        }
-    }
-    if boots.is_empty() {
+    let folders = run_folder::boot_folders(&real)?;
+    if folders.is_empty() {
         return Err(bad(format!(
             "{}: no boot folder with a verdict.json (<arch>/verdict.json): not a finished run folder",
             run_dir.display()
         )));
     }
+    let boots = folders.into_iter().map(run_folder::read_boot).collect::<Result<Vec<_>>>()?;
+    let timings =
+        crate::timings::load(&real).map_err(|e| bad(format!("{}: {e}", real.join(run_folder::TIMINGS).display())))?;
+    assemble(&real, &boots.iter().collect::<Vec<_>>(), timings, generated_at)
+}
+
+/// The run model of judged boots (any order: they are put in the run's) and the run folder's
+/// provenance files.
+pub fn assemble(
+    run_dir: &Path,
+    boots: &[&JudgedBoot],
+    timings: Vec<crate::timings::Phase>,
+    generated_at: jiff::Timestamp,
+) -> Result<Run> {
+    let bad = |m: String| error(Kind::BadInput, m);
+    let run_id = run_dir.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
     let arch_rank = |a: &str| crate::arch::ARCHES.iter().position(|x| x.name == a).unwrap_or(usize::MAX);
-    boots.sort_by(|a, b| (arch_rank(&a.arch), &a.arch, a.order).cmp(&(arch_rank(&b.arch), &b.arch, b.order)));
+    let order = |b: &JudgedBoot| {
+        let (arch, place) = b.folder.place().unwrap_or((b.facts.arch.as_str(), BootDir::Shared(1)));
+        (arch_rank(arch), arch.to_string(), place)
+    };
+    let mut boots = boots.to_vec();
+    boots.sort_by_key(|b| order(b));
 
     let mut arches: Vec<ArchRun> = Vec::new();
-    for b in &boots {
-        let (boot, scenarios, kernel) = load_boot(b)?;
-        let arch = match arches.iter_mut().find(|a| a.arch == b.arch) {
+    for b in boots {
+        let arch_name = b.folder.place().map_or(b.facts.arch.as_str(), |(a, _)| a).to_string();
+        let (boot, scenarios, kernel) = boot_model(b)?;
+        let arch = match arches.iter_mut().find(|a| a.arch == arch_name) {
             Some(a) => a,
             None => {
                 arches.push(ArchRun {
-                    arch: b.arch.clone(),
-                    verdict: Verdict::pass(),
+                    arch: arch_name,
+                    verdict: RunVerdict::pass(),
                     kernel: None,
                     boots: vec![],
                     scenarios: vec![],
@@ -141,8 +119,7 @@ pub fn load(run_dir: &Path, generated_at: jiff::Timestamp) -> Result<Run> {
         }
     }
     for arch in &mut arches {
-        let file = real.join(&arch.arch).join("skipped.json");
-        for s in read_skipped(&file)? {
+        for s in run_folder::read_skipped(&run_dir.join(&arch.arch))? {
             if arch.scenario(&s.name).is_none() {
                 arch.scenarios.push(Scenario {
                     suite: suite_of(&s.name),
@@ -164,15 +141,14 @@ pub fn load(run_dir: &Path, generated_at: jiff::Timestamp) -> Result<Run> {
         arch.totals = Totals::of(&arch.scenarios);
     }
     let mut totals = Totals::default();
-    let mut verdict = Verdict::pass();
+    let mut verdict = RunVerdict::pass();
     for a in &arches {
         totals.add(&a.totals);
         verdict = verdict.worst(&a.verdict);
     }
-    let host = match std::fs::read(real.join("host.json")) {
-        Ok(bytes) => Some(
-            serde_json::from_slice(&bytes).map_err(|e| bad(format!("{}: {e}", real.join("host.json").display())))?,
-        ),
+    let host_file = run_dir.join(run_folder::HOST);
+    let host = match std::fs::read(&host_file) {
+        Ok(bytes) => Some(serde_json::from_slice(&bytes).map_err(|e| bad(format!("{}: {e}", host_file.display())))?),
         Err(_) => None,
     };
     Ok(Run {
@@ -183,97 +159,38 @@ pub fn load(run_dir: &Path, generated_at: jiff::Timestamp) -> Result<Run> {
         verdict,
         totals,
         arches,
-        timings: crate::timings::load(&real)
-            .map_err(|e| bad(format!("{}: {e}", real.join(crate::timings::FILE).display())))?,
+        timings,
     })
-}
-
-fn read_skipped(file: &Path) -> Result<Vec<Skipped>> {
-    match std::fs::read(file) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map_err(|e| error(Kind::BadInput, format!("{}:{}:{}: {e}", file.display(), e.line(), e.column()))),
-        Err(_) => Ok(vec![]),
-    }
 }
 
 fn suite_of(name: &str) -> String {
     name.split_once('/').map_or(String::new(), |(s, _)| s.to_string())
 }
 
-/// A field of `verdict.json`, or an error naming the file and the field.
-fn field<'a>(v: &'a Value, file: &Path, path: &[&str]) -> Result<&'a Value> {
-    let mut at = v;
-    for p in path {
-        at = at.get(p).ok_or_else(|| {
-            error(Kind::BadInput, format!("{}: field `{}` is missing", file.display(), path.join(".")))
-        })?;
-    }
-    Ok(at)
-}
-
-fn string_map(v: &Value, file: &Path, name: &str) -> Result<BTreeMap<String, String>> {
-    match v.get(name) {
-        None | Some(Value::Null) => Ok(BTreeMap::new()),
-        Some(m) => serde_json::from_value(m.clone())
-            .map_err(|e| error(Kind::BadInput, format!("{}: field `{name}`: {e}", file.display()))),
-    }
-}
-
-fn load_boot(b: &BootDir) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
-    let file = b.path.join("verdict.json");
-    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-    let v: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| error(Kind::BadInput, format!("{}:{}:{}: {e}", file.display(), e.line(), e.column())))?;
-    let planned: Vec<String> = field(&v, &file, &["result", "scenarios"])?
-        .as_array()
-        .ok_or_else(|| error(Kind::BadInput, format!("{}: field `result.scenarios` is not a list", file.display())))?
-        .iter()
-        .map(|s| {
-            s.get("name").and_then(Value::as_str).map(String::from).ok_or_else(|| {
-                error(Kind::BadInput, format!("{}: field `result.scenarios[].name` is missing", file.display()))
-            })
-        })
-        .collect::<Result<_>>()?;
-    let xfail = string_map(&v, &file, "xfail")?;
-    let expect_report = string_map(&v, &file, "expect_report")?;
-    let about: BTreeMap<String, crate::suites::About> = match v.get("about") {
-        None | Some(Value::Null) => BTreeMap::new(),
-        Some(m) => serde_json::from_value(m.clone())
-            .map_err(|e| error(Kind::BadInput, format!("{}: field `about`: {e}", file.display())))?,
-    };
-    let ended: crate::qemu::Ended = serde_json::from_value(field(&v, &file, &["ended"])?.clone())
-        .map_err(|e| error(Kind::BadInput, format!("{}: field `ended`: {e}", file.display())))?;
-    let end = HostEnd::of(&ended);
-    let ended_text = match &ended {
+/// One judged boot in the model's words: the boot, its scenarios and its kernel.
+fn boot_model(b: &JudgedBoot) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
+    let (facts, j) = (&b.facts, &b.judgement);
+    let ended_text = match &facts.ended {
         crate::qemu::Ended::Exited { code } => {
             code.map_or("killed by a signal".to_string(), |c| format!("exited with code {c}"))
         }
         crate::qemu::Ended::Killed { after_ms, reason, .. } => format!("killed after {after_ms} ms: {reason}"),
         crate::qemu::Ended::Failed { error } => format!("failed on the host: {error}"),
     };
-    let read_log = |name: &str| -> Result<String> {
-        let p = b.path.join(name);
-        let bytes = std::fs::read(&p).map_err(|e| error(Kind::BadInput, format!("{}: {e}", p.display())))?;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
-    };
-    let console = read_log("console.log")?;
-    let results = read_log("results.ktap")?;
-    let stream = crate::ktap::read(&results);
-    let result = judge::decide(&planned, &expect_report, &stream, &crate::console::scan(&console), &console, &end);
-    let counted = judge::with_xfail(&result, &xfail);
-
-    let mut scenarios: Vec<Scenario> = result
+    let mut scenarios: Vec<Scenario> = j
+        .result
         .scenarios
         .iter()
-        .zip(&counted.marks)
+        .zip(&j.counted.marks)
         .map(|(s, mark)| {
-            let skip_reason = stream.record(s.index).map(|r| r.reason.trim().to_string()).filter(|r| !r.is_empty());
-            let mut scenario = scenario(s, *mark, &b.name, skip_reason, &xfail, &expect_report);
-            if let Some(a) = about.get(&s.name) {
+            let record = j.stream.record(s.index);
+            let skip_reason = record.map(|r| r.reason.trim().to_string()).filter(|r| !r.is_empty());
+            let mut scenario = scenario(s, *mark, &b.folder.name, skip_reason, &facts.xfail, &facts.expect_report);
+            if let Some(a) = facts.about.get(&s.name) {
                 scenario.covers.clone_from(&a.covers);
                 scenario.note.clone_from(&a.note);
             }
-            scenario.metrics = stream.record(s.index).map(metrics).unwrap_or_default();
+            scenario.metrics = record.map(metrics).unwrap_or_default();
             scenario
         })
         .collect();
@@ -286,31 +203,31 @@ fn load_boot(b: &BootDir) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
         }
         tail_kept |= !s.console_tail.is_empty();
     }
-    let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-    let qemu_version = std::fs::read_to_string(b.path.join("qemu-version.txt")).ok().map(|s| s.trim().to_string());
-    let rel = |f: &str| format!("{}/{f}", b.name);
+    let qemu_version =
+        std::fs::read_to_string(b.folder.file(run_folder::QEMU_VERSION)).ok().map(|s| s.trim().to_string());
+    let rel = |f: &str| format!("{}/{f}", b.folder.name);
     let boot = Boot {
-        name: b.name.clone(),
-        accel: text("accel"),
+        name: b.folder.name.clone(),
+        accel: facts.accel.clone(),
         qemu_version,
-        qemu_command: text("qemu_command"),
-        verdict: verdict(&counted.verdict),
+        qemu_command: facts.qemu_command.clone(),
+        verdict: RunVerdict::of(&j.counted.verdict),
         ended: ended_text,
-        wall_ms: v.get("wall_ms").and_then(Value::as_u64).unwrap_or(0),
-        boot_ms: v.get("boot_ms").and_then(Value::as_u64),
-        findings: result.findings.iter().map(finding).collect(),
-        problems: result.problems.clone(),
-        console_log: rel("console.log"),
-        results_log: rel("results.ktap"),
+        wall_ms: facts.wall_ms,
+        boot_ms: facts.boot_ms,
+        findings: j.result.findings.iter().map(finding).collect(),
+        problems: j.result.problems.clone(),
+        console_log: rel(run_folder::CONSOLE_LOG),
+        results_log: rel(run_folder::RESULTS_LOG),
     };
-    let kernel = kernel_metadata(&b.path, &boot.qemu_command)?.map(|m| kernel(&m));
+    let kernel = kernel_metadata(&b.folder.path, &boot.qemu_command)?.map(|m| kernel(&m));
     Ok((boot, scenarios, kernel))
 }
 
 /// `kernel-metadata.json` in the boot folder, else the build cache's `metadata.json` beside the
 /// image QEMU booted (runs saved before the copy was kept).
 fn kernel_metadata(boot_dir: &Path, qemu_command: &str) -> Result<Option<crate::kernel::Metadata>> {
-    let saved = boot_dir.join("kernel-metadata.json");
+    let saved = boot_dir.join(run_folder::KERNEL_METADATA);
     let file = if saved.is_file() {
         saved
     } else {
@@ -363,16 +280,6 @@ fn metrics(r: &crate::ktap::ScenarioRecord) -> BTreeMap<String, Metric> {
             (m.name.clone(), metric)
         })
         .collect()
-}
-
-/// The model's verdict for a judged one (and with it the exit code, `Verdict::exit_code`).
-pub fn verdict(v: &judge::Verdict) -> Verdict {
-    let detail = match v {
-        judge::Verdict::KernelPanic { scenario } => scenario.clone(),
-        judge::Verdict::InfraError(e) | judge::Verdict::BootFailure(e) => Some(e.clone()),
-        judge::Verdict::Pass | judge::Verdict::Fail | judge::Verdict::Timeout | judge::Verdict::Interrupted => None,
-    };
-    Verdict { kind: v.as_str().to_string(), detail }
 }
 
 fn finding(f: &crate::console::Finding) -> Finding {

@@ -234,12 +234,13 @@ pub fn load_side(path: &Path) -> Result<Vec<(PathBuf, Run)>> {
 
 /// A run folder's model: its `run.json`, else derived from its logs; `None` when it is neither.
 fn read_run_folder(dir: &Path) -> Result<Option<Run>> {
-    let json = dir.join("run.json");
+    let json = dir.join(crate::run_folder::RUN_JSON);
     if json.is_file() {
         return read_run_json(&json).map(Some);
     }
-    let has_boot =
-        std::fs::read_dir(dir).map(|rd| rd.flatten().any(|e| e.path().join("verdict.json").is_file())).unwrap_or(false);
+    let has_boot = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().any(|e| e.path().join(crate::run_folder::VERDICT).is_file()))
+        .unwrap_or(false);
     if has_boot {
         return super::collect::load(dir, jiff::Timestamp::now()).map(Some);
     }

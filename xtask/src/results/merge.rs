@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::exit::{error, Kind};
+use crate::run_folder::{self, BootDir};
 
 /// One job's arch as found: the run folder, the arch, its boot folders (`x86_64`,
 /// `x86_64.isolated-1`) and what tells it apart from the same arch of another job.
@@ -59,10 +60,10 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else { return };
     let subdirs: Vec<PathBuf> = rd
         .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && e.file_name() != "latest")
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && e.file_name() != run_folder::LATEST)
         .map(|e| e.path())
         .collect();
-    if subdirs.iter().any(|d| d.join("verdict.json").is_file()) {
+    if subdirs.iter().any(|d| d.join(run_folder::VERDICT).is_file()) {
         out.push(dir.to_path_buf());
     } else if depth < 3 {
         for d in subdirs {
@@ -80,10 +81,10 @@ fn parts_of(run_dir: &Path) -> Result<Vec<Part>> {
         }
         let name = e.file_name().to_string_lossy().into_owned();
         let p = e.path();
-        if !p.join("verdict.json").is_file() && !p.join("skipped.json").is_file() {
+        if !p.join(run_folder::VERDICT).is_file() && !p.join(run_folder::SKIPPED).is_file() {
             continue;
         }
-        let Some(arch) = crate::boot::BootDir::parse(&name).map(|(a, _)| a.to_string()) else { continue };
+        let Some(arch) = BootDir::parse(&name).map(|(a, _)| a.to_string()) else { continue };
         by_arch.entry(arch).or_default().push(name);
     }
     let mut parts = Vec::new();
@@ -98,7 +99,7 @@ fn parts_of(run_dir: &Path) -> Result<Vec<Part>> {
 /// The profiles and kernel release of an arch from its boots' `kernel-metadata.json`.
 fn cell_of(run_dir: &Path, arch: &str, dirs: &[String]) -> Result<(String, String)> {
     for d in dirs {
-        let file = run_dir.join(d).join("kernel-metadata.json");
+        let file = run_dir.join(d).join(run_folder::KERNEL_METADATA);
         let Ok(bytes) = std::fs::read(&file) else { continue };
         let v: Value = serde_json::from_slice(&bytes)
             .map_err(|e| error(Kind::BadInput, format!("{}:{}:{}: {e}", file.display(), e.line(), e.column())))?;
@@ -193,8 +194,8 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<super::model::Run> {
             from: part.run_dir.display().to_string(),
         });
     }
-    if let Some(host) = parts.iter().map(|p| p.run_dir.join("host.json")).find(|h| h.is_file()) {
-        std::fs::copy(&host, out.join("host.json"))?;
+    if let Some(host) = parts.iter().map(|p| p.run_dir.join(run_folder::HOST)).find(|h| h.is_file()) {
+        std::fs::copy(&host, out.join(run_folder::HOST))?;
     }
     let mut json = serde_json::to_vec_pretty(&origins)?;
     json.push(b'\n');
@@ -202,7 +203,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<super::model::Run> {
     for o in &origins {
         crate::progress::line(format!("{} <- {} ({}, {}, {})", o.folder, o.from, o.arch, o.profile, o.kernel_release));
     }
-    super::publish(out)
+    super::publish(out, super::collect::load(out, jiff::Timestamp::now())?, None)
 }
 
 #[cfg(test)]

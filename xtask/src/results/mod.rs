@@ -1,7 +1,8 @@
-//! Results: one schema-versioned model per run (`model.rs`), read back from a run folder's raw
-//! logs (`collect.rs`), and rendered by pure functions, one file each: `run.json`, JUnit XML,
-//! KTAP per arch, KCIDB v5 JSON, a Markdown summary and a self-contained HTML report.
-//! `publish` is the only writer: the end of `run`/`boot` and `report --from` both call it.
+//! Results: one schema-versioned model per run (`model.rs`), made from judged boots and the run
+//! folder's provenance (`collect.rs`), and rendered by pure functions, one file each:
+//! `run.json`, JUnit XML, KTAP per arch, KCIDB v5 JSON, a Markdown summary and a
+//! self-contained HTML report. `publish` is the only writer: the end of a live run and
+//! `report --from` both call it.
 
 pub mod collect;
 pub mod compare;
@@ -32,7 +33,7 @@ pub struct Rendered {
 /// Every rendering of a run, in a fixed order.
 pub fn render_all(run: &Run) -> Result<Vec<Rendered>> {
     let mut out = vec![
-        Rendered { file: "run.json".into(), bytes: json::render(run)? },
+        Rendered { file: crate::run_folder::RUN_JSON.into(), bytes: json::render(run)? },
         Rendered { file: "junit.xml".into(), bytes: junit::render(run)? },
     ];
     for arch in &run.arches {
@@ -44,16 +45,23 @@ pub fn render_all(run: &Run) -> Result<Vec<Rendered>> {
     Ok(out)
 }
 
-/// Derives the model from `run_dir`'s logs, writes every rendering into it, appends the
-/// Markdown summary to `$GITHUB_STEP_SUMMARY` when that is set, and prints where they are and
-/// the totals.
-pub fn publish(run_dir: &Path) -> Result<Run> {
-    let run = collect::load(run_dir, jiff::Timestamp::now())?;
+/// Writes every rendering of `run` into `run_dir`, appends the Markdown summary to
+/// `$GITHUB_STEP_SUMMARY` when that is set, and prints where they are and the totals.
+///
+/// `live` is when a live run began to make its reports: its phases (this rendering as
+/// `render`) are then finished, printed, saved as `timings.json` and kept in `run.json`, which
+/// is written last. `report --from` passes `None` and keeps the timings the run recorded.
+pub fn publish(run_dir: &Path, mut run: Run, live: Option<std::time::Instant>) -> Result<Run> {
+    let write = |file: &str, bytes: &[u8]| {
+        let path = run_dir.join(file);
+        crate::files::write_atomic(&path, bytes).with_context(|| format!("writing {}", path.display()))
+    };
     let mut written: Vec<PathBuf> = Vec::new();
     for r in render_all(&run)? {
-        let path = run_dir.join(&r.file);
-        crate::files::write_atomic(&path, &r.bytes).with_context(|| format!("writing {}", path.display()))?;
-        written.push(path);
+        if live.is_none() || r.file != crate::run_folder::RUN_JSON {
+            write(&r.file, &r.bytes)?;
+        }
+        written.push(run_dir.join(&r.file));
     }
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
         let mut f = std::fs::OpenOptions::new()
@@ -72,6 +80,10 @@ pub fn publish(run_dir: &Path) -> Result<Run> {
     }
     let verdict = crate::progress::tag(&run.verdict.kind.to_uppercase());
     line(format!("{verdict} run {}: {}", run.run_id, run.totals.describe()));
+    if let Some(began) = live {
+        run.timings = crate::timings::finish(run_dir, began.elapsed())?;
+        write(crate::run_folder::RUN_JSON, &json::render(&run)?)?;
+    }
     Ok(run)
 }
 
@@ -175,7 +187,7 @@ pub mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("20260102-030405-00001");
         copy_dir(&fixture_dir(), &dir);
-        let run = publish(&dir).unwrap();
+        let run = publish(&dir, collect::load(&dir, jiff::Timestamp::now()).unwrap(), None).unwrap();
         assert_eq!(run.run_id, "20260102-030405-00001");
         for f in ["run.json", "junit.xml", "x86_64.ktap", "arm64.ktap", "kcidb.json", "summary.md", "report.html"] {
             assert!(dir.join(f).is_file(), "{f} missing");
@@ -183,6 +195,28 @@ pub mod tests {
         // run.json reads back into the same model.
         let back: Run = serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
         assert_eq!(back, run);
+    }
+
+    /// The live path: the model made from the boots as judged, published with the run's phases;
+    /// `report --from` of the folder then gives the same model, the phases read back.
+    #[test]
+    fn a_live_publish_keeps_its_timings_and_reads_back_alike() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("20260102-030405-00001");
+        copy_dir(&fixture_dir(), &dir);
+        let boots: Vec<_> = crate::run_folder::boot_folders(&dir)
+            .unwrap()
+            .into_iter()
+            .map(|f| crate::run_folder::read_boot(f).unwrap())
+            .collect();
+        let pinned: jiff::Timestamp = "2026-01-02T03:04:05Z".parse().unwrap();
+        let live = collect::assemble(&dir, &boots.iter().collect::<Vec<_>>(), vec![], pinned).unwrap();
+        let published = publish(&dir, live, Some(std::time::Instant::now())).unwrap();
+        assert!(published.timings.iter().any(|p| p.phase == "render" && p.arch.is_none()), "{:?}", published.timings);
+        assert!(dir.join(crate::run_folder::TIMINGS).is_file());
+        let written: Run = serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+        assert_eq!(written, published);
+        assert_eq!(collect::load(&dir, pinned).unwrap(), published);
     }
 
     pub fn copy_dir(from: &Path, to: &Path) {

@@ -24,7 +24,7 @@ pub struct Run {
     /// The machine that ran QEMU; `None` for runs saved before it was recorded.
     pub host: Option<Host>,
     /// The worst arch verdict.
-    pub verdict: Verdict,
+    pub verdict: RunVerdict,
     pub totals: Totals,
     pub arches: Vec<ArchRun>,
     /// How long each phase of the invocation that made the run took (`timings.json`); empty
@@ -56,7 +56,7 @@ pub struct ArchRun {
     /// `x86_64`, `arm64`.
     pub arch: String,
     /// The worst verdict of its boots, expected failures counted.
-    pub verdict: Verdict,
+    pub verdict: RunVerdict,
     /// `None` when the run folder has no kernel metadata and the image's cache entry is gone.
     pub kernel: Option<Kernel>,
     pub boots: Vec<Boot>,
@@ -108,7 +108,7 @@ pub struct Boot {
     pub qemu_version: Option<String>,
     /// The full QEMU command line.
     pub qemu_command: String,
-    pub verdict: Verdict,
+    pub verdict: RunVerdict,
     /// How QEMU ended: `exited with code 0`, `killed after 60000 ms: ...`.
     pub ended: String,
     pub wall_ms: u64,
@@ -153,7 +153,7 @@ impl Boot {
 
 /// A boot's (or an arch's, or a run's) verdict: the worst thing that happened.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Verdict {
+pub struct RunVerdict {
     /// `pass`, `fail`, `timeout`, `kernel-panic`, `boot-failure`, `interrupted` or
     /// `infra-error`, in increasing severity.
     pub kind: String,
@@ -161,9 +161,20 @@ pub struct Verdict {
     pub detail: Option<String>,
 }
 
-impl Verdict {
+impl RunVerdict {
     pub fn pass() -> Self {
-        Verdict { kind: "pass".into(), detail: None }
+        RunVerdict { kind: "pass".into(), detail: None }
+    }
+
+    /// A boot's verdict in the model's words (and with it the exit code, [`RunVerdict::exit_code`]).
+    pub fn of(v: &crate::verdict::BootVerdict) -> RunVerdict {
+        use crate::verdict::BootVerdict;
+        let detail = match v {
+            BootVerdict::KernelPanic { scenario } => scenario.clone(),
+            BootVerdict::InfraError(e) | BootVerdict::BootFailure(e) => Some(e.clone()),
+            BootVerdict::Pass | BootVerdict::Fail | BootVerdict::Timeout | BootVerdict::Interrupted => None,
+        };
+        RunVerdict { kind: v.as_str().to_string(), detail }
     }
 
     pub fn severity(&self) -> u8 {
@@ -189,7 +200,7 @@ impl Verdict {
     }
 
     /// The worse of the two (the first on a tie).
-    pub fn worst(self, other: &Verdict) -> Verdict {
+    pub fn worst(self, other: &RunVerdict) -> RunVerdict {
         if other.severity() > self.severity() {
             other.clone()
         } else {
