@@ -130,8 +130,16 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
     let artifacts = job.out_dir.join(run_folder::ARTIFACTS);
     std::fs::create_dir_all(&artifacts)?;
     let started = std::time::Instant::now();
-    let vm_dirs = VmDirs { work: scratch.path(), logs: &job.out_dir };
-    let spec = vm_spec(job.built, &mut job.plan, &job.extra, Some(&artifacts), agent, accel, virtiofsd, opts, vm_dirs)?;
+    let guest = Guest {
+        built: job.built,
+        agent,
+        accel,
+        extra: &job.extra,
+        artifacts: Some(&artifacts),
+        work: scratch.path(),
+        logs: &job.out_dir,
+    };
+    let spec = vm_spec(&guest, &mut job.plan, virtiofsd, opts)?;
     let name = boot_name(&job.out_dir);
     crate::timings::record(Some(&name), "initramfs", started.elapsed());
     line(format!(
@@ -190,28 +198,25 @@ pub fn live_line(boot: &str, l: &protocol::ResultLine, xfail: &std::collections:
     }
 }
 
-/// Where a VM's sockets go (`work`, short-lived) and where its logs go (`logs`, kept).
-#[derive(Clone, Copy)]
-struct VmDirs<'a> {
+/// What one VM boots: a kernel, the agent, the initramfs's extra files, and its folders.
+struct Guest<'a> {
+    built: &'a Built,
+    agent: &'a Path,
+    accel: Accel,
+    /// (path in the guest, bytes) added to the initramfs, executable.
+    extra: &'a [(String, Vec<u8>)],
+    /// Where the guest's `/artifacts` comes back; `None` for the shell, where nothing does.
+    artifacts: Option<&'a Path>,
+    /// The VM's sockets and initramfs (short-lived).
     work: &'a Path,
+    /// Its logs (kept).
     logs: &'a Path,
 }
 
 /// Wires the virtio-fs shares into the plan, writes the initramfs (kept by content in the
-/// cache) and returns the VM to run. Without `artifacts` (the shell) nothing comes back from the
-/// guest; a plan with a shell has no deadlines.
-#[allow(clippy::too_many_arguments)]
-fn vm_spec(
-    built: &Built,
-    plan: &mut protocol::Plan,
-    extra: &[(String, Vec<u8>)],
-    artifacts: Option<&Path>,
-    agent: &Path,
-    accel: Accel,
-    virtiofsd: Option<&Path>,
-    opts: &Options,
-    dirs: VmDirs,
-) -> Result<VmSpec> {
+/// cache) and returns the VM to run. A plan with a shell has no deadlines.
+fn vm_spec(guest: &Guest, plan: &mut protocol::Plan, virtiofsd: Option<&Path>, opts: &Options) -> Result<VmSpec> {
+    let Guest { built, agent, accel, extra, artifacts, work, logs } = *guest;
     let mut shares = Vec::new();
     if virtiofsd.is_some() {
         if let Some(dir) = artifacts {
@@ -225,7 +230,7 @@ fn vm_spec(
     } else if opts.share.is_some() {
         return Err(error(Kind::Infra, "--share needs virtiofsd: run `cargo xtask setup`"));
     }
-    let initrd = keep_initramfs(&opts.cache_dir, dirs.work, |path| crate::initramfs::write(path, agent, plan, extra))?;
+    let initrd = keep_initramfs(&opts.cache_dir, work, |path| crate::initramfs::write(path, agent, plan, extra))?;
     let boot_timeout = Duration::from_secs(15 * accel.slowdown() as u64);
     let deadlines: u64 = plan.scenarios.iter().map(|s| s.deadline_ms).sum();
     let (boot_timeout, watchdog, deadlines_ms) = if plan.shell {
@@ -239,8 +244,8 @@ fn vm_spec(
         arch: built.arch,
         kernel: built.image.clone(),
         initrd,
-        workdir: dirs.work.to_path_buf(),
-        logs: dirs.logs.to_path_buf(),
+        workdir: work.to_path_buf(),
+        logs: logs.to_path_buf(),
         accel,
         memory_mb: opts.memory_mb,
         cpus: opts.cpus,
@@ -614,8 +619,16 @@ pub fn shell(built: &Built, vm: &crate::flags::VmArgs, cache_dir: Option<&Path>)
     plan.shell = true;
     let clients = crate::initramfs::clients_for(built.arch, &plan, true)?;
     let virtiofsd = crate::setup::virtiofsd();
-    let dirs = VmDirs { work: scratch.path(), logs: scratch.path() };
-    let spec = vm_spec(built, &mut plan, &clients, None, &agent, accel, virtiofsd.as_deref(), &opts, dirs)?;
+    let guest = Guest {
+        built,
+        agent: &agent,
+        accel,
+        extra: &clients,
+        artifacts: None,
+        work: scratch.path(),
+        logs: scratch.path(),
+    };
+    let spec = vm_spec(&guest, &mut plan, virtiofsd.as_deref(), &opts)?;
     line(format!(
         "{}: shell on {} ({}); type `help`, `exit` ends it, Ctrl-A x kills QEMU",
         built.arch.name,

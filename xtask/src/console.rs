@@ -138,8 +138,14 @@ pub fn tail(console: &str, lines: usize) -> Vec<String> {
 /// ESC) and control characters other than tab, `\r` included. Serial captures carry firmware
 /// screen resets and CRLF line ends.
 pub fn clean(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
+    strip_control(line, &['\t'])
+}
+
+/// Strips ANSI escape sequences, as [`clean`] does, and every control character but those in
+/// `keep`: the one stripper for console lines and for the text the reports carry.
+pub fn strip_control(text: &str, keep: &[char]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '\x1b' {
             match chars.peek().copied() {
@@ -185,7 +191,7 @@ pub fn clean(line: &str) -> String {
             }
             continue;
         }
-        if c.is_control() && c != '\t' {
+        if c.is_control() && !keep.contains(&c) {
             continue;
         }
         out.push(c);

@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+use super::markdown::cell;
 use super::model::{Metric, Run, Status, SCHEMA_VERSION};
 use crate::exit::{error, Kind};
 
@@ -755,10 +756,6 @@ pub fn render_markdown(c: &Comparison) -> Vec<u8> {
         }
     }
     out.into_bytes()
-}
-
-fn cell(s: &str) -> String {
-    super::clean(s).replace('\n', " ").replace('|', "\\|")
 }
 
 /// Where `compare.json`/`compare.md` go by default: CURRENT itself when it is a folder, else

@@ -174,8 +174,9 @@ pub fn number(v: f64) -> String {
     }
 }
 
-/// Text for one table cell or list item: one line, no pipes.
-fn cell(s: &str) -> String {
+/// Text for one Markdown table cell or list item: one line, no pipes (`summary.md`,
+/// `compare.md`).
+pub fn cell(s: &str) -> String {
     clean(s).replace('\n', " ").replace('|', "\\|")
 }
 

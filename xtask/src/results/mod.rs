@@ -87,42 +87,10 @@ pub fn publish(run_dir: &Path, mut run: Run, live: Option<std::time::Instant>) -
     Ok(run)
 }
 
-/// Characters a report must not carry: control characters other than tab and newline (ANSI
-/// escapes included, which `strip_ansi` removes first).
+/// Characters a report must not carry: ANSI escapes and control characters other than tab
+/// and newline (`console::strip_control`, the console scanner's own stripper).
 pub fn clean(text: &str) -> String {
-    let text = strip_ansi(text);
-    text.chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').collect()
-}
-
-/// Removes ANSI CSI (`ESC [ ... final`) and OSC (`ESC ] ... BEL`) sequences.
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\x1b' {
-            out.push(c);
-            continue;
-        }
-        match chars.peek() {
-            Some('[') => {
-                chars.next();
-                for c in chars.by_ref() {
-                    if ('\x40'..='\x7e').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            Some(']') => {
-                for c in chars.by_ref() {
-                    if c == '\x07' {
-                        break;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    out
+    crate::console::strip_control(text, &['\t', '\n'])
 }
 
 #[cfg(test)]
@@ -180,6 +148,7 @@ pub mod tests {
     #[test]
     fn clean_strips_ansi_and_control_characters() {
         assert_eq!(clean("a\x1b[31mred\x1b[0m\x01b\tc\nd\x1b]0;title\x07e\r"), "aredb\tc\nde");
+        assert_eq!(clean("x\x1b(By\x1b]2;t\x1b\\z"), "xyz", "charset selection, OSC ended by ST");
     }
 
     #[test]
