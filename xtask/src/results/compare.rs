@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::markdown::cell;
+use super::text::{cell, clean};
 use super::model::{Metric, Run, Status, SCHEMA_VERSION};
 use crate::exit::{error, Kind};
 
@@ -640,7 +640,7 @@ pub fn render_text(c: &Comparison, verbose: bool) -> String {
                 describe(&e.current)
             );
             if let Some(n) = &e.note {
-                let _ = writeln!(out, "  {:<14}   {}", "", super::clean(n).replace('\n', " "));
+                let _ = writeln!(out, "  {:<14}   {}", "", clean(n).replace('\n', " "));
             }
         }
     }

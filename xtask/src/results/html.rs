@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::clean;
+use super::text::{clean, number};
 use super::model::Run;
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}\
@@ -247,7 +247,7 @@ fn svg_bars(bars: &[Bar]) -> String {
             row - 6,
             label_w as f64 + top(&bars[i]) / max * bar_w as f64 + 4.0,
             y + 14,
-            super::markdown::number(*value),
+            number(*value),
             esc(unit)
         );
         if let Some((lo, hi)) = range {
@@ -259,8 +259,8 @@ fn svg_bars(bars: &[Bar]) -> String {
                 x(*hi),
                 y + (row - 6) / 2,
                 y + (row - 6) / 2,
-                super::markdown::number(*lo),
-                super::markdown::number(*hi)
+                number(*lo),
+                number(*hi)
             );
         }
     }

@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::clean;
+use super::text::clean;
 use super::model::{ArchRun, Run, Scenario, Status};
 
 /// The `origin` of every object: lower-case letters, digits and underscores.

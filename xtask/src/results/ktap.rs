@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::clean;
+use super::text::clean;
 use super::model::{Run, Status};
 
 /// One arch's KTAP; an arch the run does not have gives an empty plan.

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::clean;
+use super::text::{cell, clean, number};
 use super::model::{Run, Status};
 
 /// Log lines shown under each failure.
@@ -162,22 +162,6 @@ fn metrics(run: &Run, out: &mut String) {
             .collect();
         let _ = writeln!(out, "| `{scenario}` | {} | {} | {} |", cell(name), cell(unit), cells.join(" | "));
     }
-}
-
-/// A figure with as many decimals as its size deserves.
-pub fn number(v: f64) -> String {
-    match v.abs() {
-        a if a >= 1000.0 => format!("{v:.0}"),
-        a if a >= 10.0 => format!("{v:.1}"),
-        a if a >= 1.0 => format!("{v:.2}"),
-        _ => format!("{v:.4}"),
-    }
-}
-
-/// Text for one Markdown table cell or list item: one line, no pipes (`summary.md`,
-/// `compare.md`).
-pub fn cell(s: &str) -> String {
-    clean(s).replace('\n', " ").replace('|', "\\|")
 }
 
 fn short(hash: &str) -> &str {

@@ -14,6 +14,7 @@ pub mod ktap;
 pub mod markdown;
 pub mod merge;
 pub mod model;
+pub mod text;
 pub mod tools;
 
 use std::io::Write;
@@ -87,12 +88,6 @@ pub fn publish(run_dir: &Path, mut run: Run, live: Option<std::time::Instant>) -
     Ok(run)
 }
 
-/// Characters a report must not carry: ANSI escapes and control characters other than tab
-/// and newline (`console::strip_control`, the console scanner's own stripper).
-pub fn clean(text: &str) -> String {
-    crate::console::strip_control(text, &['\t', '\n'])
-}
-
 #[cfg(test)]
 pub mod tests {
     use super::*;
@@ -143,12 +138,6 @@ pub mod tests {
             files,
             ["run.json", "junit.xml", "x86_64.ktap", "arm64.ktap", "kcidb.json", "summary.md", "report.html"]
         );
-    }
-
-    #[test]
-    fn clean_strips_ansi_and_control_characters() {
-        assert_eq!(clean("a\x1b[31mred\x1b[0m\x01b\tc\nd\x1b]0;title\x07e\r"), "aredb\tc\nde");
-        assert_eq!(clean("x\x1b(By\x1b]2;t\x1b\\z"), "xyz", "charset selection, OSC ended by ST");
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub struct KunitParse {
 impl KunitParse {
     /// The `Ran N tests: passed: P, failed: F, skipped: S, errors: E` counts (absent ones 0).
     pub fn counts(&self) -> Option<[usize; 5]> {
-        let clean = super::clean(&self.output);
+        let clean = super::text::clean(&self.output);
         let line = clean.lines().find_map(|l| l.split_once("Testing complete. ").map(|(_, r)| r.to_string()))?;
         let num = |key: &str| -> usize {
             line.split(", ")
