@@ -156,8 +156,30 @@ pub fn compiler(arch: &Arch) -> Result<Compiler> {
     }
 }
 
-/// Builds (or finds in the cache) the kernel for one arch.
+/// Builds (or finds in the cache) the kernel for one arch; the phases of a build it made are
+/// recorded for the run's timings.
 pub fn build(req: &Request) -> Result<Built> {
+    let built = build_or_reuse(req)?;
+    record_phases(&built);
+    Ok(built)
+}
+
+/// The kernel phases of a build this invocation made (nothing for a cache hit, whose
+/// metadata holds the durations of the build that made it).
+fn record_phases(built: &Built) {
+    if built.cache_hit {
+        return;
+    }
+    let d = &built.metadata.durations;
+    let secs = |k: &str| d.get(k).copied().unwrap_or(0.0);
+    for (phase, s) in
+        [("source", secs("source")), ("configure", secs("configure")), ("build", secs("build") + secs("install"))]
+    {
+        crate::timings::record(Some(built.arch.name), phase, std::time::Duration::from_secs_f64(s));
+    }
+}
+
+fn build_or_reuse(req: &Request) -> Result<Built> {
     let arch = req.arch;
     let compiler = compiler(arch)?;
     let key = cache::key(&KeyInputs {

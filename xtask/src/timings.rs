@@ -54,21 +54,6 @@ pub fn release(began: std::time::Instant) {
     *START.lock().unwrap_or_else(|e| e.into_inner()) = Some(began);
 }
 
-/// The kernel phases of a build this invocation made (nothing for a cache hit, whose
-/// metadata holds the durations of the build that made it).
-pub fn record_kernel(built: &crate::kernel::Built) {
-    if built.cache_hit {
-        return;
-    }
-    let d = &built.metadata.durations;
-    let secs = |k: &str| d.get(k).copied().unwrap_or(0.0);
-    for (phase, s) in
-        [("source", secs("source")), ("configure", secs("configure")), ("build", secs("build") + secs("install"))]
-    {
-        record(Some(built.arch.name), phase, Duration::from_secs_f64(s));
-    }
-}
-
 /// When the current run began: the invocation's start, then the end of the previous run (so
 /// `validate`'s patched side does not count the baseline's phases and time as its own).
 static START: Mutex<Option<std::time::Instant>> = Mutex::new(None);
