@@ -25,6 +25,21 @@ pub struct Plan {
     pub shell: bool,
 }
 
+impl Plan {
+    /// A plan with no scenarios, at this protocol's version: the agent boots, reports its
+    /// sentinel and powers off. Scenarios and options are added to it.
+    pub fn empty(label: &str) -> Plan {
+        Plan {
+            version: crate::PROTOCOL_VERSION,
+            label: label.into(),
+            scenarios: vec![],
+            share: None,
+            artifacts_virtiofs: false,
+            shell: false,
+        }
+    }
+}
+
 /// One scenario: run in its own process group, killed at its deadline.
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

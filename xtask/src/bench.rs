@@ -16,7 +16,7 @@ use crate::qemu::{self, Accel, VmSpec};
 
 /// Compiles `initramfs/floor/init.c` statically for an arch.
 pub fn build_floor(arch: &Arch, out: &Path) -> Result<PathBuf> {
-    let src = crate::project_root().join("initramfs/floor/init.c");
+    let src = crate::checkout::project_root().join("initramfs/floor/init.c");
     let bin = out.join(format!("floor-{}", arch.name));
     let cc = arch.compiler();
     let sh = crate::cmd::sh()?;
@@ -73,7 +73,7 @@ pub fn boot(built: &[Built], runs: usize, accel: AccelChoice) -> Result<Vec<Boot
         std::fs::write(&floor_cpio, floor.to_newc())?;
         let agent = crate::initramfs::build_agent(b.arch)?;
         let agent_cpio = scratch.path().join(format!("agent-{}.cpio", b.arch.name));
-        crate::initramfs::write(&agent_cpio, &agent, &crate::empty_plan("bench"), &[])?;
+        crate::initramfs::write(&agent_cpio, &agent, &protocol::Plan::empty("bench"), &[])?;
 
         let mut result = BootBench { arch: b.arch.name, floor: vec![], agent: vec![] };
         for i in 0..runs {
@@ -102,7 +102,7 @@ pub fn boot(built: &[Built], runs: usize, accel: AccelChoice) -> Result<Vec<Boot
                     ));
                 }
                 if which == "agent" {
-                    let ktap = std::fs::read_to_string(&vm.results_log)?;
+                    let ktap = std::fs::read_to_string(spec.results_log())?;
                     if crate::ktap::read(&ktap).sentinel.is_none() {
                         return Err(error(
                             Kind::Infra,
@@ -151,7 +151,13 @@ pub fn print_figures(run: &crate::results::model::Run) {
             for (name, m) in &s.metrics {
                 let (lo, hi) = m.samples.iter().fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
                 let range = if m.samples.is_empty() { String::new() } else { format!("{}-{}", figure(lo), figure(hi)) };
-                rows.push([arch.arch.clone(), s.name.clone(), name.clone(), format!("{} {}", figure(m.value), m.unit), range]);
+                rows.push([
+                    arch.arch.clone(),
+                    s.name.clone(),
+                    name.clone(),
+                    format!("{} {}", figure(m.value), m.unit),
+                    range,
+                ]);
             }
         }
     }

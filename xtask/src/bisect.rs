@@ -53,8 +53,8 @@ pub fn run(args: &BisectArgs) -> Result<u8> {
     let repo = git::repo(dir)?;
     let good = git::commit(&repo, &args.good, "--good")?;
     let bad = git::commit(&repo, &args.bad, "--bad")?;
-    let results = crate::boot::results_root(&args.vm);
-    let chosen = crate::choose(&args.select, &results)?;
+    let results = args.vm.results_root();
+    let chosen = crate::pipeline::choose(&args.select, &results)?;
     let clients = crate::setup::clients_of_chosen(&chosen);
     let needs = crate::setup::Needs::boot(&args.kernel, &args.vm, false, &clients);
     crate::setup::ensure(&crate::setup::Needs { git: true, ..needs })?;
@@ -141,7 +141,7 @@ pub fn run(args: &BisectArgs) -> Result<u8> {
 /// the repository's one mirror), runs the selected scenarios and marks it.
 fn test_commit(
     args: &BisectArgs,
-    chosen: &crate::Chosen,
+    chosen: &crate::pipeline::Chosen,
     repo: &Path,
     good: &str,
     commit: &str,
@@ -153,7 +153,7 @@ fn test_commit(
     kernel.source.kernel_src = None;
     kernel.source.git_commit = Some((repo.to_path_buf(), good.to_string()));
     kernel.source.patches = change.into_iter().chain(args.kernel.source.patches.iter().cloned()).collect();
-    let built = match crate::kernels(&kernel) {
+    let built = match crate::pipeline::kernels(&kernel) {
         Ok(b) => b,
         Err(e) if code_for(&e) == Kind::CannotBuild.code() || code_for(&e) == Kind::BadInput.code() => {
             // A commit that does not build, or whose change does not apply as a patch.
@@ -162,8 +162,8 @@ fn test_commit(
         }
         Err(e) => return Err(e.context(format!("bisect: building {commit}"))),
     };
-    let judged = crate::run_suites_judged(chosen, &built, &args.vm, args.kernel.cache_dir.as_deref())?;
-    crate::publish_results(&judged, &built)?;
+    let judged = crate::pipeline::run(chosen, &built, &args.vm.options(args.kernel.cache_dir.as_deref())?)?;
+    crate::pipeline::publish(&judged, &built)?;
     let code = crate::boot::exit_code(&judged);
     let run = judged.first().and_then(|j| j.outcome.out_dir.parent()).map(Path::to_path_buf);
     let mark = match code {

@@ -26,7 +26,7 @@ pub enum AccelChoice {
     Tcg,
 }
 
-/// Options shared by every boot of a run.
+/// Options shared by every boot of a run (the VM flags, resolved once by `flags::VmArgs::options`).
 #[derive(Debug, Clone)]
 pub struct Options {
     pub accel: AccelChoice,
@@ -38,7 +38,11 @@ pub struct Options {
     pub kernel_args: Vec<String>,
     /// `--qemu-args`, split at spaces.
     pub qemu_args: Vec<String>,
+    /// VMs per arch for the shared scenarios (`--vms`).
+    pub vms: usize,
     pub cache_dir: PathBuf,
+    /// Where run folders go (`--results`, default `results/` in the checkout).
+    pub results: PathBuf,
 }
 
 /// One boot to run: a kernel, a plan and extra files for the initramfs.
@@ -85,7 +89,7 @@ pub fn parse_share(arg: &str) -> Result<(PathBuf, String)> {
 
 /// Boots every job, the arches in parallel, and returns the outcomes in job order.
 pub fn run_all(jobs: Vec<Job>, opts: &Options) -> Result<Vec<Outcome>> {
-    let virtiofsd = crate::setup::virtiofsd();
+    let virtiofsd = crate::qemu::virtiofsd_binary();
     if virtiofsd.is_none() {
         line(
             "virtiofsd not found: booting without virtio-fs, so artifacts stay in the guest (run `cargo xtask setup`)",
@@ -153,15 +157,13 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
         // Past this point nothing is thrown away: the boot is judged an infrastructure error
         // with whatever logs it left.
         line(format!("{name}: the boot failed on the host: {e:#}"));
-        let touch = |p: PathBuf| {
-            if !p.exists() {
-                let _ = std::fs::write(&p, b"");
+        // The judge reads both logs: a boot that never started leaves them empty.
+        for log in [spec.console_log(), spec.results_log()] {
+            if !log.exists() {
+                let _ = std::fs::write(&log, b"");
             }
-            p
-        };
+        }
         VmRun {
-            console_log: touch(spec.console_log()),
-            results_log: touch(spec.results_log()),
             ended: qemu::Ended::Failed { error: format!("{e:#}") },
             command_line: std::fs::read_to_string(job.out_dir.join(run_folder::QEMU_COMMAND))
                 .unwrap_or_default()
@@ -307,14 +309,7 @@ fn accel_for(built: &Built, agent: &Path, opts: &Options) -> Result<Accel> {
     line(format!("{}: probing KVM with a trial boot (once per host; the answer is cached)", built.arch.name));
     let scratch = tempfile::Builder::new().prefix("xtask-kvm-probe-").tempdir()?;
     let initrd = scratch.path().join("initramfs.cpio");
-    let plan = protocol::Plan {
-        version: protocol::PROTOCOL_VERSION,
-        label: "kvm-probe".into(),
-        scenarios: vec![],
-        share: None,
-        artifacts_virtiofs: false,
-        shell: false,
-    };
+    let plan = protocol::Plan::empty("kvm-probe");
     crate::initramfs::write(&initrd, agent, &plan, &[])?;
     let spec = VmSpec {
         arch: built.arch,
@@ -346,36 +341,18 @@ fn accel_for(built: &Built, agent: &Path, opts: &Options) -> Result<Accel> {
     Ok(if kvm { Accel::Kvm } else { Accel::Tcg })
 }
 
-/// Resolves the VM flags into options.
-pub fn options(vm: &crate::flags::VmArgs, cache_dir: Option<&Path>) -> Result<Options> {
-    Ok(Options {
-        accel: vm.accel,
-        share: vm.share.as_deref().map(parse_share).transpose()?,
-        cpus: vm.cpus,
-        memory_mb: vm.memory,
-        kernel_args: vm.kernel_args.as_deref().unwrap_or_default().split_whitespace().map(String::from).collect(),
-        qemu_args: vm.qemu_args.as_deref().unwrap_or_default().split_whitespace().map(String::from).collect(),
-        cache_dir: crate::cache::root(cache_dir),
-    })
-}
-
-pub fn results_root(vm: &crate::flags::VmArgs) -> PathBuf {
-    vm.results.clone().unwrap_or_else(|| crate::project_root().join("results"))
-}
-
 /// Boots `plan` on every built kernel and judges each boot.
 pub fn run_plan_on(
     built: &[Built],
     plan: &protocol::Plan,
     extra: &[(String, Vec<u8>)],
-    vm: &crate::flags::VmArgs,
-    cache_dir: Option<&Path>,
+    opts: &Options,
 ) -> Result<Vec<Judged>> {
     let plans = built
         .iter()
         .map(|b| PlanFor { built: b, plan: plan.clone(), marks: Default::default(), dir: b.arch.name.to_string() })
         .collect();
-    run_plans(plans, extra, vm, cache_dir)
+    run_plans(plans, extra, opts)
 }
 
 /// A kernel and the plan compiled for it (suites compile per kernel: `requires` differ).
@@ -412,14 +389,9 @@ pub fn shared_dir(arch: &str, k: usize) -> String {
 pub const MAX_RESUMES: u32 = 8;
 
 /// Boots the plans into a new run folder under the results root and judges each boot.
-pub fn run_plans(
-    plans: Vec<PlanFor>,
-    extra: &[(String, Vec<u8>)],
-    vm: &crate::flags::VmArgs,
-    cache_dir: Option<&Path>,
-) -> Result<Vec<Judged>> {
-    let run_dir = run_folder::new_run_dir(&results_root(vm))?;
-    let judged = run_plans_in(plans, extra, &options(vm, cache_dir)?, &run_dir)?;
+pub fn run_plans(plans: Vec<PlanFor>, extra: &[(String, Vec<u8>)], opts: &Options) -> Result<Vec<Judged>> {
+    let run_dir = run_folder::new_run_dir(&opts.results)?;
+    let judged = run_plans_in(plans, extra, opts, &run_dir)?;
     finish_run(&judged, &run_dir);
     Ok(judged)
 }
@@ -564,13 +536,7 @@ fn elf_facts(bytes: &[u8]) -> Option<(u16, bool)> {
 }
 
 /// `cargo xtask exec`: runs a static binary in the guest and returns its exit status.
-pub fn exec(
-    built: &Built,
-    command: &[String],
-    timeout_s: u64,
-    vm: &crate::flags::VmArgs,
-    cache_dir: Option<&Path>,
-) -> Result<u8> {
+pub fn exec(built: &Built, command: &[String], timeout_s: u64, opts: &Options) -> Result<u8> {
     let host_path = Path::new(&command[0]);
     let bytes = std::fs::read(host_path).map_err(|e| error(Kind::BadInput, format!("{}: {e}", host_path.display())))?;
     let want = if built.arch.name == "x86_64" { 62 } else { 183 };
@@ -599,26 +565,25 @@ pub fn exec(
     let guest = format!("/bin/{name}");
     let mut argv = vec![guest.clone()];
     argv.extend(command[1..].iter().cloned());
-    let mut plan = crate::empty_plan("exec");
+    let mut plan = protocol::Plan::empty("exec");
     plan.scenarios.push(protocol::Scenario {
         name: format!("exec/{}", name.replace(char::is_whitespace, "_")),
         deadline_ms: timeout_s * 1000,
         steps: vec![protocol::Step::Exec { argv, expect_exit: 0 }],
     });
-    let judged = run_plan_on(std::slice::from_ref(built), &plan, &[(guest, bytes)], vm, cache_dir)?;
+    let judged = run_plan_on(std::slice::from_ref(built), &plan, &[(guest, bytes)], opts)?;
     exec_status(&judged[0])
 }
 
 /// `cargo xtask shell`: the agent's interactive shell on the terminal.
-pub fn shell(built: &Built, vm: &crate::flags::VmArgs, cache_dir: Option<&Path>) -> Result<u8> {
-    let opts = options(vm, cache_dir)?;
+pub fn shell(built: &Built, opts: &Options) -> Result<u8> {
     let agent = crate::initramfs::build_agent(built.arch)?;
-    let accel = accel_for(built, &agent, &opts)?;
+    let accel = accel_for(built, &agent, opts)?;
     let scratch = tempfile::Builder::new().prefix("xtask-shell-").tempdir()?;
-    let mut plan = crate::empty_plan("shell");
+    let mut plan = protocol::Plan::empty("shell");
     plan.shell = true;
     let clients = crate::initramfs::clients_for(built.arch, &plan, true)?;
-    let virtiofsd = crate::setup::virtiofsd();
+    let virtiofsd = crate::qemu::virtiofsd_binary();
     let guest = Guest {
         built,
         agent: &agent,
@@ -628,7 +593,7 @@ pub fn shell(built: &Built, vm: &crate::flags::VmArgs, cache_dir: Option<&Path>)
         work: scratch.path(),
         logs: scratch.path(),
     };
-    let spec = vm_spec(&guest, &mut plan, virtiofsd.as_deref(), &opts)?;
+    let spec = vm_spec(&guest, &mut plan, virtiofsd.as_deref(), opts)?;
     line(format!(
         "{}: shell on {} ({}); type `help`, `exit` ends it, Ctrl-A x kills QEMU",
         built.arch.name,
@@ -668,8 +633,8 @@ impl Judged {
             expect_report: marks.expect_report,
             about: marks.about,
         };
-        let planned = plan.scenarios.iter().map(|s| s.name.clone()).collect();
-        let boot = run_folder::judge(BootFolder::at(outcome.out_dir.clone()), facts, planned)?;
+        let planned: Vec<String> = plan.scenarios.iter().map(|s| s.name.clone()).collect();
+        let boot = run_folder::judge(BootFolder::at(outcome.out_dir.clone()), facts, &planned)?;
         boot.write_record()?;
         crate::timings::record(Some(&boot.folder.name), "judge", started.elapsed());
         Ok(Judged { outcome, boot, resumed_in: None })
@@ -799,7 +764,7 @@ mod tests {
 
     #[test]
     fn plans_split_evenly_and_boot_folders_name_their_place() {
-        let mut plan = crate::empty_plan("x86_64");
+        let mut plan = protocol::Plan::empty("x86_64");
         for i in 0..5 {
             plan.scenarios.push(protocol::Scenario { name: format!("s/{i}"), deadline_ms: 1, steps: vec![] });
         }
@@ -811,7 +776,7 @@ mod tests {
         let parts = split_plan(plan.clone(), 2);
         assert_eq!(parts[1].scenarios[0].name, "s/3", "in plan order");
         assert_eq!(sizes(0), [5]);
-        assert_eq!(split_plan(crate::empty_plan("x"), 3).len(), 1);
+        assert_eq!(split_plan(protocol::Plan::empty("x"), 3).len(), 1);
         assert_eq!((shared_dir("arm64", 1), shared_dir("arm64", 2)), ("arm64".into(), "arm64.vm-2".into()));
     }
 

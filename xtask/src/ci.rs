@@ -129,7 +129,7 @@ mod tests {
     use super::*;
 
     fn root() -> std::path::PathBuf {
-        crate::project_root()
+        crate::checkout::project_root()
     }
 
     #[test]

@@ -202,6 +202,46 @@ pub fn print(items: &[Item], rows: &[Row]) -> usize {
     missing
 }
 
+/// `cargo xtask coverage`: the catalogue table with the last results, then the upstream
+/// selftest cases and their counterparts. Exits 128 when the suites name items or cases that
+/// do not exist, 1 when an item is neither covered nor excused.
+pub fn verb(suites: &[Suite], results: &Path) -> Result<u8> {
+    let root = crate::checkout::project_root();
+    let (items, excused) = load(&root)?;
+    let latest = latest(results);
+    let mut problems = unknown_ids(&items, suites, &excused);
+    for problem in &problems {
+        eprintln!("error: {problem}");
+    }
+    let table = table(&items, suites, &excused, &latest);
+    print(&items, &table);
+    let cases = std::fs::read_to_string(root.join("suites/upstream-cases.txt")).unwrap_or_default();
+    for problem in unknown_upstream(&cases, suites) {
+        eprintln!("error: {problem}");
+        problems.push(problem);
+    }
+    let uncovered: Vec<&str> =
+        table.iter().filter(|r| r.scenarios.is_empty() && r.excuse.is_none()).map(|r| r.id.as_str()).collect();
+    let upstream = upstream_table(&cases, suites);
+    println!("\nupstream selftest case -> counterpart scenarios:");
+    for (case, scenarios) in &upstream {
+        let what = if scenarios.is_empty() { "NO COUNTERPART".to_string() } else { scenarios.join(", ") };
+        println!("{case:<36} {what}");
+    }
+    let mirrored = upstream.iter().filter(|(_, s)| !s.is_empty()).count();
+    println!("{mirrored} of {} upstream selftest cases have a counterpart scenario", upstream.len());
+    // Honest exit codes: suites naming items or cases that do not exist are bad input;
+    // an item neither covered nor excused fails the check.
+    if !problems.is_empty() {
+        return Ok(Kind::BadInput.code());
+    }
+    if !uncovered.is_empty() {
+        eprintln!("error: not covered and not excused: {}", uncovered.join(", "));
+        return Ok(Kind::TestFailed.code());
+    }
+    Ok(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,7 +274,7 @@ mod tests {
     /// every `upstream:` name is an upstream selftest case, and every case has a counterpart.
     #[test]
     fn repository_covers_name_real_items() {
-        let root = crate::project_root();
+        let root = crate::checkout::project_root();
         let (items, excused) = load(&root).unwrap();
         assert_eq!(items.len(), 140);
         let files = crate::suites::files_in(&root.join("suites")).unwrap();
@@ -252,7 +292,7 @@ mod tests {
     /// reason it cannot be tested from user space.
     #[test]
     fn every_catalogue_item_is_covered_or_excused() {
-        let root = crate::project_root();
+        let root = crate::checkout::project_root();
         let (items, excused) = load(&root).unwrap();
         let files = crate::suites::files_in(&root.join("suites")).unwrap();
         let suites = crate::suites::load_all(&files).unwrap();

@@ -6,7 +6,7 @@
 //! state, lists and archive folders, reads none of the host's `apt.conf.d` fragments (their
 //! hooks clean the host's caches and refresh PackageKit) and inherits only the host's
 //! network-facing settings: proxies and the validity checks. Its sources are the Debian archive
-//! the host already uses (`setup::debian_archive_uri`) with the suites that carry
+//! the host already uses ([`archive_uri`]) with the suites that carry
 //! `linux-source-*` packages ([`MAIN_SUITES`], [`SECURITY_SUITES`]).
 //!
 //! Signatures are always checked: every source is `signed-by` the host's
@@ -218,14 +218,14 @@ impl PrivateApt {
     /// Writes the configuration, the sources list and the empty folders apt expects.
     fn prepare(cache_dir: &Path) -> Result<PrivateApt> {
         let root = apt_dir(cache_dir);
-        let main_uri = crate::setup::debian_archive_uri().ok_or_else(|| {
+        let main_uri = archive_uri().ok_or_else(|| {
             error(
                 Kind::Infra,
                 "--kernel-version: found no Debian archive in this host's apt sources (/etc/apt/sources.list, \
                  /etc/apt/sources.list.d) to fetch linux-source from; pass --kernel-tarball FILE instead",
             )
         })?;
-        let security_uri = crate::setup::debian_security_uri();
+        let security_uri = security_uri();
         for dir in ["apt.conf.d", "preferences.d", "sources.list.d", "trusted.gpg.d", "state/lists/partial"] {
             std::fs::create_dir_all(root.join(dir))?;
         }
@@ -534,6 +534,57 @@ pub fn shipped_series(search: &str) -> Vec<String> {
     series.sort_by_key(key);
     series.dedup();
     series
+}
+
+/// The host's apt source files: `sources.list` and the one-line and deb822 files beside it.
+pub fn apt_source_files() -> Vec<PathBuf> {
+    let mut files = vec![PathBuf::from("/etc/apt/sources.list")];
+    if let Ok(dir) = std::fs::read_dir("/etc/apt/sources.list.d") {
+        files.extend(
+            dir.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "list" || e == "sources")),
+        );
+    }
+    files
+}
+
+/// The Debian archive address this host already uses for bookworm, so the backports source
+/// points at the same mirror (the project never names a registry host itself). On a Debian host
+/// of another release, the archive of its own release (`--kernel-version` needs one either way).
+pub fn archive_uri() -> Option<String> {
+    archive_uri_serving(|suite| suite == "bookworm").or_else(|| {
+        archive_uri_serving(|suite| {
+            ["trixie", "forky", "sid", "stable", "testing", "unstable", "oldstable"].contains(&suite)
+        })
+    })
+}
+
+/// The host's Debian security archive (the source of a `*-security` suite), if it uses one.
+pub fn security_uri() -> Option<String> {
+    archive_uri_serving(|suite| suite.ends_with("-security"))
+}
+
+/// The URI of the host's first apt source (one-line or deb822) with a suite `serves` accepts.
+fn archive_uri_serving(serves: impl Fn(&str) -> bool) -> Option<String> {
+    for f in apt_source_files() {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        if f.extension().is_some_and(|e| e == "sources") {
+            for stanza in text.split("\n\n") {
+                let get = |k: &str| stanza.lines().find_map(|l| l.strip_prefix(k)).map(|v| v.trim().to_string());
+                let suites = get("Suites:").unwrap_or_default();
+                if suites.split_whitespace().any(&serves) {
+                    return get("URIs:").and_then(|u| u.split_whitespace().next().map(String::from));
+                }
+            }
+        } else {
+            for l in text.lines() {
+                let words: Vec<&str> = l.split_whitespace().filter(|w| !w.starts_with('[')).collect();
+                if words.len() >= 3 && words[0] == "deb" && serves(words[2]) {
+                    return Some(words[1].to_string());
+                }
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Every command-line flag of `cargo xtask`, declared in one place.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -129,6 +129,48 @@ pub struct VmArgs {
     /// Where run folders go (default: results/ in the checkout).
     #[arg(long, value_name = "DIR")]
     pub results: Option<PathBuf>,
+}
+
+impl KernelArgs {
+    /// `shell` and `exec` run one VM: `--arch all` (the default) means the host's arch, when this
+    /// tool has one of that kind.
+    pub fn single_arch(&self, verb: &str) -> anyhow::Result<KernelArgs> {
+        if self.arch != "all" {
+            return Ok(self.clone());
+        }
+        let host = crate::arch::ARCHES.iter().find(|a| a.uname_machine == std::env::consts::ARCH).ok_or_else(|| {
+            crate::exit::error(
+                crate::exit::Kind::BadInput,
+                format!("{verb} runs one VM and this host's arch has none here: pass --arch x86_64 or --arch arm64"),
+            )
+        })?;
+        Ok(KernelArgs { arch: host.name.to_string(), ..self.clone() })
+    }
+}
+
+impl VmArgs {
+    /// `--results`, else `results/` in the checkout.
+    pub fn results_root(&self) -> PathBuf {
+        self.results.clone().unwrap_or_else(|| crate::checkout::project_root().join("results"))
+    }
+
+    /// The VM flags resolved into the boots' options, once, before anything boots (a bad
+    /// `--share` is bad input). `cache_dir` is `--cache-dir`.
+    pub fn options(&self, cache_dir: Option<&Path>) -> anyhow::Result<crate::boot::Options> {
+        let split =
+            |a: &Option<String>| a.as_deref().unwrap_or_default().split_whitespace().map(String::from).collect();
+        Ok(crate::boot::Options {
+            accel: self.accel,
+            share: self.share.as_deref().map(crate::boot::parse_share).transpose()?,
+            cpus: self.cpus,
+            memory_mb: self.memory,
+            kernel_args: split(&self.kernel_args),
+            qemu_args: split(&self.qemu_args),
+            vms: self.vms as usize,
+            cache_dir: crate::cache::root(cache_dir),
+            results: self.results_root(),
+        })
+    }
 }
 
 /// `--memory`: `512`, `512M`, `1G` (MiB as the unit when none is given).

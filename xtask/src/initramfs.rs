@@ -87,7 +87,7 @@ fn pad4(out: &mut Vec<u8>) {
 
 /// Builds the guest agent for `arch` (release, static musl) and returns the binary's path.
 pub fn build_agent(arch: &Arch) -> Result<PathBuf> {
-    let root = crate::project_root();
+    let root = crate::checkout::project_root();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let sh = sh()?;
     sh.change_dir(&root);
@@ -160,7 +160,7 @@ pub fn build_client(arch: &Arch, client: &Client) -> Result<Vec<u8>> {
             ),
         ));
     }
-    let root = crate::project_root();
+    let root = crate::checkout::project_root();
     let target_dir = clients_target_dir();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let sh = sh()?;
@@ -201,7 +201,7 @@ pub fn build_client(arch: &Arch, client: &Client) -> Result<Vec<u8>> {
 /// `target/clients` (under `CARGO_TARGET_DIR` when set): the clients' own target directory.
 pub fn clients_target_dir() -> PathBuf {
     let root = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from);
-    root.unwrap_or_else(|| crate::project_root().join("target")).join("clients")
+    root.unwrap_or_else(|| crate::checkout::project_root().join("target")).join("clients")
 }
 
 /// What a failed client build lacks, from cargo's and the linker's messages.

@@ -6,6 +6,7 @@ mod bench;
 mod bisect;
 mod boot;
 mod cache;
+mod checkout;
 mod ci;
 mod cmd;
 mod console;
@@ -20,6 +21,7 @@ mod initramfs;
 mod kconfig;
 mod kernel;
 mod ktap;
+mod pipeline;
 mod progress;
 mod qemu;
 mod replay;
@@ -35,14 +37,15 @@ mod upstream;
 mod validate;
 mod verdict;
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Parser;
 
-use crate::exit::{error, Kind};
+use crate::checkout::project_root;
+use crate::exit::Kind;
 use crate::flags::{Cmd, KernelArgs, Xtask};
+use crate::pipeline::kernels;
 
 fn main() -> ExitCode {
     timings::start();
@@ -83,20 +86,21 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             Ok(0)
         }
         Cmd::Run(args) => {
-            let chosen = choose(&args.select, &boot::results_root(&args.vm))?;
+            let chosen = pipeline::choose(&args.select, &args.vm.results_root())?;
             setup::ensure(&setup::Needs::run(&args, &setup::clients_of_chosen(&chosen)))?;
+            let opts = args.vm.options(args.kernel.cache_dir.as_deref())?;
             let built = kernels(&KernelArgs { config_only: args.select.list, ..args.kernel.clone() })?;
             if args.select.list {
-                return list_plans(&chosen, &built);
+                return pipeline::list_plans(&chosen, &built);
             }
-            let judged = run_suites_judged(&chosen, &built, &args.vm, args.kernel.cache_dir.as_deref())?;
+            let judged = pipeline::run(&chosen, &built, &opts)?;
             let code = boot::exit_code(&judged);
-            publish_results(&judged, &built)?;
+            pipeline::publish(&judged, &built)?;
             // Into the suites' run folder (`<run-id>/<arch>` is each boot's out_dir); never gating.
             let run_dir = judged.first().and_then(|j| j.outcome.out_dir.parent());
             match run_dir {
                 Some(dir) if args.upstream_selftests => {
-                    let upstream = upstream::run(&built, &args.vm, args.kernel.cache_dir.as_deref(), dir)?;
+                    let upstream = upstream::run(&built, &opts, dir)?;
                     Ok(if code != 0 { code } else { upstream })
                 }
                 _ => Ok(code),
@@ -104,83 +108,53 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
         }
         Cmd::Upstream(args) => {
             setup::ensure(&setup::Needs::upstream(&args))?;
+            let opts = args.vm.options(args.kernel.cache_dir.as_deref())?;
             let built = kernels(&args.kernel)?;
-            let results = args.vm.results.clone().unwrap_or_else(|| project_root().join("results"));
-            let run_dir = run_folder::new_run_dir(&results)?;
-            upstream::run(&built, &args.vm, args.kernel.cache_dir.as_deref(), &run_dir)
+            let run_dir = run_folder::new_run_dir(&opts.results)?;
+            upstream::run(&built, &opts, &run_dir)
         }
         Cmd::CheckSuites(args) => {
-            let files = if args.files.is_empty() { suite_files()? } else { args.files };
-            Ok(check_suites(&files))
+            let files = if args.files.is_empty() { pipeline::suite_files()? } else { args.files };
+            Ok(pipeline::check_suites(&files))
         }
         Cmd::Test(args) => test::run(&args),
         Cmd::Coverage { results } => {
-            let root = project_root();
-            let (items, excused) = coverage::load(&root)?;
-            let suites = load_suites(&suite_files()?)?;
-            let latest = coverage::latest(&results.unwrap_or_else(|| root.join("results")));
-            let mut problems = coverage::unknown_ids(&items, &suites, &excused);
-            for problem in &problems {
-                eprintln!("error: {problem}");
-            }
-            let table = coverage::table(&items, &suites, &excused, &latest);
-            coverage::print(&items, &table);
-            let cases = std::fs::read_to_string(root.join("suites/upstream-cases.txt")).unwrap_or_default();
-            for problem in coverage::unknown_upstream(&cases, &suites) {
-                eprintln!("error: {problem}");
-                problems.push(problem);
-            }
-            let uncovered: Vec<&str> =
-                table.iter().filter(|r| r.scenarios.is_empty() && r.excuse.is_none()).map(|r| r.id.as_str()).collect();
-            let upstream = coverage::upstream_table(&cases, &suites);
-            println!("\nupstream selftest case -> counterpart scenarios:");
-            for (case, scenarios) in &upstream {
-                let what = if scenarios.is_empty() { "NO COUNTERPART".to_string() } else { scenarios.join(", ") };
-                println!("{case:<36} {what}");
-            }
-            let mirrored = upstream.iter().filter(|(_, s)| !s.is_empty()).count();
-            println!("{mirrored} of {} upstream selftest cases have a counterpart scenario", upstream.len());
-            // Honest exit codes: suites naming items or cases that do not exist are bad input;
-            // an item neither covered nor excused fails the check.
-            if !problems.is_empty() {
-                return Ok(Kind::BadInput.code());
-            }
-            if !uncovered.is_empty() {
-                eprintln!("error: not covered and not excused: {}", uncovered.join(", "));
-                return Ok(Kind::TestFailed.code());
-            }
-            Ok(0)
+            let suites = pipeline::load_suites(&pipeline::suite_files()?)?;
+            coverage::verb(&suites, &results.unwrap_or_else(|| project_root().join("results")))
         }
         Cmd::Boot(args)
             if !args.select.suites.is_empty()
                 || !args.select.filters.is_empty()
                 || args.select.rerun_failed.is_some() =>
         {
-            let chosen = choose(&args.select, &boot::results_root(&args.vm))?;
+            let chosen = pipeline::choose(&args.select, &args.vm.results_root())?;
             let clients = setup::clients_of_chosen(&chosen);
             setup::ensure(&setup::Needs::boot(&args.kernel, &args.vm, args.select.list, &clients))?;
+            let opts = args.vm.options(args.kernel.cache_dir.as_deref())?;
             let built = kernels(&KernelArgs { config_only: args.select.list, ..args.kernel.clone() })?;
             if args.select.list {
-                return list_plans(&chosen, &built);
+                return pipeline::list_plans(&chosen, &built);
             }
-            run_suites(&chosen, &built, &args.vm, args.kernel.cache_dir.as_deref())
+            pipeline::run_and_publish(&chosen, &built, &opts)
         }
         Cmd::Boot(args) => {
             let plan = match &args.plan {
-                Some(path) => read_plan(path)?,
-                None => empty_plan("boot"),
+                Some(path) => pipeline::read_plan(path)?,
+                None => protocol::Plan::empty("boot"),
             };
             setup::ensure(&setup::Needs::boot(&args.kernel, &args.vm, false, &setup::clients_of_plan(&plan)))?;
+            let opts = args.vm.options(args.kernel.cache_dir.as_deref())?;
             let built = kernels(&args.kernel)?;
-            let results = boot::run_plan_on(&built, &plan, &[], &args.vm, args.kernel.cache_dir.as_deref())?;
-            publish_results(&results, &built)?;
+            let results = boot::run_plan_on(&built, &plan, &[], &opts)?;
+            pipeline::publish(&results, &built)?;
             Ok(boot::exit_code(&results))
         }
         Cmd::Exec(args) => {
-            let kernel = single_arch(&args.kernel, "exec")?;
+            let kernel = args.kernel.single_arch("exec")?;
             setup::ensure(&setup::Needs::boot(&kernel, &args.vm, false, &[]))?;
+            let opts = args.vm.options(args.kernel.cache_dir.as_deref())?;
             let built = kernels(&kernel)?;
-            boot::exec(&built[0], &args.command, args.timeout, &args.vm, args.kernel.cache_dir.as_deref())
+            boot::exec(&built[0], &args.command, args.timeout, &opts)
         }
         Cmd::Report(args) => {
             let run = results::collect::load(&args.from, jiff::Timestamp::now())?;
@@ -209,19 +183,19 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             Ok(results::merge::merge(&args.dirs, &out)?.verdict.exit_code())
         }
         Cmd::Bench(args) if args.what == "suites" => {
-            let files: Vec<PathBuf> = suite_files()?
+            let files: Vec<_> = pipeline::suite_files()?
                 .into_iter()
-                .filter(|f| f.file_stem().is_some_and(|s| MEASURING_SUITES.iter().any(|m| s == *m)))
+                .filter(|f| f.file_stem().is_some_and(|s| pipeline::MEASURING_SUITES.iter().any(|m| s == *m)))
                 .collect();
             let select = flags::SelectArgs { suites: files, filters: args.filters.clone(), ..Default::default() };
-            let chosen = choose(&select, &boot::results_root(&args.vm))?;
+            let chosen = pipeline::choose(&select, &args.vm.results_root())?;
             let clients = setup::clients_of_chosen(&chosen);
             setup::ensure(&setup::Needs::boot(&args.kernel, &args.vm, false, &clients))?;
+            let opts = args.vm.options(args.kernel.cache_dir.as_deref())?;
             let built = kernels(&args.kernel)?;
-            let judged = run_suites_judged(&chosen, &built, &args.vm, args.kernel.cache_dir.as_deref())?;
-            publish_results(&judged, &built)?;
-            if let Some(dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) {
-                bench::print_figures(&results::compare::read_run_json(&dir.join("run.json"))?);
+            let judged = pipeline::run(&chosen, &built, &opts)?;
+            if let Some(run) = pipeline::publish(&judged, &built)? {
+                bench::print_figures(&run);
             }
             Ok(boot::exit_code(&judged))
         }
@@ -232,374 +206,11 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             Ok(0)
         }
         Cmd::Shell(args) => {
-            let kernel = single_arch(&args.kernel, "shell")?;
+            let kernel = args.kernel.single_arch("shell")?;
             setup::ensure(&setup::Needs::boot(&kernel, &args.vm, false, &setup::all_clients()))?;
+            let opts = args.vm.options(args.kernel.cache_dir.as_deref())?;
             let built = kernels(&kernel)?;
-            boot::shell(&built[0], &args.vm, args.kernel.cache_dir.as_deref())
+            boot::shell(&built[0], &opts)
         }
-    }
-}
-
-/// Every `suites/*.yaml` of the checkout.
-pub fn suite_files() -> Result<Vec<PathBuf>> {
-    let dir = project_root().join("suites");
-    suites::files_in(&dir).map_err(|e| error(Kind::BadInput, format!("{}: {e}", dir.display())))
-}
-
-/// Loads and validates suites; every error of every file ends the command as bad input (128).
-pub fn load_suites(files: &[PathBuf]) -> Result<Vec<suites::Suite>> {
-    suites::load_all(files).map_err(|e| error(Kind::BadInput, format!("invalid suite files:\n{e}")))
-}
-
-/// `cargo xtask check-suites`: one line per good file, every error of the bad ones.
-fn check_suites(files: &[PathBuf]) -> u8 {
-    if files.is_empty() {
-        println!("no suite files (suites/*.yaml) to check");
-        return 0;
-    }
-    let mut bad = 0;
-    for file in files {
-        match suites::load_all(std::slice::from_ref(file)) {
-            Ok(s) => println!("ok {}: {} scenarios", suites::shown(file), s[0].scenarios.len()),
-            Err(e) => {
-                bad += 1;
-                eprintln!("{e}\n");
-            }
-        }
-    }
-    // Two good files may still clash on their suite name.
-    if bad == 0 {
-        if let Err(e) = suites::load_all(files) {
-            eprintln!("{e}");
-            bad += 1;
-        }
-    }
-    if bad == 0 {
-        0
-    } else {
-        eprintln!("{bad} of {} suite file(s) have errors", files.len());
-        Kind::BadInput.code()
-    }
-}
-
-/// The suites a command runs and which of their scenarios: `--suite` files (default: every
-/// suites/*.yaml), `--filter`, `--rerun-failed`.
-pub struct Chosen {
-    pub suites: Vec<suites::Suite>,
-    pub select: select::Selection,
-    /// The catalogue's summary of each item (`suites/catalogue.tsv`), for the reports.
-    pub catalogue: std::collections::BTreeMap<String, String>,
-}
-
-/// Suites that measure rather than judge: out of the default (gating) plan; `--bench` or
-/// `--suite suites/performance.yaml` runs them.
-pub const MEASURING_SUITES: &[&str] = &["performance"];
-
-pub fn choose(args: &flags::SelectArgs, results: &Path) -> Result<Chosen> {
-    let files = if args.suites.is_empty() {
-        let all = suite_files()?;
-        let measuring = |f: &PathBuf| f.file_stem().is_some_and(|s| MEASURING_SUITES.iter().any(|m| s == *m));
-        if args.bench {
-            all
-        } else {
-            all.into_iter().filter(|f| !measuring(f)).collect()
-        }
-    } else {
-        args.suites.clone()
-    };
-    let suites = load_suites(&files)?;
-    let select = select::Selection::new(&args.filters, args.rerun_failed.as_deref(), results)?;
-    let catalogue = coverage::load(&project_root())
-        .map(|(items, _)| items.into_iter().map(|i| (i.id, i.summary)).collect())
-        .unwrap_or_default();
-    Ok(Chosen { suites, select, catalogue })
-}
-
-/// The suites compiled against one kernel (its release and `.config`), narrowed to the chosen
-/// scenarios.
-pub fn compile_for(chosen: &Chosen, b: &kernel::Built) -> Result<suites::Compiled> {
-    let text = std::fs::read_to_string(&b.config)
-        .map_err(|e| error(Kind::Infra, format!("{}: reading the kernel's .config: {e}", b.config.display())))?;
-    let config = kconfig::parse_config(&text);
-    let facts = suites::KernelFacts { release: &b.metadata.kernelrelease, config: &config };
-    let mut compiled = suites::compile(&chosen.suites, &facts, b.arch.name);
-    // The catalogue's words for each item a scenario covers, for the reports.
-    for about in compiled.marks.about.values_mut() {
-        for (id, summary) in &mut about.covers {
-            if let Some(words) = chosen.catalogue.get(id) {
-                summary.clone_from(words);
-            }
-        }
-    }
-    let arch = b.arch.name;
-    compiled.plan.scenarios.retain(|s| chosen.select.wants(arch, &s.name));
-    compiled.isolated.retain(|s| chosen.select.wants(arch, &s.name));
-    compiled.skipped.retain(|s| chosen.select.wants(arch, &s.name));
-    Ok(compiled)
-}
-
-/// `--list`: each arch's selected plan (isolated scenarios marked) and what it skips and why;
-/// nothing boots.
-fn list_plans(chosen: &Chosen, built: &[kernel::Built]) -> Result<u8> {
-    let mut any = false;
-    for b in built {
-        let c = compile_for(chosen, b)?;
-        let arch = b.arch.name;
-        println!(
-            "{arch}: {}: {} scenario(s), {} isolated, {} skipped",
-            b.metadata.kernelrelease,
-            c.plan.scenarios.len() + c.isolated.len(),
-            c.isolated.len(),
-            c.skipped.len()
-        );
-        for s in &c.plan.scenarios {
-            println!("{arch} {}", s.name);
-        }
-        for s in &c.isolated {
-            println!("{arch} {} [isolated: a boot of its own]", s.name);
-        }
-        for s in &c.skipped {
-            println!("{arch} {} [skipped: {}]", s.name, s.reason);
-        }
-        any |= !c.plan.scenarios.is_empty() || !c.isolated.is_empty() || !c.skipped.is_empty();
-    }
-    if !any && chosen.select.narrows() {
-        return Err(nothing_selected(chosen));
-    }
-    Ok(0)
-}
-
-fn nothing_selected(chosen: &Chosen) -> anyhow::Error {
-    let total: usize = chosen.suites.iter().map(|s| s.scenarios.len()).sum();
-    error(Kind::BadInput, format!("{} selects none of the {total} scenario(s) of the suites", chosen.select.describe()))
-}
-
-/// Compiles the suites against each kernel, prints what is skipped and why, boots every kernel
-/// with its plan, writes the reports and returns the exit code.
-pub fn run_suites(
-    chosen: &Chosen,
-    built: &[kernel::Built],
-    vm: &flags::VmArgs,
-    cache_dir: Option<&Path>,
-) -> Result<u8> {
-    let judged = run_suites_judged(chosen, built, vm, cache_dir)?;
-    publish_results(&judged, built)?;
-    Ok(boot::exit_code(&judged))
-}
-
-/// `run_suites` with the judged boots, whose `out_dir` is `results/<run-id>/<arch>`. With
-/// `--rerun-failed` on a run that has no failure, nothing boots and the list is empty.
-pub fn run_suites_judged(
-    chosen: &Chosen,
-    built: &[kernel::Built],
-    vm: &flags::VmArgs,
-    cache_dir: Option<&Path>,
-) -> Result<Vec<boot::Judged>> {
-    if chosen.select.rerun_count() == Some(0) {
-        progress::line(format!(
-            "{}: that run has no failed, timed-out or not-run scenario: nothing to rerun",
-            chosen.select.describe()
-        ));
-        return Ok(vec![]);
-    }
-    let boots = plan_boots(chosen, built, vm)?;
-    if boots.plans.is_empty() {
-        if chosen.select.narrows() && boots.skipped.is_empty() {
-            return Err(nothing_selected(chosen));
-        }
-        progress::line("every selected scenario is skipped on every kernel: nothing to boot");
-        return Ok(vec![]);
-    }
-    let judged = boot::run_plans(boots.plans, &[], vm, cache_dir)?;
-    if let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) {
-        save_skipped(run_dir, built, &boots.skipped)?;
-    }
-    Ok(judged)
-}
-
-/// The boots the chosen suites need on these kernels, and what each kernel's plan leaves out.
-pub struct Boots<'a> {
-    pub plans: Vec<boot::PlanFor<'a>>,
-    pub skipped: Vec<(&'static str, run_folder::Skipped)>,
-}
-
-/// Compiles the chosen suites for each kernel: its shared plan cut into `--vms` parts, a boot
-/// per isolated scenario, and the skipped scenarios (printed as they are found).
-pub fn plan_boots<'a>(chosen: &Chosen, built: &'a [kernel::Built], vm: &flags::VmArgs) -> Result<Boots<'a>> {
-    let mut plans = Vec::new();
-    let mut isolated = Vec::new();
-    let mut skipped = Vec::new();
-    for b in built {
-        let compiled = compile_for(chosen, b)?;
-        for s in &compiled.skipped {
-            progress::line(format!("{} {}/{}: {}", progress::tag("SKIPPED"), b.arch.name, s.name, s.reason));
-            let s = run_folder::Skipped { name: s.name.clone(), reason: s.reason.clone() };
-            skipped.push((b.arch.name, s));
-        }
-        for (n, scenario) in compiled.isolated.into_iter().enumerate() {
-            let mut plan = empty_plan(b.arch.name);
-            plan.scenarios.push(scenario);
-            let dir = run_folder::BootDir::Isolated(n as u32 + 1).name(b.arch.name);
-            isolated.push(boot::PlanFor { built: b, plan, marks: compiled.marks.clone(), dir });
-        }
-        // No shared boot when every planned scenario of this kernel is isolated, or when the
-        // selection left this arch nothing.
-        let nothing_here = compiled.plan.scenarios.is_empty()
-            && (chosen.select.narrows() || isolated.iter().any(|p| p.built.arch.name == b.arch.name));
-        if !nothing_here {
-            for (k, plan) in boot::split_plan(compiled.plan, vm.vms as usize).into_iter().enumerate() {
-                let dir = boot::shared_dir(b.arch.name, k + 1);
-                plans.push(boot::PlanFor { built: b, plan, marks: compiled.marks.clone(), dir });
-            }
-        }
-    }
-    plans.extend(isolated);
-    Ok(Boots { plans, skipped })
-}
-
-/// What each arch's plan left out, for the run's reports.
-pub fn save_skipped(
-    run_dir: &Path,
-    built: &[kernel::Built],
-    skipped: &[(&'static str, run_folder::Skipped)],
-) -> Result<()> {
-    for b in built {
-        let mine: Vec<_> = skipped.iter().filter(|(a, _)| *a == b.arch.name).map(|(_, s)| s.clone()).collect();
-        run_folder::save_skipped(&run_dir.join(b.arch.name), &mine)?;
-    }
-    Ok(())
-}
-
-/// Records the run's provenance beside its logs and writes every report into the run folder.
-pub fn publish_results(judged: &[boot::Judged], built: &[kernel::Built]) -> Result<()> {
-    let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) else { return Ok(()) };
-    let began = std::time::Instant::now();
-    let boots: Vec<&run_folder::JudgedBoot> = judged.iter().map(|j| &j.boot).collect();
-    results::collect::save_facts(run_dir, &boots, built)?;
-    let run = results::collect::assemble(run_dir, &boots, vec![], jiff::Timestamp::now())?;
-    results::publish(run_dir, run, Some(began))?;
-    Ok(())
-}
-
-/// `shell` and `exec` run one VM: `--arch all` (the default) means the host's arch, when this
-/// tool has one of that kind.
-fn single_arch(args: &KernelArgs, verb: &str) -> Result<KernelArgs> {
-    if args.arch != "all" {
-        return Ok(args.clone());
-    }
-    let host = arch::ARCHES.iter().find(|a| a.uname_machine == std::env::consts::ARCH).ok_or_else(|| {
-        error(
-            Kind::BadInput,
-            format!("{verb} runs one VM and this host's arch has none here: pass --arch x86_64 or --arch arm64"),
-        )
-    })?;
-    Ok(KernelArgs { arch: host.name.to_string(), ..args.clone() })
-}
-
-/// A plan with no scenarios: the agent boots, reports its sentinel and reboots.
-pub fn empty_plan(label: &str) -> protocol::Plan {
-    protocol::Plan {
-        version: protocol::PROTOCOL_VERSION,
-        label: label.into(),
-        scenarios: vec![],
-        share: None,
-        artifacts_virtiofs: false,
-        shell: false,
-    }
-}
-
-fn read_plan(path: &Path) -> Result<protocol::Plan> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| error(Kind::BadInput, format!("--plan {}: {e}", path.display())))?;
-    let plan: protocol::Plan = serde_json::from_str(&text)
-        .map_err(|e| error(Kind::BadInput, format!("--plan {}:{}:{}: {e}", path.display(), e.line(), e.column())))?;
-    if plan.version != protocol::PROTOCOL_VERSION {
-        return Err(error(
-            Kind::BadInput,
-            format!(
-                "--plan {}: version {} but this agent speaks {}",
-                path.display(),
-                plan.version,
-                protocol::PROTOCOL_VERSION
-            ),
-        ));
-    }
-    if let Some(bad) = plan.scenarios.iter().find(|s| s.name.is_empty() || s.name.contains(char::is_whitespace)) {
-        return Err(error(
-            Kind::BadInput,
-            format!("--plan {}: scenario name {:?} is empty or has spaces", path.display(), bad.name),
-        ));
-    }
-    Ok(plan)
-}
-
-/// The checkout this xtask was built from.
-pub fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
-}
-
-/// Builds or fetches the kernel for each requested arch.
-pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
-    let arches = arch::select(&args.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
-    let cache_dir = cache::root(args.cache_dir.as_deref());
-    let configs = project_root().join("kernel-configs");
-    let src = &args.source;
-    let mut out = Vec::new();
-    let c = &args.config;
-    let fragments_for =
-        |arch: &arch::Arch| kconfig::fragments_for(&configs, arch.fragment, &c.profiles, &c.fragments, &c.kconfig);
-
-    if let Some(image) = &src.kernel_image {
-        if arches.len() != 1 {
-            return Err(error(Kind::BadInput, "--kernel-image needs a single --arch (x86_64 or arm64)"));
-        }
-        let arch = arches[0];
-        out.push(kernel::prebuilt(arch, image, src.kernel_config.as_deref(), &fragments_for(arch)?, None)?);
-        return Ok(out);
-    }
-
-    let spec = match &src.git_commit {
-        Some((repo, commit)) => source::Spec::GitCommit { repo: repo.clone(), commit: commit.clone() },
-        None => match (&src.kernel_src, &src.kernel_tarball, &src.kernel_version) {
-            (Some(dir), _, _) => source::Spec::Tree(dir.clone()),
-            (_, Some(t), _) => source::Spec::Tarball(t.clone()),
-            (_, _, Some(v)) => source::Spec::DebianVersion(debian::fetch(v, &cache_dir)?),
-            _ => source::Spec::Debian,
-        },
-    };
-    let identity = source::identify(&spec, &cache_dir)?;
-    let patches = src.patches.iter().map(|p| source::Patch::read(p)).collect::<Result<Vec<_>>>()?;
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let started = std::time::Instant::now();
-    for arch in arches {
-        let fragments = fragments_for(arch)?;
-        let req = kernel::Request {
-            arch,
-            spec: &spec,
-            source: &identity,
-            patches: &patches,
-            fragments: &fragments,
-            jobs,
-            cache_dir: &cache_dir,
-            config_only: args.config_only,
-        };
-        out.push(kernel::build(&req)?);
-    }
-    timings::record(None, "kernels", started.elapsed());
-    Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn check_suites_exits_2_on_any_bad_file() {
-        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/suites");
-        let good = data.join("good/registration.yaml");
-        assert_eq!(check_suites(std::slice::from_ref(&good)), 0);
-        assert_eq!(check_suites(&[good.clone(), data.join("bad/bad-hex.yaml")]), 128);
-        assert_eq!(check_suites(&[good.clone(), good]), 128, "one suite name in two files");
-        assert_eq!(check_suites(&[]), 0);
     }
 }

@@ -207,6 +207,20 @@ pub fn version(binary: &Path) -> Option<String> {
     out.lines().next().map(|l| l.trim().to_string())
 }
 
+/// The virtiofsd binary: on PATH, or where `cargo install` puts it.
+pub fn virtiofsd_binary() -> Option<PathBuf> {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).map(|d| d.join("virtiofsd")).collect())
+        .unwrap_or_default();
+    candidates.extend(cargo_home.map(|h| h.join("bin/virtiofsd")));
+    candidates.push("/usr/libexec/virtiofsd".into());
+    let sh = crate::cmd::sh().ok()?;
+    candidates.into_iter().find(|c| crate::cmd::succeeds(sh.cmd(c).arg("--version")))
+}
+
 /// A folder shared into the guest over virtio-fs.
 #[derive(Debug, Clone)]
 pub struct Share {
@@ -276,11 +290,9 @@ pub enum KillKind {
     Interrupted,
 }
 
-/// What a VM left behind.
+/// What a VM left behind, besides its logs in `VmSpec::logs`.
 #[derive(Debug)]
 pub struct VmRun {
-    pub console_log: PathBuf,
-    pub results_log: PathBuf,
     pub ended: Ended,
     pub command_line: String,
     pub wall: Duration,
@@ -495,7 +507,7 @@ pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol
     drop(vm);
     drop(daemons);
     reader.join().map_err(|_| anyhow::anyhow!("console reader panicked"))?.context("reading the console")?;
-    Ok(VmRun { console_log: log_path, results_log: spec.results_log(), ended, command_line, wall, boot })
+    Ok(VmRun { ended, command_line, wall, boot })
 }
 
 /// Runs a VM with the terminal as its console, for `cargo xtask shell`. QEMU stays in the

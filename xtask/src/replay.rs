@@ -27,7 +27,7 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
         )));
     }
     let run_dir = run_folder::new_run_dir(results)?;
-    let virtiofsd = crate::setup::virtiofsd();
+    let virtiofsd = crate::qemu::virtiofsd_binary();
     let mut judged = Vec::new();
     for recorded_in in chosen {
         let (name, file) = (recorded_in.name.clone(), recorded_in.file(run_folder::VERDICT));
@@ -82,7 +82,7 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
         let live = |l: &protocol::ResultLine| crate::boot::live_line(&name, l, &xfail);
         let ran = qemu::run_live(&spec, virtiofsd.as_deref(), &live)
             .with_context(|| format!("replaying {}", recorded_in.path.display()))?;
-        let mut plan = crate::empty_plan(&format!("replay of {name}"));
+        let mut plan = protocol::Plan::empty(&format!("replay of {name}"));
         plan.scenarios = scenarios
             .iter()
             .enumerate()

@@ -216,8 +216,6 @@ pub struct BootFacts {
 pub struct JudgedBoot {
     pub folder: BootFolder,
     pub facts: BootFacts,
-    /// The plan's scenario names, in order.
-    pub planned: Vec<String>,
     pub judgement: Judgement,
 }
 
@@ -265,22 +263,24 @@ pub fn read_record(folder: &BootFolder) -> Result<(BootFacts, Vec<RecordedScenar
     Ok((read.facts, read.result.scenarios))
 }
 
-/// Judges a boot from its folder's logs; the one place a boot's logs are read for a verdict.
-pub fn judge(folder: BootFolder, facts: BootFacts, planned: Vec<String>) -> Result<JudgedBoot> {
+/// Judges a boot from its folder's logs, `planned` being the plan's scenario names in order;
+/// the one place a boot's logs are read for a verdict.
+pub fn judge(folder: BootFolder, facts: BootFacts, planned: &[String]) -> Result<JudgedBoot> {
     let read_log = |name: &str| -> Result<String> {
         let p = folder.file(name);
         let bytes = std::fs::read(&p).map_err(|e| error(Kind::BadInput, format!("{}: {e}", p.display())))?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     };
     let (console, results) = (read_log(CONSOLE_LOG)?, read_log(RESULTS_LOG)?);
-    let judgement = Judgement::of(&planned, &facts.xfail, &facts.expect_report, &console, &results, &facts.ended);
-    Ok(JudgedBoot { folder, facts, planned, judgement })
+    let judgement = Judgement::of(planned, &facts.xfail, &facts.expect_report, &console, &results, &facts.ended);
+    Ok(JudgedBoot { folder, facts, judgement })
 }
 
 /// A recorded boot read back and judged again from its logs (`report --from`).
 pub fn read_boot(folder: BootFolder) -> Result<JudgedBoot> {
     let (facts, scenarios) = read_record(&folder)?;
-    judge(folder, facts, scenarios.into_iter().map(|s| s.name).collect())
+    let planned: Vec<String> = scenarios.into_iter().map(|s| s.name).collect();
+    judge(folder, facts, &planned)
 }
 
 impl JudgedBoot {
@@ -355,10 +355,11 @@ mod tests {
         crate::results::tests::copy_dir(&fixture.join("x86_64"), &folder.path);
         let (facts, scenarios) = read_record(&folder).unwrap();
         assert_eq!(scenarios[1], RecordedScenario { name: "abi/write".into(), status: None });
-        let boot = judge(folder.clone(), facts.clone(), scenarios.iter().map(|s| s.name.clone()).collect()).unwrap();
+        let planned: Vec<String> = scenarios.iter().map(|s| s.name.clone()).collect();
+        let boot = judge(folder.clone(), facts.clone(), &planned).unwrap();
         boot.write_record().unwrap();
         let again = read_boot(folder.clone()).unwrap();
-        assert_eq!((&again.facts, &again.planned), (&facts, &boot.planned));
+        assert_eq!(again.facts, facts);
         assert_eq!(again.judgement.result, boot.judgement.result);
         let (_, recorded) = read_record(&folder).unwrap();
         assert_eq!(recorded[1].status.as_deref(), Some(boot.judgement.result.scenarios[1].status.as_str()));

@@ -90,9 +90,9 @@ impl Needs {
         Ok(Needs { arches, ..Needs::everything() })
     }
 
-    /// Making (or fetching) the kernels of `kernel`'s flags, as `crate::kernels` does; nothing boots.
+    /// Making (or fetching) the kernels of `kernel`'s flags, as `crate::pipeline::kernels` does; nothing boots.
     pub fn kernel(args: &KernelArgs) -> Needs {
-        // A bad --arch is reported by `crate::kernels`, as bad input.
+        // A bad --arch is reported by `crate::pipeline::kernels`, as bad input.
         let arches = crate::arch::select(&args.arch).unwrap_or_default();
         let src = &args.source;
         if src.kernel_image.is_some() {
@@ -166,7 +166,7 @@ pub fn clients_of_plan(plan: &protocol::Plan) -> Vec<&'static str> {
 
 /// The clients the chosen scenarios run on any arch (a scenario names a client by its guest
 /// path in a step).
-pub fn clients_of_chosen(chosen: &crate::Chosen) -> Vec<&'static str> {
+pub fn clients_of_chosen(chosen: &crate::pipeline::Chosen) -> Vec<&'static str> {
     let mut out = Vec::new();
     for suite in &chosen.suites {
         for scenario in &suite.scenarios {
@@ -465,7 +465,7 @@ fn present(probe: &Probe, sysroot: &OnceLock<Option<PathBuf>>) -> bool {
             .as_ref()
             .is_some_and(|s| s.join("lib/rustlib").join(t).join("lib").is_dir()),
         Probe::File(path) => path.is_file(),
-        Probe::Virtiofsd => virtiofsd().is_some(),
+        Probe::Virtiofsd => crate::qemu::virtiofsd_binary().is_some(),
         Probe::Kcidb => crate::results::tools::kcidb_installed(),
     }
 }
@@ -493,7 +493,7 @@ fn rust_sysroot() -> Option<PathBuf> {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let sh = sh().ok()?;
     // In the checkout, so its rust-toolchain file (if any) picks the toolchain.
-    sh.change_dir(crate::project_root());
+    sh.change_dir(crate::checkout::project_root());
     text(cmd!(sh, "{rustc} --print sysroot")).ok().map(PathBuf::from)
 }
 
@@ -717,7 +717,7 @@ fn provision(needs: &Needs, verbose: bool) -> Result<()> {
     let bookworm = host.codename == "bookworm";
     let (backports, release) = debian_packages(&wanted, bookworm);
     if !backports.is_empty() && !backports_configured() {
-        let uri = debian_archive_uri().ok_or_else(|| {
+        let uri = crate::debian::archive_uri().ok_or_else(|| {
             error(
                 Kind::Infra,
                 "setup: cannot find this host's Debian archive for bookworm in /etc/apt to add bookworm-backports",
@@ -775,77 +775,13 @@ fn provision(needs: &Needs, verbose: bool) -> Result<()> {
     Ok(())
 }
 
-fn apt_source_files() -> Vec<PathBuf> {
-    let mut files = vec![PathBuf::from("/etc/apt/sources.list")];
-    if let Ok(dir) = std::fs::read_dir("/etc/apt/sources.list.d") {
-        files.extend(
-            dir.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "list" || e == "sources")),
-        );
-    }
-    files
-}
-
 fn backports_configured() -> bool {
-    apt_source_files().iter().any(|f| {
+    crate::debian::apt_source_files().iter().any(|f| {
         std::fs::read_to_string(f).unwrap_or_default().lines().any(|l| {
             let l = l.trim();
             !l.starts_with('#') && l.contains("bookworm-backports")
         })
     })
-}
-
-/// The Debian archive address this host already uses for bookworm, so the backports source
-/// points at the same mirror (the project never names a registry host itself). On a Debian host
-/// of another release, the archive of its own release (`--kernel-version` needs one either way).
-pub fn debian_archive_uri() -> Option<String> {
-    archive_uri_serving(|suite| suite == "bookworm").or_else(|| {
-        archive_uri_serving(|suite| {
-            ["trixie", "forky", "sid", "stable", "testing", "unstable", "oldstable"].contains(&suite)
-        })
-    })
-}
-
-/// The host's Debian security archive (the source of a `*-security` suite), if it uses one.
-pub fn debian_security_uri() -> Option<String> {
-    archive_uri_serving(|suite| suite.ends_with("-security"))
-}
-
-/// The URI of the host's first apt source (one-line or deb822) with a suite `serves` accepts.
-fn archive_uri_serving(serves: impl Fn(&str) -> bool) -> Option<String> {
-    for f in apt_source_files() {
-        let text = std::fs::read_to_string(&f).unwrap_or_default();
-        if f.extension().is_some_and(|e| e == "sources") {
-            for stanza in text.split("\n\n") {
-                let get = |k: &str| stanza.lines().find_map(|l| l.strip_prefix(k)).map(|v| v.trim().to_string());
-                let suites = get("Suites:").unwrap_or_default();
-                if suites.split_whitespace().any(&serves) {
-                    return get("URIs:").and_then(|u| u.split_whitespace().next().map(String::from));
-                }
-            }
-        } else {
-            for l in text.lines() {
-                let words: Vec<&str> = l.split_whitespace().filter(|w| !w.starts_with('[')).collect();
-                if words.len() >= 3 && words[0] == "deb" && serves(words[2]) {
-                    return Some(words[1].to_string());
-                }
-            }
-        }
-    }
-    None
-}
-
-/// The virtiofsd binary: on PATH, or where `cargo install` puts it.
-pub fn virtiofsd() -> Option<PathBuf> {
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
-    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).map(|d| d.join("virtiofsd")).collect())
-        .unwrap_or_default();
-    candidates.extend(cargo_home.map(|h| h.join("bin/virtiofsd")));
-    candidates.push("/usr/libexec/virtiofsd".into());
-    let sh = sh().ok()?;
-    candidates.into_iter().find(|c| succeeds(cmd!(sh, "{c} --version")))
 }
 
 fn apt(args: &[&str]) -> Result<()> {
@@ -997,7 +933,7 @@ mod tests {
 
     #[test]
     fn clients_come_from_what_the_plan_or_the_chosen_scenarios_run() {
-        let mut plan = crate::empty_plan("p");
+        let mut plan = protocol::Plan::empty("p");
         assert!(clients_of_plan(&plan).is_empty());
         plan.scenarios.push(protocol::Scenario {
             name: "s/x".into(),
@@ -1008,7 +944,7 @@ mod tests {
         let results = tempfile::tempdir().unwrap();
         let chose = |filter: &str| {
             let select = crate::flags::SelectArgs { filters: vec![filter.into()], ..Default::default() };
-            clients_of_chosen(&crate::choose(&select, results.path()).unwrap())
+            clients_of_chosen(&crate::pipeline::choose(&select, results.path()).unwrap())
         };
         assert_eq!(chose("clients/*"), ["ue-tracepoint", "ue-compat32"]);
         assert!(chose("process/*").is_empty());

@@ -24,7 +24,7 @@ struct Outcome {
 }
 
 pub fn run(args: &TestArgs) -> Result<u8> {
-    let root = crate::project_root();
+    let root = crate::checkout::project_root();
     let mut outcomes = Vec::new();
 
     let sh = sh()?;
@@ -56,7 +56,7 @@ pub fn run(args: &TestArgs) -> Result<u8> {
     for arch in crate::arch::ARCHES {
         let started = Instant::now();
         let args = KernelArgs { arch: arch.name.into(), ..base.clone() };
-        let result = crate::kernels(&args).and_then(|built| {
+        let result = crate::pipeline::kernels(&args).and_then(|built| {
             let b = &built[0];
             anyhow::ensure!(b.image.is_file(), "no image at {}", b.image.display());
             let eff = &b.metadata.config.effective;
@@ -83,7 +83,7 @@ pub fn run(args: &TestArgs) -> Result<u8> {
         record(&mut outcomes, &format!("{}: kernel builds with every requested option", arch.name), started, result);
 
         let started = Instant::now();
-        let result = crate::kernels(&args).and_then(|built| {
+        let result = crate::pipeline::kernels(&args).and_then(|built| {
             anyhow::ensure!(built[0].cache_hit, "the second identical request ran make (cache miss)");
             Ok(())
         });
@@ -100,7 +100,7 @@ pub fn run(args: &TestArgs) -> Result<u8> {
         },
         ..base.clone()
     };
-    let result = match crate::kernels(&dropping) {
+    let result = match crate::pipeline::kernels(&dropping) {
         Ok(_) => Err(anyhow::anyhow!("the configuration was accepted although CONFIG_USER_EVENTS cannot be set")),
         Err(e) => {
             let msg = format!("{e:#}");
@@ -131,7 +131,7 @@ pub fn run(args: &TestArgs) -> Result<u8> {
             config: ConfigArgs { profiles: vec!["debug".into()], ..ConfigArgs::default() },
             ..base.clone()
         };
-        let result = crate::kernels(&debug).and_then(|b| {
+        let result = crate::pipeline::kernels(&debug).and_then(|b| {
             let eff = &b[0].metadata.config.effective;
             anyhow::ensure!(
                 eff.get("CONFIG_KASAN").map(String::as_str) == Some("y"),
@@ -172,7 +172,7 @@ fn other_debian_version_configures(base: &KernelArgs) -> Result<()> {
         source: SourceArgs { kernel_version: Some(version), ..SourceArgs::default() },
         ..base.clone()
     };
-    let built = crate::kernels(&args)?;
+    let built = crate::pipeline::kernels(&args)?;
     let m = &built[0].metadata;
     // This request's identity (a cache hit's metadata holds the one of the build that made it).
     let source = &built[0].source.as_ref().context("no source recorded")?.identity;
@@ -203,15 +203,17 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
         qemu_args: None,
         results: Some(results.path().to_path_buf()),
     };
+    let opts = vm.options(args.cache_dir.as_deref())?;
     for arch in crate::arch::ARCHES {
         let kargs = KernelArgs { arch: arch.name.into(), ..base.clone() };
-        let built = crate::kernels(&kargs)?;
-        let boot = |plan: &protocol::Plan| crate::boot::run_plan_on(&built, plan, &[], &vm, args.cache_dir.as_deref());
+        let built = crate::pipeline::kernels(&kargs)?;
+        let boot = |plan: &protocol::Plan| crate::boot::run_plan_on(&built, plan, &[], &opts);
 
         let started = Instant::now();
-        let result = boot(&crate::empty_plan("empty")).and_then(|j| {
+        let result = boot(&protocol::Plan::empty("empty")).and_then(|j| {
             let j = &j[0];
-            let stream = crate::ktap::read(&std::fs::read_to_string(&j.outcome.vm.results_log)?);
+            let stream =
+                crate::ktap::read(&std::fs::read_to_string(j.boot.folder.file(crate::run_folder::RESULTS_LOG))?);
             anyhow::ensure!(j.result().verdict.as_str() == "pass", "verdict {:?}", j.result().verdict);
             let sentinel = stream.sentinel.context("no sentinel on the result channel")?;
             anyhow::ensure!(sentinel.total == 0, "sentinel {sentinel:?}");
@@ -220,7 +222,7 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
         record(outcomes, &format!("{}: an empty plan boots and the sentinel arrives", arch.name), started, result);
 
         let started = Instant::now();
-        let mut plan = crate::empty_plan("faults");
+        let mut plan = protocol::Plan::empty("faults");
         plan.scenarios = vec![
             scenario("fault/ok-before", 5_000, vec![Step::Sleep { ms: 1 }]),
             scenario("fault/warn", 5_000, vec![Step::Lkdtm { point: "WARNING".into() }]),
@@ -248,7 +250,7 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
         );
 
         let started = Instant::now();
-        let mut plan = crate::empty_plan("hang");
+        let mut plan = protocol::Plan::empty("hang");
         plan.scenarios = vec![
             scenario("hang/sleeps", 2_000, vec![Step::Sleep { ms: 600_000 }]),
             scenario("hang/next", 5_000, vec![Step::Sleep { ms: 1 }]),
@@ -279,11 +281,11 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     let result = (|| {
         // The measuring suite too: it must keep working, though it never gates.
         let every = crate::flags::SelectArgs { bench: true, ..Default::default() };
-        let chosen = crate::choose(&every, results.path())?;
+        let chosen = crate::pipeline::choose(&every, results.path())?;
         let count: usize = chosen.suites.iter().map(|s| s.scenarios.len()).sum();
         anyhow::ensure!(count > 0, "suites/ holds no scenario");
-        let built = crate::kernels(&KernelArgs { arch: "all".into(), ..base.clone() })?;
-        let code = crate::run_suites(&chosen, &built, &vm, args.cache_dir.as_deref())?;
+        let built = crate::pipeline::kernels(&KernelArgs { arch: "all".into(), ..base.clone() })?;
+        let code = crate::pipeline::run_and_publish(&chosen, &built, &vm.options(args.cache_dir.as_deref())?)?;
         anyhow::ensure!(code == 0, "the suites ended with exit code {code} (see the lines above)");
         Ok(())
     })();
@@ -360,7 +362,7 @@ fn never_calls_apt(base: &KernelArgs) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::Builder::new().prefix("xtask-no-apt-").tempdir()?;
     let d = dir.path();
-    let built = crate::kernels(&KernelArgs { arch: "x86_64".into(), ..base.clone() })?;
+    let built = crate::pipeline::kernels(&KernelArgs { arch: "x86_64".into(), ..base.clone() })?;
     let (image, config) = (d.join("bzImage"), d.join("config"));
     std::fs::copy(&built[0].image, &image)?;
     std::fs::copy(&built[0].config, &config)?;
@@ -460,7 +462,7 @@ fn hygiene_check(vm: &VmArgs, base: &KernelArgs, args: &TestArgs) -> Result<()> 
     let read = |equals: &str| -> Result<Step> {
         Ok(serde_json::from_value(serde_json::json!({ "read_file": { "path": status, "equals": equals } }))?)
     };
-    let mut plan = crate::empty_plan("hygiene");
+    let mut plan = protocol::Plan::empty("hygiene");
     plan.scenarios = vec![
         scenario(
             "hygiene/leaves-an-event-enabled",
@@ -481,8 +483,8 @@ fn hygiene_check(vm: &VmArgs, base: &KernelArgs, args: &TestArgs) -> Result<()> 
         ),
         scenario("hygiene/needs-active-0", 10_000, vec![read("\nActive: 0\nBusy: 0\n")?]),
     ];
-    let built = crate::kernels(&KernelArgs { arch: "x86_64".into(), ..base.clone() })?;
-    let judged = crate::boot::run_plan_on(&built, &plan, &[], vm, args.cache_dir.as_deref())?;
+    let built = crate::pipeline::kernels(&KernelArgs { arch: "x86_64".into(), ..base.clone() })?;
+    let judged = crate::boot::run_plan_on(&built, &plan, &[], &vm.options(args.cache_dir.as_deref())?)?;
     let r = judged[0].result();
     let got: Vec<(&str, Status)> = r.scenarios.iter().map(|s| (s.name.as_str(), s.status)).collect();
     let want = [("hygiene/leaves-an-event-enabled", Status::Fail), ("hygiene/needs-active-0", Status::Pass)];
@@ -539,7 +541,7 @@ fn sigterm_keeps_the_evidence(scratch: &Path) -> Result<()> {
     let results = tempfile::tempdir_in(scratch)?;
     let marker = format!("XTASK_TEST_MARKER=sigterm-{}", std::process::id());
     let plan_path = results.path().join("plan.json");
-    let mut plan = crate::empty_plan("sigterm");
+    let mut plan = protocol::Plan::empty("sigterm");
     plan.scenarios = vec![
         scenario("sigterm/quick", 5_000, vec![Step::Sleep { ms: 1 }]),
         scenario("sigterm/long", 600_000, vec![Step::Sleep { ms: 600_000 }]),
@@ -594,7 +596,7 @@ fn sigterm_keeps_the_evidence(scratch: &Path) -> Result<()> {
 /// 60 s of the hang, as `timeout` with the stuck process's kernel stack and the blocked-task
 /// dump, every scenario after it passes in a resume boot, and the run exits 1.
 fn hang_to_verdict(scratch: &Path) -> Result<()> {
-    let root = crate::project_root();
+    let root = crate::checkout::project_root();
     let results = tempfile::tempdir_in(scratch)?;
     let marker = format!("XTASK_TEST_MARKER=hang-{}", std::process::id());
     let patch = root.join("xtask/test_data/patches/deadlock-on-delete.patch").display().to_string();
@@ -771,7 +773,7 @@ fn filter_list(scratch: &Path) -> Result<()> {
     let out = cmd!(sh, "{xtask} run --filter process/* --list --results {dir}").ignore_status().output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     anyhow::ensure!(out.status.success(), "exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
-    let chosen = crate::choose(&crate::flags::SelectArgs::default(), results.path())?;
+    let chosen = crate::pipeline::choose(&crate::flags::SelectArgs::default(), results.path())?;
     let process: Vec<String> = chosen
         .suites
         .iter()
@@ -824,20 +826,20 @@ fn check_faults(r: &crate::verdict::BootResult) -> Result<()> {
 /// `exec` on every arch, then one arm64 boot that runs a binary from a shared folder and
 /// writes into the share and the artifacts folder.
 fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Path) -> Result<()> {
-    let src = crate::project_root().join("xtask/test_data/exit7.c");
+    let src = crate::checkout::project_root().join("xtask/test_data/exit7.c");
     for arch in crate::arch::ARCHES {
         let bin = scratch.join(format!("exit7-{}", arch.name));
         let (sh, cc) = (sh()?, arch.compiler());
         stdout(cmd!(sh, "{cc} -static -O2 -o {bin} {src}"))
             .with_context(|| format!("{cc} building {}", src.display()))?;
-        let built = crate::kernels(&KernelArgs { arch: arch.name.into(), ..base.clone() })?;
+        let built = crate::pipeline::kernels(&KernelArgs { arch: arch.name.into(), ..base.clone() })?;
         let cmd = [bin.display().to_string(), "one".into(), "two words".into()];
-        let code = crate::boot::exec(&built[0], &cmd, 60, vm, args.cache_dir.as_deref())?;
+        let code = crate::boot::exec(&built[0], &cmd, 60, &vm.options(args.cache_dir.as_deref())?)?;
         anyhow::ensure!(code == 7, "{}: exec returned {code}, expected 7", arch.name);
     }
     let share = tempfile::tempdir_in(scratch)?;
     std::fs::copy(scratch.join("exit7-arm64"), share.path().join("exit7"))?;
-    let mut plan = crate::empty_plan("share");
+    let mut plan = protocol::Plan::empty("share");
     plan.scenarios = vec![scenario(
         "share/roundtrip",
         20_000,
@@ -860,8 +862,8 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
         ],
     )];
     let vm = VmArgs { share: Some(format!("{}:/mnt/host", share.path().display())), ..vm.clone() };
-    let built = crate::kernels(&KernelArgs { arch: "arm64".into(), ..base.clone() })?;
-    let judged = crate::boot::run_plan_on(&built, &plan, &[], &vm, args.cache_dir.as_deref())?;
+    let built = crate::pipeline::kernels(&KernelArgs { arch: "arm64".into(), ..base.clone() })?;
+    let judged = crate::boot::run_plan_on(&built, &plan, &[], &vm.options(args.cache_dir.as_deref())?)?;
     let j = &judged[0];
     anyhow::ensure!(
         j.result().verdict.as_str() == "pass",
@@ -896,7 +898,7 @@ fn missing_qemu(results: &Path) -> Result<()> {
 fn ctrl_c_leaves_nothing(results: &Path) -> Result<()> {
     let marker = format!("XTASK_TEST_MARKER=ctrl-c-{}", std::process::id());
     let plan_path = results.join("hang-plan.json");
-    let mut plan = crate::empty_plan("ctrl-c");
+    let mut plan = protocol::Plan::empty("ctrl-c");
     plan.scenarios = vec![scenario("ctrl-c/hang", 600_000, vec![Step::Sleep { ms: 600_000 }])];
     std::fs::write(&plan_path, serde_json::to_vec(&plan)?)?;
     let (key, value) = marker.split_once('=').unwrap_or_default();

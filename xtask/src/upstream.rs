@@ -254,12 +254,11 @@ struct BinaryReport {
 
 /// Runs every selftest binary of every kernel, each in its own boot, and writes
 /// `<run_dir>/<arch>/upstream.json`. Returns 0, or 3 when a boot had an infrastructure error.
-pub fn run(built: &[Built], vm: &crate::flags::VmArgs, cache_dir: Option<&Path>, run_dir: &Path) -> Result<u8> {
+pub fn run(built: &[Built], opts: &boot::Options, run_dir: &Path) -> Result<u8> {
     let mut binaries = Vec::new();
     for b in built {
         binaries.push(build(b)?);
     }
-    let opts = boot::options(vm, cache_dir)?;
     let mut reports: BTreeMap<&str, Vec<BinaryReport>> = BTreeMap::new();
     let mut code = 0;
     // Each binary in a fresh boot: the selftests leave events and enablements behind.
@@ -272,7 +271,7 @@ pub fn run(built: &[Built], vm: &crate::flags::VmArgs, cache_dir: Option<&Path>,
             let bytes = std::fs::read(bins.dir.join(name))
                 .with_context(|| format!("reading the built selftest {}", bins.dir.join(name).display()))?;
             let guest = format!("/bin/{name}");
-            let mut plan = crate::empty_plan("upstream");
+            let mut plan = protocol::Plan::empty("upstream");
             plan.scenarios.push(protocol::Scenario {
                 name: format!("upstream/{name}"),
                 deadline_ms: bins.timeout_s * 1000,
@@ -288,7 +287,7 @@ pub fn run(built: &[Built], vm: &crate::flags::VmArgs, cache_dir: Option<&Path>,
             });
             plans.push((name.clone(), plan));
         }
-        let outcomes = boot::run_all(jobs, &opts)?;
+        let outcomes = boot::run_all(jobs, opts)?;
         for (outcome, (name, plan)) in outcomes.into_iter().zip(plans) {
             let judged = Judged::of(outcome, &plan, Default::default())?;
             if matches!(judged.result().verdict, crate::verdict::BootVerdict::InfraError(_)) {
@@ -362,7 +361,7 @@ pub fn known_failures(text: &str) -> BTreeMap<(String, String, String), String> 
 
 fn print(arch: &str, r: &BinaryReport, j: &Judged) {
     let known = known_failures(
-        &std::fs::read_to_string(crate::project_root().join("suites/upstream-known.tsv")).unwrap_or_default(),
+        &std::fs::read_to_string(crate::checkout::project_root().join("suites/upstream-known.tsv")).unwrap_or_default(),
     );
     for c in &r.parsed.cases {
         let tag = match c.status {
@@ -401,7 +400,7 @@ mod tests {
 
     #[test]
     fn known_failures_are_read_per_binary_case_and_kernel() {
-        let text = std::fs::read_to_string(crate::project_root().join("suites/upstream-known.tsv")).unwrap();
+        let text = std::fs::read_to_string(crate::checkout::project_root().join("suites/upstream-known.tsv")).unwrap();
         let known = known_failures(&text);
         assert_eq!(known.len(), 3);
         assert!(known[&("abi_test".into(), "user.flags".into(), "6.12.117".into())].contains("EBUSY"));

@@ -28,7 +28,7 @@ pub fn run(args: &ValidateArgs) -> Result<u8> {
     if src.kernel_image.is_some() {
         return Err(error(Kind::BadInput, "validate builds from source: --kernel-image cannot be patched"));
     }
-    let chosen = crate::choose(&args.select, &crate::boot::results_root(&args.vm))?;
+    let chosen = crate::pipeline::choose(&args.select, &args.vm.results_root())?;
     if chosen.suites.is_empty() {
         return Err(error(Kind::BadInput, "validate has no suite to run: suites/ has no *.yaml and no --suite given"));
     }
@@ -40,7 +40,7 @@ pub fn run(args: &ValidateArgs) -> Result<u8> {
     crate::setup::ensure(&crate::setup::Needs { git: needs.git || args.base.is_some(), ..needs })?;
     let (base_args, head_args, base_label, head_label) = sides(args)?;
     line(format!("validate: the baseline: {base_label}"));
-    let base_built = crate::kernels(&base_args)?;
+    let base_built = crate::pipeline::kernels(&base_args)?;
     let index = baseline_index(&chosen, &base_built, &base_args, args)?;
     let (mut base, mut base_code) = remembered_runs(&index, args)?;
     let (current, cur_code) = if base.len() >= args.repeat.max(1) {
@@ -54,7 +54,7 @@ pub fn run(args: &ValidateArgs) -> Result<u8> {
             let baseline = s.spawn(|| run_repeats(&chosen, &base_built, &base_args, args, Some(&index), base.len()));
             crate::timings::hold();
             let started = std::time::Instant::now();
-            let head_built = crate::kernels(&head_args);
+            let head_built = crate::pipeline::kernels(&head_args);
             let ran = baseline.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the baseline's thread panicked")));
             crate::timings::release(started);
             (ran, head_built)
@@ -84,7 +84,11 @@ pub fn run(args: &ValidateArgs) -> Result<u8> {
 
 /// What determines a run's results: each kernel's build key, the plan compiled for it, the
 /// guest agent and clients that run it, and the VM options.
-fn results_key(chosen: &crate::Chosen, built: &[crate::kernel::Built], vm: &crate::flags::VmArgs) -> Result<String> {
+fn results_key(
+    chosen: &crate::pipeline::Chosen,
+    built: &[crate::kernel::Built],
+    vm: &crate::flags::VmArgs,
+) -> Result<String> {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     h.update(format!(
@@ -93,7 +97,7 @@ fn results_key(chosen: &crate::Chosen, built: &[crate::kernel::Built], vm: &crat
     ));
     for b in built {
         h.update(b.metadata.key.as_bytes());
-        let compiled = crate::compile_for(chosen, b)?;
+        let compiled = crate::pipeline::compile_for(chosen, b)?;
         let mut plans = vec![compiled.plan.clone()];
         plans.extend(
             compiled.isolated.iter().map(|s| protocol::Plan { scenarios: vec![s.clone()], ..compiled.plan.clone() }),
@@ -200,28 +204,28 @@ fn lane_order(base: &[(PathBuf, Run)]) -> Vec<&'static str> {
 /// `order`) and its boots started as soon as it is built, beside the next arch's build; more
 /// repeats run as the baseline's do.
 fn patched_side(
-    chosen: &crate::Chosen,
+    chosen: &crate::pipeline::Chosen,
     kernel: &KernelArgs,
     args: &ValidateArgs,
     order: &[&'static str],
 ) -> Result<(Vec<(PathBuf, Run)>, u8)> {
     let arches = crate::arch::select(&kernel.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
     if chosen.select.rerun_count() == Some(0) {
-        return run_repeats(chosen, &crate::kernels(kernel)?, kernel, args, None, 0);
+        return run_repeats(chosen, &crate::pipeline::kernels(kernel)?, kernel, args, None, 0);
     }
     let mut arches: Vec<&'static str> = arches.iter().map(|a| a.name).collect();
     arches.sort_by_key(|a| order.iter().position(|o| o == a));
-    let run_dir = crate::run_folder::new_run_dir(&crate::boot::results_root(&args.vm))?;
-    let opts = crate::boot::options(&args.vm, kernel.cache_dir.as_deref())?;
+    let run_dir = crate::run_folder::new_run_dir(&args.vm.results_root())?;
+    let opts = args.vm.options(kernel.cache_dir.as_deref())?;
     let lanes = std::thread::scope(|s| -> Result<Vec<_>> {
         let mut lanes = Vec::new();
         for arch in arches {
-            let built = crate::kernels(&KernelArgs { arch: arch.to_string(), ..kernel.clone() })?;
+            let built = crate::pipeline::kernels(&KernelArgs { arch: arch.to_string(), ..kernel.clone() })?;
             let (run_dir, opts) = (&run_dir, &opts);
             lanes.push(s.spawn(move || -> Result<_> {
-                let boots = crate::plan_boots(chosen, &built, &args.vm)?;
+                let boots = crate::pipeline::plan_boots(chosen, &built, opts.vms)?;
                 let judged = crate::boot::run_plans_in(boots.plans, &[], opts, run_dir)?;
-                crate::save_skipped(run_dir, &built, &boots.skipped)?;
+                crate::pipeline::save_skipped(run_dir, &built, &boots.skipped)?;
                 Ok((judged, built))
             }));
         }
@@ -236,7 +240,7 @@ fn patched_side(
         return Err(error(Kind::BadInput, "the selection leaves the patched kernels nothing to boot"));
     }
     crate::boot::finish_run(&judged, &run_dir);
-    crate::publish_results(&judged, &built)?;
+    crate::pipeline::publish(&judged, &built)?;
     let mut code = crate::boot::exit_code(&judged);
     let mut runs = vec![(run_dir.clone(), crate::results::compare::read_run_json(&run_dir.join("run.json"))?)];
     if args.repeat > 1 {
@@ -250,7 +254,7 @@ fn patched_side(
 
 /// Where the baseline's runs are remembered: by what determines them (`results_key`).
 fn baseline_index(
-    chosen: &crate::Chosen,
+    chosen: &crate::pipeline::Chosen,
     built: &[crate::kernel::Built],
     kernel: &KernelArgs,
     args: &ValidateArgs,
@@ -270,7 +274,10 @@ fn remembered_runs(index: &std::path::Path, args: &ValidateArgs) -> Result<(Vec<
     for dir in remembered(index).into_iter().take(args.repeat.max(1)) {
         let run = crate::results::compare::read_run_json(&dir.join("run.json"))?;
         code = code.max(run.verdict.exit_code());
-        line(format!("validate: the baseline was run before with the same kernel, plan, agent and VM: {}", dir.display()));
+        line(format!(
+            "validate: the baseline was run before with the same kernel, plan, agent and VM: {}",
+            dir.display()
+        ));
         runs.push((dir, run));
     }
     Ok((runs, code))
@@ -280,7 +287,7 @@ fn remembered_runs(index: &std::path::Path, args: &ValidateArgs) -> Result<(Vec<
 /// before) and writes the reports; returns each run folder with its model, and the worst exit
 /// code. A complete run of the baseline is remembered under `index`.
 fn run_repeats(
-    chosen: &crate::Chosen,
+    chosen: &crate::pipeline::Chosen,
     built: &[crate::kernel::Built],
     kernel: &KernelArgs,
     args: &ValidateArgs,
@@ -294,8 +301,8 @@ fn run_repeats(
         if wanted > 1 {
             line(format!("validate: repeat {n} of {wanted}"));
         }
-        let judged = crate::run_suites_judged(chosen, built, &args.vm, kernel.cache_dir.as_deref())?;
-        crate::publish_results(&judged, built)?;
+        let judged = crate::pipeline::run(chosen, built, &args.vm.options(kernel.cache_dir.as_deref())?)?;
+        crate::pipeline::publish(&judged, built)?;
         let dir = judged
             .first()
             .and_then(|j| j.outcome.out_dir.parent())

@@ -31,8 +31,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::text::{cell, clean};
 use super::model::{Metric, Run, Status, SCHEMA_VERSION};
+use super::text::{cell, clean};
 use crate::exit::{error, Kind};
 
 /// Fewest samples per side for a metric's noise to count as measured.

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::text::{clean, number};
 use super::model::Run;
+use super::text::{clean, number};
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}\

@@ -7,8 +7,8 @@ use anyhow::Result;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::text::clean;
 use super::model::{ArchRun, Run, Scenario, Status};
+use super::text::clean;
 
 /// The `origin` of every object: lower-case letters, digits and underscores.
 pub const ORIGIN: &str = "ue_conformance";

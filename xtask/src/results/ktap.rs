@@ -5,8 +5,8 @@
 
 use std::fmt::Write;
 
-use super::text::clean;
 use super::model::{Run, Status};
+use super::text::clean;
 
 /// One arch's KTAP; an arch the run does not have gives an empty plan.
 pub fn render(run: &Run, arch: &str) -> Vec<u8> {

@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use super::text::{cell, clean, number};
 use super::model::{Run, Status};
+use super::text::{cell, clean, number};
 
 /// Log lines shown under each failure.
 const SHOWN: usize = 12;

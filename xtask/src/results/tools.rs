@@ -132,7 +132,7 @@ pub fn kunit_parse(kunit: &Path, ktap: &[u8]) -> Result<KunitParse> {
 /// each arch's KTAP with no parse error and the model's counts; `kcidb-io` must validate the
 /// KCIDB document. One result per check, named.
 pub fn check_consumers() -> Vec<(String, Result<()>)> {
-    let dir = crate::project_root().join("xtask/test_data/results/run-fixture");
+    let dir = crate::checkout::project_root().join("xtask/test_data/results/run-fixture");
     let pinned: jiff::Timestamp = "2026-01-02T03:04:05Z".parse().expect("a valid timestamp");
     let run = match super::collect::load(&dir, pinned) {
         Ok(r) => r,

@@ -47,7 +47,7 @@ pub struct About {
 /// Compiles validated suites into one plan for one kernel, in file and scenario order.
 /// Scenarios whose `requires` the kernel does not meet are skipped, not planned.
 pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled {
-    let mut plan = crate::empty_plan(label);
+    let mut plan = protocol::Plan::empty(label);
     let mut skipped = Vec::new();
     let mut marks = Marks::default();
     let mut isolated = Vec::new();
