@@ -2,7 +2,8 @@
 //!
 //! - no import cycle between the modules of a crate (`xtask`, `ue-agent`, `protocol`): a module
 //!   is a file; `A -> B` when A names B as `crate::b`, `super::...` or, from a parent, as its
-//!   child `b::` (test modules, `#[cfg(test)] mod ... { }`, do not count);
+//!   child `b::`. Test code (`#[cfg(test)]` items) does not count, nor do re-exports (`pub use`:
+//!   a facade that names what it re-exports, not code that uses it);
 //! - no `.rs` file over [`MAX_LINES`] lines unless its leading `//!` block says why, in a line
 //!   `//! tidy: long because <reason>`;
 //! - every `.rs` file opens with a `//!` line saying what it is for.
@@ -129,7 +130,8 @@ impl Graph {
         for (file, module) in &mapped {
             let text = std::fs::read_to_string(file).unwrap();
             let shown = file.strip_prefix(src.parent().unwrap().parent().unwrap_or(src)).unwrap_or(file);
-            for (line, path) in paths(&without_tests(&strip_comments_and_strings(&text)), module, &modules) {
+            let code = without_reexports(&without_tests(&strip_comments_and_strings(&text)));
+            for (line, path) in paths(&code, module, &modules) {
                 let Some(target) = resolve(&path, &modules) else { continue };
                 if target != *module {
                     edges.entry((module.clone(), target)).or_insert_with(|| format!("{}:{line}", shown.display()));
@@ -464,6 +466,27 @@ fn without_tests(code: &str) -> String {
     String::from_utf8(out).expect("only ASCII bytes were replaced")
 }
 
+/// The code without its re-exports (`pub use ...;`, `pub(crate) use ...;`), blanked as above.
+fn without_reexports(code: &str) -> String {
+    let mut out = code.as_bytes().to_vec();
+    for prefix in ["pub use ", "pub(crate) use "] {
+        let mut from = 0;
+        while let Some(n) = code[from..].find(prefix) {
+            let at = from + n;
+            let end = code[at..].find(';').map_or(code.len(), |k| at + k + 1);
+            if at == 0 || !code.as_bytes()[at - 1].is_ascii_alphanumeric() {
+                for x in &mut out[at..end] {
+                    if *x != b'\n' {
+                        *x = b' ';
+                    }
+                }
+            }
+            from = end;
+        }
+    }
+    String::from_utf8(out).expect("only ASCII bytes were replaced")
+}
+
 #[test]
 fn the_checks_see_what_they_should() {
     let modules: BTreeSet<String> = ["", "a", "b", "r", "r::c", "r::d"].iter().map(|s| s.to_string()).collect();
@@ -484,6 +507,11 @@ fn the_checks_see_what_they_should() {
     let root = paths("fn main() { r::c::run(); a::f(); }", "", &modules);
     let targets: Vec<String> = root.iter().map(|(_, p)| resolve(p, &modules).unwrap()).collect();
     assert_eq!(targets, ["r::c", "a"]);
+    // A re-export is no edge; a use is.
+    let facade = without_reexports("pub use a::{X, Y};\npub(crate) use r::c;\nuse b::Z;\n");
+    let targets: Vec<String> =
+        paths(&facade, "", &modules).iter().map(|(_, p)| resolve(p, &modules).unwrap()).collect();
+    assert_eq!(targets, ["b"]);
 
     let long = format!("//! x\n{}", "\n".repeat(MAX_LINES + 1));
     assert_eq!(file_problems("f.rs", &long).len(), 1);
