@@ -14,13 +14,11 @@ use std::os::unix::fs::FileExt;
 use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
-use protocol::{Consumers, MeasureKind, Metric};
+use protocol::{median, Consumers, MeasureKind, Metric, MIN_REPS};
 
 use crate::outcome::{errno, errno_text, ioctl, StepOutcome};
 use crate::uevents::DIAG_IOCSDEL;
 
-/// The fewest repetitions a figure may have (the "median over at least 5").
-pub const MIN_REPS: u32 = 5;
 /// The largest fixed `char[N]` field the kernel accepts (MAX_FIELD_ARRAY_SIZE); bigger payloads
 /// are split over several fields of at most this size.
 const FIELD_CHUNK: u32 = 1024;
@@ -66,18 +64,7 @@ fn in_unit(what: MeasureKind, ns_per_op: f64) -> f64 {
     }
 }
 
-/// The median (the mean of the middle two for an even count).
-pub fn median(samples: &[f64]) -> f64 {
-    let mut s = samples.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => s[n / 2],
-        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
-    }
-}
-
-/// The median absolute deviation from the median.
+/// The median absolute deviation from the median (`protocol::median`, the figures' own).
 pub fn mad(samples: &[f64]) -> f64 {
     let m = median(samples);
     median(&samples.iter().map(|v| (v - m).abs()).collect::<Vec<_>>())

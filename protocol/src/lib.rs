@@ -12,9 +12,9 @@ pub use expect::{closest_errno, errno_name, errno_number, Expect, ERRNOS};
 pub use markers::Marker;
 pub use plan::{
     decode_hex, Addr, BpfKind, Consumers, FieldValue, MeasureKind, MemoryOp, PerfAction, Plan, RawReg, RawUnreg,
-    Record, Scenario, Step, Value, DATA_FD, SELF_TID, USER_EVENTS_DATA,
+    Record, Scenario, Step, Value, DATA_FD, MIN_REPS, SELF_TID, USER_EVENTS_DATA,
 };
-pub use result::{step_line, step_text, ExecEnd, ExitStatus, Metric, Outcome, ResultLine, METRIC_PREFIX};
+pub use result::{median, step_line, step_text, ExecEnd, ExitStatus, Metric, Outcome, ResultLine, METRIC_PREFIX};
 
 /// Bumped when the plan or the result lines change incompatibly.
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -40,6 +40,10 @@ impl Plan {
     }
 }
 
+/// The fewest repetitions a `measure` figure may have: a figure is a median over at least this
+/// many samples (the suites' checks refuse fewer, the agent too).
+pub const MIN_REPS: u32 = 5;
+
 /// One scenario: run in its own process group, killed at its deadline.
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

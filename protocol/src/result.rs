@@ -45,6 +45,18 @@ pub enum ResultLine {
     Abort { after: usize, reason: String },
 }
 
+/// The median of samples, the mean of the middle two for an even count (NaN for none): a
+/// figure's value, as the agent reports it and as the host pools repeats' samples.
+pub fn median(samples: &[f64]) -> f64 {
+    let mut s = samples.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
+
 /// A measured figure: the median `value` of its `samples`. Values are finite (the parser
 /// refuses NaN and infinities), which is what makes the `Eq` below sound.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

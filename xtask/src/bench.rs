@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use protocol::median;
+
 use crate::arch::Arch;
 use crate::boot::AccelChoice;
 use crate::exit::{error, Kind};
@@ -32,16 +34,6 @@ pub fn build_floor(arch: &Arch, out: &Path) -> Result<PathBuf> {
     Ok(bin)
 }
 
-fn median(xs: &mut [f64]) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
-}
-
 /// One arch's figures, in seconds.
 #[derive(Debug)]
 pub struct BootBench {
@@ -52,8 +44,7 @@ pub struct BootBench {
 
 impl BootBench {
     pub fn overhead_pct(&self) -> f64 {
-        let (mut f, mut a) = (self.floor.clone(), self.agent.clone());
-        (median(&mut a) / median(&mut f) - 1.0) * 100.0
+        (median(&self.agent) / median(&self.floor) - 1.0) * 100.0
     }
 }
 
@@ -115,31 +106,17 @@ pub fn boot(built: &[Built], runs: usize, accel: AccelChoice) -> Result<Vec<Boot
                 }
             }
         }
-        let (mut f, mut a) = (result.floor.clone(), result.agent.clone());
         line(format!(
             "{}: floor median {:.3} s, agent median {:.3} s, overhead {:+.1}% over {runs} runs each ({})",
             result.arch,
-            median(&mut f),
-            median(&mut a),
+            median(&result.floor),
+            median(&result.agent),
             result.overhead_pct(),
             accel.name()
         ));
         out.push(result);
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn medians_and_overheads() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
-        let b = BootBench { arch: "x", floor: vec![1.0, 1.0, 9.0], agent: vec![1.05, 1.05, 0.5] };
-        assert!((b.overhead_pct() - 5.0).abs() < 1e-9);
-    }
 }
 
 /// `bench suites`: every figure of a run, per arch and scenario, as a table on stdout
@@ -178,5 +155,18 @@ fn figure(v: f64) -> String {
         a if a >= 1000.0 => format!("{v:.0}"),
         a if a >= 10.0 => format!("{v:.1}"),
         _ => format!("{v:.3}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_overheads() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        let b = BootBench { arch: "x", floor: vec![1.0, 1.0, 9.0], agent: vec![1.05, 1.05, 0.5] };
+        assert!((b.overhead_pct() - 5.0).abs() < 1e-9);
     }
 }

@@ -549,13 +549,14 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 pub fn stats(samples: &[f64]) -> Stats {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let median = quantile(&sorted, 0.5);
-    let mut dev: Vec<f64> = sorted.iter().map(|x| (x - median).abs()).collect();
-    dev.sort_by(f64::total_cmp);
+    // The median is the figures' own (`protocol::median`, what the agent reports); the quartiles
+    // interpolate the same way.
+    let median = protocol::median(&sorted);
+    let dev: Vec<f64> = sorted.iter().map(|x| (x - median).abs()).collect();
     Stats {
         n: sorted.len(),
         median,
-        mad: quantile(&dev, 0.5),
+        mad: protocol::median(&dev),
         q1: quantile(&sorted, 0.25),
         q3: quantile(&sorted, 0.75),
     }

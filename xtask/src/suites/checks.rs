@@ -301,10 +301,10 @@ impl Checker<'_> {
                         self.error(&at(&[Only, Key("head_hex")]), format!("bad hex: {e}"));
                     }
                 }
-                Step::Measure { reps, .. } if *reps < 5 => {
+                Step::Measure { reps, .. } if *reps < protocol::MIN_REPS => {
                     self.error(
                         &at(&[Only, Key("reps")]),
-                        format!("a figure is a median over at least 5 repetitions, not {reps}"),
+                        format!("a figure is a median over at least {} repetitions, not {reps}", protocol::MIN_REPS),
                     );
                 }
                 Step::CheckBit { bit, .. } if *bit >= 64 => {
