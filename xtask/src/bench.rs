@@ -15,6 +15,7 @@ use crate::initramfs::{Archive, Node};
 use crate::kernel::Built;
 use crate::progress::line;
 use crate::qemu::{self, Accel, VmSpec};
+use crate::results::text::number;
 
 /// Compiles `initramfs/floor/init.c` statically for an arch.
 pub fn build_floor(arch: &Arch, out: &Path) -> Result<PathBuf> {
@@ -127,12 +128,12 @@ pub fn print_figures(run: &crate::results::model::Run) {
         for s in &arch.scenarios {
             for (name, m) in &s.metrics {
                 let (lo, hi) = m.samples.iter().fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
-                let range = if m.samples.is_empty() { String::new() } else { format!("{}-{}", figure(lo), figure(hi)) };
+                let range = if m.samples.is_empty() { String::new() } else { format!("{}-{}", number(lo), number(hi)) };
                 rows.push([
                     arch.arch.clone(),
                     s.name.clone(),
                     name.clone(),
-                    format!("{} {}", figure(m.value), m.unit),
+                    format!("{} {}", number(m.value), m.unit),
                     range,
                 ]);
             }
@@ -146,15 +147,6 @@ pub fn print_figures(run: &crate::results::model::Run) {
     for r in rows {
         let cells: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
         println!("{}", cells.join("  ").trim_end());
-    }
-}
-
-/// A figure with three significant digits at most after the point, as a person reads it.
-fn figure(v: f64) -> String {
-    match v.abs() {
-        a if a >= 1000.0 => format!("{v:.0}"),
-        a if a >= 10.0 => format!("{v:.1}"),
-        _ => format!("{v:.3}"),
     }
 }
 

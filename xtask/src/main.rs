@@ -32,6 +32,7 @@ mod setup;
 mod source;
 mod suites;
 mod test;
+mod test_as_user;
 mod timings;
 mod upstream;
 mod validate;
