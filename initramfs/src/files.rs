@@ -1,6 +1,6 @@
-//! The file steps: `write_file` (one write(2), as tracefs control files want), `read_file` (the
-//! whole file, compared exactly, by line or by text, retried for asynchronous effects),
-//! `mkdir` and `rmdir`.
+//! The file steps: `write_file` (one write(2), as tracefs control files want, retried for
+//! asynchronous effects), `read_file` (the whole file, compared exactly, by line or by text,
+//! retried for asynchronous effects), `mkdir` and `rmdir`.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -21,10 +21,44 @@ pub struct Mode {
     pub append: bool,
 }
 
+/// `Step::WriteFile`: [`write_once`], again every millisecond while it does not pass, for up to
+/// `within_ms`. Only the last attempt's lines are said, then how many retries it took.
+pub fn write_file(
+    path: &Path,
+    data: &str,
+    mode: Mode,
+    expect: &Expect,
+    within_ms: u64,
+    say: &mut dyn FnMut(&str),
+) -> StepOutcome {
+    let started = Instant::now();
+    let mut retries = 0;
+    loop {
+        let mut lines = Vec::new();
+        let outcome = write_once(path, data, mode, expect, &mut |l| lines.push(l.to_string()));
+        let waited = started.elapsed();
+        if outcome == StepOutcome::Pass || waited >= Duration::from_millis(within_ms) {
+            for line in &lines {
+                say(line);
+            }
+            if within_ms > 0 {
+                say(&format!(
+                    "write {}: {retries} retries in {} ms (allowed {within_ms} ms)",
+                    path.display(),
+                    waited.as_millis()
+                ));
+            }
+            return outcome;
+        }
+        retries += 1;
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// One write(2) of all of `data`, as tracefs control files want: no create, no truncate
 /// (O_TRUNC has side effects there, clearing `trace` or every dynamic event), unless `create`,
 /// which creates or replaces an ordinary file (or, with `append`, creates or appends).
-pub fn write_file(path: &Path, data: &str, mode: Mode, expect: &Expect, say: &mut dyn FnMut(&str)) -> StepOutcome {
+pub fn write_once(path: &Path, data: &str, mode: Mode, expect: &Expect, say: &mut dyn FnMut(&str)) -> StepOutcome {
     let mut what = format!("write {data:?} to {}", path.display());
     for (on, word) in [(mode.create, " (create)"), (mode.append, " (append)")] {
         if on {

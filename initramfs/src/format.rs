@@ -293,6 +293,9 @@ pub fn load(event: &str) -> Result<Format, String> {
     Format::parse(&read_text(Path::new(&path))?).map_err(|e| format!("{path}: {e}"))
 }
 
+/// How many differences a failed comparison says, at most (a storm of records may hold thousands).
+const SHOWN_DIFFERENCES: usize = 20;
+
 /// Decodes raw records of `format`'s event and compares them with `want`, saying each
 /// difference after `what`; the step's outcome. `tid` is what `self` stands for.
 pub fn check_records(
@@ -319,9 +322,13 @@ pub fn check_records(
             }
         }
     }
-    for line in compare(format, &decoded, want, tid) {
+    let differences = compare(format, &decoded, want, tid);
+    for line in differences.iter().take(SHOWN_DIFFERENCES) {
         say(&format!("{what}: {line}"));
         ok = false;
+    }
+    if differences.len() > SHOWN_DIFFERENCES {
+        say(&format!("{what}: and {} more difference(s)", differences.len() - SHOWN_DIFFERENCES));
     }
     if ok {
         StepOutcome::Pass

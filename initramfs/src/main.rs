@@ -18,6 +18,7 @@ mod state;
 mod steps;
 mod stuck;
 mod supervisor;
+mod sync;
 mod sys;
 mod uevents;
 

@@ -207,8 +207,16 @@ pub fn drain(root: &Path) -> Result<Drained, String> {
     Ok(out)
 }
 
+/// What a `trace_read` step expects: `records` in order and in number, or `every` record equal to
+/// one, at most `at_most` of them.
+#[derive(Debug, Clone, Copy)]
+pub enum Expected<'a> {
+    Records(&'a [Record]),
+    Every { record: &'a Record, at_most: Option<u64> },
+}
+
 /// The `trace_read` step: drains the instance's buffers and compares `event`'s records.
-pub fn read_step(event: &str, instance: Option<&str>, want: &[Record], say: &mut dyn FnMut(&str)) -> StepOutcome {
+pub fn read_step(event: &str, instance: Option<&str>, want: Expected<'_>, say: &mut dyn FnMut(&str)) -> StepOutcome {
     let what = match instance {
         Some(i) => format!("trace read {event} in instance {i}"),
         None => format!("trace read {event}"),
@@ -233,13 +241,32 @@ pub fn read_step(event: &str, instance: Option<&str>, want: &[Record], say: &mut
     };
     let (mine, others): (Vec<Entry>, Vec<Entry>) =
         drained.entries.into_iter().partition(|e| Format::record_type(&e.data).map(u32::from) == Some(format.id));
-    say(&format!("{what}: {} record(s) of it (expected {}), {} of other events", mine.len(), want.len(), others.len()));
+    let (records, too_many) = match want {
+        Expected::Records(records) => {
+            say(&format!(
+                "{what}: {} record(s) of it (expected {}), {} of other events",
+                mine.len(),
+                records.len(),
+                others.len()
+            ));
+            (records.to_vec(), false)
+        }
+        Expected::Every { record, at_most } => {
+            let bound = at_most.map_or(String::new(), |m| format!(", at most {m}"));
+            say(&format!(
+                "{what}: {} record(s) of it (expected each as given{bound}), {} of other events",
+                mine.len(),
+                others.len()
+            ));
+            (vec![record.clone(); mine.len()], at_most.is_some_and(|m| mine.len() as u64 > m))
+        }
+    };
     for line in &drained.missed {
         say(&format!("{what}: {line}"));
     }
     let raws: Vec<Vec<u8>> = mine.into_iter().map(|e| e.data).collect();
-    let outcome = format::check_records(&what, &format, &raws, want, format::tid(), say);
-    if drained.missed.is_empty() {
+    let outcome = format::check_records(&what, &format, &raws, &records, format::tid(), say);
+    if drained.missed.is_empty() && !too_many {
         outcome
     } else {
         StepOutcome::Fail

@@ -1,6 +1,7 @@
 //! The state a scenario's steps build up and share: what the user_events, perf and eBPF steps
 //! made, and the children `fork` started. It lives as long as the scenario's process: a `fork`
-//! child works on its copy, a `thread` borrows it, an `exec_agent` starts from an empty one.
+//! child works on its copy, a `thread` borrows it, the threads of `threads` share its
+//! user_events names, an `exec_agent` starts from an empty one.
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
@@ -21,6 +22,8 @@ pub struct ScenarioState {
     pub bpf_links: Vec<OwnedFd>,
     /// Forked children, until a `wait` collects them.
     pub children: HashMap<String, libc::pid_t>,
+    /// A thread of a `threads` step: steps that act on the whole process are refused.
+    pub in_threads: bool,
 }
 
 // SAFETY: the pages and ring buffers are plain mappings owned by this state; a `thread` step
@@ -29,6 +32,12 @@ pub struct ScenarioState {
 unsafe impl Send for ScenarioState {}
 
 impl ScenarioState {
+    /// What a thread of a `threads` step works on: the same user_events names (descriptors,
+    /// enable words, write indexes; shared, as threads share them), none of the rest.
+    pub fn thread_view(&self) -> ScenarioState {
+        ScenarioState { events: self.events.clone(), in_threads: true, ..ScenarioState::default() }
+    }
+
     /// A state whose `data` descriptor opens `data_path` instead of `user_events_data`.
     #[cfg(test)]
     pub fn with_data_path(data_path: std::path::PathBuf) -> ScenarioState {

@@ -1,23 +1,25 @@
 //! The one dispatcher of steps: each step of a scenario runs here or in the module of its area
-//! (`files`, `uevents`, `perf`, `bpf`, `ringbuf`, `fuzz`, `measure`), which never call back.
-//! The steps that run other steps live here: `fork`, `wait`, `thread`, `exec_agent`; and the
-//! small ones: `exec`, `lkdtm`, `sleep`. Scenario child mode (`ue-agent --scenario INDEX`) runs
-//! one scenario's steps in order, one line per step on stdout, and exits 0 (pass), 1 (a step
-//! failed) or EXIT_SKIP.
+//! (`files`, `uevents`, `perf`, `bpf`, `ringbuf`, `fuzz`, `measure`, `sync`), which never call
+//! back. The steps that run other steps live here: `fork`, `wait`, `thread`, `threads`,
+//! `repeat`, `exec_agent`; and the small ones: `exec`, `lkdtm`, `sleep`. Scenario child mode
+//! (`ue-agent --scenario INDEX`) runs one scenario's steps in order, one line per step on stdout,
+//! and exits 0 (pass), 1 (a step failed) or EXIT_SKIP.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
-use protocol::{ExecEnd, ExitStatus, Expect, Step};
+use protocol::{ExecEnd, ExitStatus, Expect, Step, ThreadGroup, ITERATION, THREAD_INDEX};
 
 use crate::files::{self, Mode};
 use crate::outcome::{finish, StepOutcome};
 use crate::state::ScenarioState;
-use crate::uevents::{self, Payload, Reg};
-use crate::{bpf, fuzz, measure, perf, ringbuf, supervisor, sys};
+use crate::uevents::{self, Del, Payload, Reg};
+use crate::{bpf, fuzz, measure, perf, ringbuf, supervisor, sync, sys};
 
 const LKDTM_DIRECT: &str = "/sys/kernel/debug/provoke-crash/DIRECT";
 
@@ -73,10 +75,24 @@ fn run_nested(state: &mut ScenarioState, steps: &[Step], out: &mut dyn Write, ne
 
 /// Runs one step, in its area's module.
 fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    if state.in_threads {
+        let whole_process = match step {
+            Step::Fork { .. } => Some("fork"),
+            Step::ExecAgent { .. } => Some("exec_agent"),
+            Step::Memory { .. } => Some("memory"),
+            Step::Credentials { .. } => Some("credentials"),
+            _ => None,
+        };
+        if let Some(kind) = whole_process {
+            say(&format!("{kind}: not in a thread of `threads`: it acts on the whole process"));
+            return StepOutcome::Fail;
+        }
+    }
     match step {
         Step::Exec { argv, expect_exit } => exec(argv, *expect_exit, say),
-        Step::WriteFile { path, data, create, append, expect } => {
-            files::write_file(Path::new(path), data, Mode { create: *create, append: *append }, expect, say)
+        Step::WriteFile { path, data, create, append, expect, within_ms } => {
+            let mode = Mode { create: *create, append: *append };
+            files::write_file(Path::new(path), data, mode, expect, *within_ms, say)
         }
         Step::ReadFile { path, equals, contains, lacks, includes, excludes, head_hex, expect, within_ms } => {
             let want = files::Want {
@@ -96,7 +112,7 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
             say(&format!("lkdtm {point}: triggering"));
             let mut text = String::new();
             let outcome =
-                files::write_file(Path::new(LKDTM_DIRECT), point, Mode::default(), &Expect::default(), &mut |t| {
+                files::write_once(Path::new(LKDTM_DIRECT), point, Mode::default(), &Expect::default(), &mut |t| {
                     text = t.to_string();
                 });
             say(&format!("lkdtm {point}: returned: {text}"));
@@ -122,6 +138,10 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
                 _ => StepOutcome::Fail,
             }
         }
+        Step::Threads(groups) => threads(groups, state, say),
+        Step::Repeat { count, steps } => repeat(*count, steps, state, say),
+        Step::Barrier { name, parties, within_ms } => sync::barrier(name, *parties, *within_ms, say),
+        Step::Pin { cpu } => sync::pin(*cpu, say),
         Step::Open { fd, path, read_only, expect } => finish(state.events.open(fd, path, *read_only, expect, say), say),
         Step::Close { fd } => finish(state.events.close(fd, say), say),
         Step::Register { fd, format, word, bit, size, flags, index_as, expect_index, raw, expect } => {
@@ -141,15 +161,18 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
         Step::Unregister { fd, word, bit, raw, expect } => {
             finish(state.events.unregister(fd, word.as_deref(), *bit, raw, expect, say), say)
         }
-        Step::Delete { fd, name, expect, within_ms } => {
-            finish(state.events.delete(fd, name, expect, *within_ms, say), say)
+        Step::Delete { fd, name, expect, within_ms, confirm } => {
+            let del = Del { fd, name, within_ms: *within_ms, confirm: *confirm };
+            finish(state.events.delete(&del, expect, say), say)
         }
         Step::SetWord { word, value } => finish(state.events.set_word(word, *value, say), say),
         Step::Memory { op, file } => finish(state.events.memory(*op, file.as_deref(), say), say),
         Step::CheckBit { word, bit, set, within_ms } => {
             finish(state.events.check_bit(word, *bit, *set, *within_ms, say), say)
         }
-        Step::CheckWord { word, value } => finish(state.events.check_word(word, *value, say), say),
+        Step::CheckWord { word, value, within_ms } => {
+            finish(state.events.check_word(word, *value, *within_ms, say), say)
+        }
         Step::Write { fd, index, index_value, fields, vectored, offset, payload_from, expect } => {
             let payload = Payload {
                 index: index.as_deref(),
@@ -186,7 +209,17 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
             bpf::raw_tracepoint(&state.bpf, &mut state.bpf_links, prog, tracepoint, expect, say)
         }
         Step::BpfCount { prog, equals } => bpf::count(&state.bpf, prog, *equals, say),
-        Step::TraceRead { event, instance, records } => ringbuf::read_step(event, instance.as_deref(), records, say),
+        Step::TraceRead { event, instance, records, every, at_most } => {
+            let want = match (records, every) {
+                (Some(records), None) => ringbuf::Expected::Records(records),
+                (None, Some(record)) => ringbuf::Expected::Every { record, at_most: *at_most },
+                _ => {
+                    say("trace read: takes `records` or `every`, one of them");
+                    return StepOutcome::Fail;
+                }
+            };
+            ringbuf::read_step(event, instance.as_deref(), want, say)
+        }
         Step::Measure { name, what, payload, consumers, vectored, enablers, reps, duration_ms } => {
             let req = measure::Request {
                 name,
@@ -233,6 +266,11 @@ fn exec(argv: &[String], expect: i32, say: &mut dyn FnMut(&str)) -> StepOutcome 
 fn fork(name: &str, steps: &[Step], state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
     if state.children.contains_key(name) {
         say(&format!("fork {name}: a child of that name is still running"));
+        return StepOutcome::Fail;
+    }
+    // The barriers' shared page must exist before the fork for the child to share it.
+    if let Err(e) = sync::prepare() {
+        say(&format!("fork {name}: {e}"));
         return StepOutcome::Fail;
     }
     // Anything buffered would be written twice, once by each process.
@@ -297,6 +335,206 @@ fn wait(
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// `Step::Threads`: every thread of every group started, their lines said as they come (each
+/// after `thread G.T `), all joined.
+fn threads(groups: &[ThreadGroup], state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    if let Err(e) = state.events.prepare_for_threads().and_then(|()| sync::prepare()) {
+        say(&format!("threads: {e}"));
+        return StepOutcome::Fail;
+    }
+    // Each thread's steps, with its index in place of `{thread}`, and its view of the state.
+    let mut work = Vec::new();
+    for (g, group) in groups.iter().enumerate() {
+        for t in 0..group.count {
+            match substitute(&group.steps, THREAD_INDEX, t) {
+                Ok(steps) => work.push((format!("thread {g}.{t} "), steps, state.thread_view())),
+                Err(e) => {
+                    say(&format!("threads: group {g}: {e}"));
+                    return StepOutcome::Fail;
+                }
+            }
+        }
+    }
+    let total = work.len();
+    let started = Instant::now();
+    let (tx, rx) = mpsc::channel::<String>();
+    let codes: Vec<i32> = std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for (nesting, steps, mut view) in work {
+            let mut out = LineSender { tx: tx.clone(), pending: Vec::new() };
+            let spawned = std::thread::Builder::new().name(nesting.trim().to_string()).spawn_scoped(s, move || {
+                let code = run_nested(&mut view, &steps, &mut out, &nesting);
+                out.send_rest();
+                code
+            });
+            match spawned {
+                Ok(h) => handles.push(Some(h)),
+                Err(e) => {
+                    let _ = tx.send(format!("threads: cannot start a thread: {}", sys::error_name(&e)));
+                    handles.push(None);
+                }
+            }
+        }
+        drop(tx);
+        // Said as they come, so a thread that hangs shows where; ends when every thread is done.
+        for line in rx {
+            say(&line);
+        }
+        handles.into_iter().map(|h| h.map_or(1, |h| h.join().unwrap_or(1))).collect()
+    });
+    let failed = codes.iter().filter(|c| **c != 0 && **c != protocol::EXIT_SKIP).count();
+    let skipped = codes.iter().filter(|c| **c == protocol::EXIT_SKIP).count();
+    say(&format!(
+        "threads: {} of {total} passed, {failed} failed, {skipped} skipped, in {} ms",
+        total - failed - skipped,
+        started.elapsed().as_millis()
+    ));
+    if failed > 0 {
+        StepOutcome::Fail
+    } else if skipped > 0 {
+        StepOutcome::Skip
+    } else {
+        StepOutcome::Pass
+    }
+}
+
+/// A thread's output: whole lines sent to the thread that says them.
+struct LineSender {
+    tx: mpsc::Sender<String>,
+    pending: Vec<u8>,
+}
+
+impl LineSender {
+    fn send_rest(&mut self) {
+        if !self.pending.is_empty() {
+            let _ = self.tx.send(String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned());
+        }
+    }
+}
+
+impl Write for LineSender {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            let _ = self.tx.send(String::from_utf8_lossy(&line[..end]).into_owned());
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `Step::Repeat`: the steps `count` times, each iteration's lines kept; passing iterations'
+/// lines are tallied by kind (see [`Tally`]), a failing or skipping iteration's said in full.
+fn repeat(count: u32, steps: &[Step], state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    let templated = serde_json::to_string(steps).is_ok_and(|j| j.contains(ITERATION));
+    let started = Instant::now();
+    let mut tally = Tally::default();
+    for i in 0..count {
+        let body: Cow<[Step]> = if templated {
+            match substitute(steps, ITERATION, i) {
+                Ok(s) => Cow::Owned(s),
+                Err(e) => {
+                    say(&format!("repeat: {e}"));
+                    return StepOutcome::Fail;
+                }
+            }
+        } else {
+            Cow::Borrowed(steps)
+        };
+        let mut lines = Vec::new();
+        let code = run_nested(state, &body, &mut lines, &format!("iteration {i} "));
+        let text = String::from_utf8_lossy(&lines);
+        if code != 0 {
+            tally.say(say);
+            let how = if code == protocol::EXIT_SKIP { "skipped" } else { "failed" };
+            say(&format!("repeat: iteration {i} of {count} {how} after {} ms:", started.elapsed().as_millis()));
+            for line in text.lines() {
+                say(line);
+            }
+            return if code == protocol::EXIT_SKIP { StepOutcome::Skip } else { StepOutcome::Fail };
+        }
+        for line in text.lines() {
+            tally.add(line);
+        }
+    }
+    tally.say(say);
+    say(&format!("repeat: all {count} iterations passed in {} ms", started.elapsed().as_millis()));
+    StepOutcome::Pass
+}
+
+/// Lines counted by kind: two lines are of one kind when they differ only in their digits
+/// (iteration numbers, times, counts). Each kind is said once, as its first line with how many
+/// lines it stands for, in the order the kinds first came.
+#[derive(Default)]
+struct Tally {
+    kinds: Vec<(String, String, u64)>,
+}
+
+/// At most this many kinds of line are said; the rest are counted.
+const TALLY_KINDS: usize = 20;
+
+impl Tally {
+    fn kind(line: &str) -> String {
+        let mut out = String::with_capacity(line.len());
+        for c in line.chars() {
+            if c.is_ascii_digit() {
+                if !out.ends_with('#') {
+                    out.push('#');
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    fn add(&mut self, line: &str) {
+        let kind = Tally::kind(line);
+        match self.kinds.iter_mut().find(|(k, _, _)| *k == kind) {
+            Some((_, _, n)) => *n += 1,
+            None => self.kinds.push((kind, line.to_string(), 1)),
+        }
+    }
+
+    fn say(&self, say: &mut dyn FnMut(&str)) {
+        for (_, first, n) in self.kinds.iter().take(TALLY_KINDS) {
+            say(&format!("repeat: {n}x {first}"));
+        }
+        if self.kinds.len() > TALLY_KINDS {
+            let rest: u64 = self.kinds[TALLY_KINDS..].iter().map(|(_, _, n)| n).sum();
+            say(&format!("repeat: and {rest} lines of {} other kinds", self.kinds.len() - TALLY_KINDS));
+        }
+    }
+}
+
+/// `steps` with `key` (`{thread}`, `{iteration}`) replaced by `value` in every text, except
+/// inside a nested step that gives the key its own value (`threads` for `{thread}`, `repeat`
+/// for `{iteration}`).
+fn substitute(steps: &[Step], key: &str, value: u32) -> Result<Vec<Step>, String> {
+    fn walk(v: &mut serde_json::Value, key: &str, with: &str, own: &str) {
+        match v {
+            serde_json::Value::String(s) if s.contains(key) => *s = s.replace(key, with),
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|x| walk(x, key, with, own)),
+            serde_json::Value::Object(map) => {
+                for (k, x) in map.iter_mut() {
+                    if k != own {
+                        walk(x, key, with, own);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let own = if key == THREAD_INDEX { "threads" } else { "repeat" };
+    let mut json = serde_json::to_value(steps).map_err(|e| format!("steps as JSON: {e}"))?;
+    walk(&mut json, key, &value.to_string(), own);
+    serde_json::from_value(json).map_err(|e| format!("steps with {key} = {value}: {e}"))
 }
 
 /// The argument that makes the agent run steps given as JSON (see `main.rs`).

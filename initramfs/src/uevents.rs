@@ -1,6 +1,8 @@
 //! The user_events steps of a scenario: the raw ioctls (`DIAG_IOCSREG`, `DIAG_IOCSUNREG`,
 //! `DIAG_IOCSDEL`) on named descriptors, enable words in the scenario's own memory, kept write
-//! indexes, and event writes. All state lives as long as the scenario child process.
+//! indexes, and event writes. All state lives as long as the scenario child process, and the
+//! threads of a `threads` step share it as threads of one process share descriptors and memory:
+//! the names are behind a lock held only to look them up, never across a system call.
 //!
 //! Enable words are 8-byte slots of one private anonymous page. Bits are numbered in the slot's
 //! u64 value: a size-4 registration at the slot's address owns its low 4 bytes on a
@@ -9,8 +11,9 @@
 use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use protocol::{Addr, Expect, RawReg, RawUnreg, Value};
@@ -108,10 +111,16 @@ fn hex_parts(parts: &[Vec<u8>]) -> String {
 }
 
 /// What the user_events steps of one scenario made: named descriptors, the enable words,
-/// write indexes, and the memory handed to the kernel.
+/// write indexes, and the memory handed to the kernel. A clone shares all of it (a thread's view).
+#[derive(Clone)]
 pub struct UserEvents {
     /// Where the `data` descriptor is opened on first use (tests point it at an ordinary file).
     data_path: PathBuf,
+    names: Arc<Mutex<Names>>,
+}
+
+/// The named objects, shared by the threads of a scenario.
+struct Names {
     fds: HashMap<String, OwnedFd>,
     /// The enable words' page, mapped on first use, and each word's offset in it.
     words: Option<Page>,
@@ -129,6 +138,10 @@ pub struct UserEvents {
     unmapped_base: Option<u64>,
 }
 
+// SAFETY: the words page and the scratch pages are plain mappings owned here; the kernel and the
+// scenario's threads access the words through atomics only.
+unsafe impl Send for Names {}
+
 impl Default for UserEvents {
     fn default() -> Self {
         UserEvents::new()
@@ -141,8 +154,7 @@ impl UserEvents {
     }
 
     pub fn with_data_path(data_path: PathBuf) -> UserEvents {
-        UserEvents {
-            data_path,
+        let names = Names {
             fds: HashMap::new(),
             words: None,
             slots: HashMap::new(),
@@ -153,59 +165,48 @@ impl UserEvents {
             words_gone: false,
             words_read_only: false,
             unmapped_base: None,
+        };
+        UserEvents { data_path, names: Arc::new(Mutex::new(names)) }
+    }
+
+    /// The names, locked; a thread that panicked while holding them left nothing half-made that
+    /// matters (each insert is one call), so a poisoned lock is taken as is.
+    fn names(&self) -> MutexGuard<'_, Names> {
+        self.names.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Makes what the threads of a `threads` step must find already made, so they share it
+    /// rather than each making its own: the words page, and the `data` descriptor (a failure to
+    /// open it is left for the step that uses it to say).
+    pub fn prepare_for_threads(&self) -> Result<(), String> {
+        let mut names = self.names();
+        if names.words.is_none() && !names.words_gone {
+            names.words = Some(Page::map(libc::PROT_READ | libc::PROT_WRITE)?);
         }
+        let _ = names.fd(protocol::DATA_FD, &self.data_path);
+        Ok(())
     }
 
     /// The descriptor under `name`; `data` is opened on `user_events_data` on first use.
-    fn fd(&mut self, name: &str) -> Result<RawFd, String> {
-        if let Some(fd) = self.fds.get(name) {
-            return Ok(fd.as_raw_fd());
-        }
-        if name != protocol::DATA_FD {
-            return Err(format!("no fd named {name}"));
-        }
-        let file = OpenOptions::new().read(true).write(true).open(&self.data_path).map_err(|e| {
-            let why = e.raw_os_error().map_or_else(|| e.to_string(), errno_text);
-            format!("cannot open {} as fd {name}: {why}", self.data_path.display())
-        })?;
-        let fd = OwnedFd::from(file);
-        let raw = fd.as_raw_fd();
-        self.fds.insert(name.to_string(), fd);
-        Ok(raw)
+    fn fd(&self, name: &str) -> Result<RawFd, String> {
+        self.names().fd(name, &self.data_path)
     }
 
     /// The address of enable word `name`, made (zeroed, 8-byte aligned) on first use;
     /// `None` gives a new private scratch word.
-    pub fn word(&mut self, name: Option<&str>) -> Result<u64, String> {
-        if let Some(&offset) = name.and_then(|n| self.slots.get(n)) {
-            let base = self.words.as_ref().map(Page::addr).or(self.unmapped_base).unwrap_or(0);
-            return Ok(base + offset as u64);
-        }
-        if self.words_gone {
-            return Err("the words page was unmapped: no new words".into());
-        }
-        if self.words.is_none() {
-            self.words = Some(Page::map(libc::PROT_READ | libc::PROT_WRITE)?);
-        }
-        let page = self.words.as_ref().expect("just mapped");
-        if self.next_slot + 8 > page.len() {
-            return Err(format!("no room for more than {} enable words", page.len() / 8));
-        }
-        let offset = self.next_slot;
-        self.next_slot += 8;
-        if let Some(n) = name {
-            self.slots.insert(n.to_string(), offset);
-        }
-        Ok(page.addr() + offset as u64)
+    pub fn word(&self, name: Option<&str>) -> Result<u64, String> {
+        self.names().word(name)
     }
 
     /// `Step::Memory` on the words page.
-    pub fn memory(&mut self, op: protocol::MemoryOp, file: Option<&str>, say: &mut dyn FnMut(&str)) -> Done {
+    pub fn memory(&self, op: protocol::MemoryOp, file: Option<&str>, say: &mut dyn FnMut(&str)) -> Done {
         use protocol::MemoryOp;
-        if self.words.is_none() {
-            self.word(None)?;
+        // Held throughout: no thread looks a word up while its page changes.
+        let mut names = self.names();
+        if names.words.is_none() {
+            names.word(None)?;
         }
-        let page = self.words.as_ref().expect("mapped above");
+        let page = names.words.as_ref().expect("mapped above");
         let what = format!("memory {op:?} on the words page {:#x}", page.addr()).to_lowercase();
         if (op == MemoryOp::ShareFile) != file.is_some() {
             return Err(format!("{what}: `file` goes with `share_file` and only with it"));
@@ -234,43 +235,38 @@ impl UserEvents {
         match op {
             MemoryOp::Unmap => {
                 // Gone already: keep its address for later steps, but never unmap it again.
-                let page = self.words.take().expect("mapped above");
-                self.unmapped_base = Some(page.addr());
+                let page = names.words.take().expect("mapped above");
+                names.unmapped_base = Some(page.addr());
                 std::mem::forget(page);
-                self.words_gone = true;
+                names.words_gone = true;
             }
-            MemoryOp::ReadOnly => self.words_read_only = true,
-            MemoryOp::ReadWrite => self.words_read_only = false,
+            MemoryOp::ReadOnly => names.words_read_only = true,
+            MemoryOp::ReadWrite => names.words_read_only = false,
             MemoryOp::DontNeed | MemoryOp::ShareFile => {}
         }
         say(&format!("{what}: ok"));
         Ok(StepOutcome::Pass)
     }
 
-    fn cell(&mut self, name: &str) -> Result<&AtomicU64, String> {
-        if self.words_gone {
+    fn cell(&self, name: &str) -> Result<&AtomicU64, String> {
+        let mut names = self.names();
+        if names.words_gone {
             return Err(format!("word {name}: the words page was unmapped"));
         }
-        let addr = self.word(Some(name))?;
-        // SAFETY: an 8-aligned slot of the words page, which stays mapped while `self` lives.
-        // The kernel updates it asynchronously, hence atomics.
+        let addr = names.word(Some(name))?;
+        // SAFETY: an 8-aligned slot of the words page, which stays mapped while `self` lives
+        // (only a `memory` step unmaps it, and no thread of `threads` may run one). The kernel
+        // and other threads update it asynchronously, hence atomics.
         Ok(unsafe { &*(addr as *const AtomicU64) })
     }
 
-    pub fn open(
-        &mut self,
-        name: &str,
-        path: &str,
-        read_only: bool,
-        expect: &Expect,
-        say: &mut dyn FnMut(&str),
-    ) -> Done {
+    pub fn open(&self, name: &str, path: &str, read_only: bool, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
         let mode = if read_only { "read-only" } else { "read-write" };
         let what = format!("open {path} {mode} as fd {name}");
         let result = match OpenOptions::new().read(true).write(!read_only).open(path) {
             Ok(file) => {
                 // A name opened again replaces (and closes) the earlier descriptor.
-                self.fds.insert(name.to_string(), OwnedFd::from(file));
+                self.names().fds.insert(name.to_string(), OwnedFd::from(file));
                 Ok(0)
             }
             Err(e) => Err(e.raw_os_error().ok_or_else(|| format!("{what}: {e}"))?),
@@ -278,8 +274,8 @@ impl UserEvents {
         Ok(check_result(&what, &result_text(result), result, expect, say))
     }
 
-    pub fn close(&mut self, name: &str, say: &mut dyn FnMut(&str)) -> Done {
-        let fd = self.fds.remove(name).ok_or_else(|| format!("close fd {name}: no such fd"))?;
+    pub fn close(&self, name: &str, say: &mut dyn FnMut(&str)) -> Done {
+        let fd = self.names().fds.remove(name).ok_or_else(|| format!("close fd {name}: no such fd"))?;
         // SAFETY: the descriptor is ours and is no longer kept anywhere.
         let r = unsafe { libc::close(fd.into_raw_fd()) };
         let result = if r == 0 { Ok(0) } else { Err(errno()) };
@@ -287,7 +283,7 @@ impl UserEvents {
         Ok(if r == 0 { StepOutcome::Pass } else { StepOutcome::Fail })
     }
 
-    pub fn register(&mut self, r: &Reg<'_>, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
+    pub fn register(&self, r: &Reg<'_>, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
         let mut what = format!("register {:?}", r.format);
         if let Some(w) = r.word {
             what.push_str(&format!(" word {w}"));
@@ -299,20 +295,22 @@ impl UserEvents {
         if r.fd != protocol::DATA_FD {
             what.push_str(&format!(" on fd {}", r.fd));
         }
-        let fd = self.fd(r.fd).map_err(|e| format!("{what}: {e}"))?;
-        let word = self.word(r.word)?;
+        let mut names = self.names();
+        let fd = names.fd(r.fd, &self.data_path).map_err(|e| format!("{what}: {e}"))?;
+        let word = names.word(r.word)?;
         let raw = r.raw;
         let mut name = r.format.as_bytes().to_vec();
         name.push(0);
         let enable = match &raw.enable_addr {
-            Some(a) => self.scratch.resolve(a, word)?,
+            Some(a) => names.scratch.resolve(a, word)?,
             None => Slot::At(word),
         };
         let name_args = match &raw.name_args {
-            Some(a) => self.scratch.resolve(a, word)?,
+            Some(a) => names.scratch.resolve(a, word)?,
             None => Slot::At(name.as_ptr() as u64),
         };
-        let arg = raw.arg.as_ref().map(|a| self.scratch.resolve(a, word)).transpose()?;
+        let arg = raw.arg.as_ref().map(|a| names.scratch.resolve(a, word)).transpose()?;
+        drop(names);
         let mut reg = UserReg {
             size: raw.size.unwrap_or(USER_REG_SIZE as u32),
             enable_bit: raw.enable_bit.unwrap_or(r.bit),
@@ -342,7 +340,7 @@ impl UserEvents {
                 let index = u32::from_ne_bytes(buf[WRITE_INDEX_AT..USER_REG_SIZE].try_into().expect("4 bytes"));
                 let mut got = format!("{}, write_index {index}", result_text(Ok(v)));
                 if let Some(n) = r.index_as {
-                    self.indexes.insert(n.to_string(), index);
+                    self.names().indexes.insert(n.to_string(), index);
                     got.push_str(&format!(" as {n}"));
                 }
                 if let Some(want) = r.expect_index.filter(|&w| w != index) {
@@ -357,7 +355,7 @@ impl UserEvents {
     }
 
     pub fn unregister(
-        &mut self,
+        &self,
         fd: &str,
         word: Option<&str>,
         bit: u8,
@@ -373,12 +371,14 @@ impl UserEvents {
         if fd != protocol::DATA_FD {
             what.push_str(&format!(" on fd {fd}"));
         }
-        let fd = self.fd(fd).map_err(|e| format!("{what}: {e}"))?;
-        let word = self.word(word)?;
+        let mut names = self.names();
+        let fd = names.fd(fd, &self.data_path).map_err(|e| format!("{what}: {e}"))?;
+        let word = names.word(word)?;
         let disable = match &raw.disable_addr {
-            Some(a) => self.scratch.resolve(a, word)?,
+            Some(a) => names.scratch.resolve(a, word)?,
             None => Slot::At(word),
         };
+        drop(names);
         let mut unreg = UserUnreg {
             size: raw.size.unwrap_or(USER_UNREG_SIZE as u32),
             disable_bit: bit,
@@ -414,28 +414,39 @@ impl UserEvents {
         Ok(check_result(&what, &result_text(result), result, expect, say))
     }
 
-    pub fn delete(&mut self, fd: &str, name: &str, expect: &Expect, within_ms: u64, say: &mut dyn FnMut(&str)) -> Done {
-        let mut what = format!("delete {name:?}");
-        if fd != protocol::DATA_FD {
-            what.push_str(&format!(" on fd {fd}"));
+    /// `Step::Delete`; `confirm` then checks the event's folder against the result.
+    pub fn delete(&self, d: &Del<'_>, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
+        let mut what = format!("delete {:?}", d.name);
+        if d.fd != protocol::DATA_FD {
+            what.push_str(&format!(" on fd {}", d.fd));
         }
-        let fd = self.fd(fd).map_err(|e| format!("{what}: {e}"))?;
-        let mut text = name.as_bytes().to_vec();
+        let fd = self.fd(d.fd).map_err(|e| format!("{what}: {e}"))?;
+        let mut text = d.name.as_bytes().to_vec();
         text.push(0);
         let started = std::time::Instant::now();
         let mut result = ioctl(fd, DIAG_IOCSDEL, text.as_ptr() as u64);
-        while !expect.met_by(result) && started.elapsed() < Duration::from_millis(within_ms) {
+        let mut retries = 0;
+        while !expect.met_by(result) && started.elapsed() < Duration::from_millis(d.within_ms) {
             std::thread::sleep(Duration::from_millis(1));
             result = ioctl(fd, DIAG_IOCSDEL, text.as_ptr() as u64);
+            retries += 1;
         }
-        if within_ms > 0 {
-            what.push_str(&format!(" after {} ms", started.elapsed().as_millis()));
+        if d.within_ms > 0 {
+            what.push_str(&format!(" after {} ms and {retries} retries", started.elapsed().as_millis()));
         }
-        Ok(check_result(&what, &result_text(result), result, expect, say))
+        let outcome = check_result(&what, &result_text(result), result, expect, say);
+        if !d.confirm || outcome != StepOutcome::Pass {
+            return Ok(outcome);
+        }
+        let folder = Path::new(EVENTS_DIR).join(d.name);
+        let exists = folder.exists();
+        let (agrees, line) = confirm(result, exists).map_err(|e| format!("{what}: {e}"))?;
+        say(&format!("{what}: {} {line}", folder.display()));
+        Ok(StepOutcome::passed_if(agrees))
     }
 
-    pub fn set_word(&mut self, name: &str, value: u64, say: &mut dyn FnMut(&str)) -> Done {
-        if self.words_read_only {
+    pub fn set_word(&self, name: &str, value: u64, say: &mut dyn FnMut(&str)) -> Done {
+        if self.names().words_read_only {
             return Err(format!("set word {name}: the words page is read-only"));
         }
         self.cell(name)?.store(value, Ordering::SeqCst);
@@ -443,13 +454,31 @@ impl UserEvents {
         Ok(StepOutcome::Pass)
     }
 
-    pub fn check_word(&mut self, name: &str, value: u64, say: &mut dyn FnMut(&str)) -> Done {
-        let seen = self.cell(name)?.load(Ordering::SeqCst);
-        say(&format!("check word {name}: {seen:#x} (expected {value:#x})"));
-        Ok(if seen == value { StepOutcome::Pass } else { StepOutcome::Fail })
+    pub fn check_word(&self, name: &str, value: u64, within_ms: u64, say: &mut dyn FnMut(&str)) -> Done {
+        let cell = self.cell(name)?;
+        let start = Instant::now();
+        let limit = Duration::from_millis(within_ms);
+        loop {
+            let seen = cell.load(Ordering::SeqCst);
+            let waited = start.elapsed();
+            if seen == value || waited >= limit {
+                let line = if within_ms == 0 {
+                    format!("check word {name}: {seen:#x} (expected {value:#x})")
+                } else {
+                    let still = if seen == value { "" } else { "still " };
+                    format!(
+                        "check word {name}: {still}{seen:#x} after {} ms (expected {value:#x} within {within_ms} ms)",
+                        waited.as_millis()
+                    )
+                };
+                say(&line);
+                return Ok(StepOutcome::passed_if(seen == value));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
-    pub fn check_bit(&mut self, name: &str, bit: u8, set: bool, within_ms: u64, say: &mut dyn FnMut(&str)) -> Done {
+    pub fn check_bit(&self, name: &str, bit: u8, set: bool, within_ms: u64, say: &mut dyn FnMut(&str)) -> Done {
         let what = format!("check word {name} bit {bit}");
         if bit >= 64 {
             return Err(format!("{what}: an enable word has bits 0..63"));
@@ -490,7 +519,7 @@ impl UserEvents {
     /// a new descriptor is opened, because the kernel copies a file's whole reference array for
     /// each new event. Both costs are quadratic, and tens of thousands of events under TCG
     /// would otherwise take many minutes.
-    pub fn register_until(&mut self, format: &str, max: u32, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
+    pub fn register_until(&self, format: &str, max: u32, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
         const EVENTS_PER_FILE: u32 = 256;
         let what = format!("register {format:?} for {{i}} from 0 until a failure (at most {max})");
         if !format.contains("{i}") {
@@ -516,7 +545,7 @@ impl UserEvents {
                     errno_text(e)
                 );
                 // The files stay open until the scenario's process exits, so the events do too.
-                self.kept_files.extend(files);
+                self.names().kept_files.extend(files);
                 return Ok(check_result(&what, &got, Err(e), expect, say));
             }
             if let Err(e) = unregister_bit0(fd, word) {
@@ -524,11 +553,11 @@ impl UserEvents {
             }
         }
         say(&format!("{what}: all {max} registered in {} ms, none failed", started.elapsed().as_millis()));
-        self.kept_files.extend(files);
+        self.names().kept_files.extend(files);
         Ok(StepOutcome::Fail)
     }
 
-    pub fn write(&mut self, fd: &str, p: &Payload<'_>, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
+    pub fn write(&self, fd: &str, p: &Payload<'_>, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
         // A payload from elsewhere always goes as a second iovec after the index.
         let vectored = p.vectored || p.from.is_some();
         let call = match (vectored, p.offset.is_some()) {
@@ -539,7 +568,7 @@ impl UserEvents {
         };
         let (index, index_shown) = match (p.index, p.index_value) {
             (Some(n), None) => {
-                let i = *self.indexes.get(n).ok_or_else(|| format!("{call}: no write index named {n}"))?;
+                let i = *self.names().indexes.get(n).ok_or_else(|| format!("{call}: no write index named {n}"))?;
                 (i, format!("{n}={i}"))
             }
             (None, Some(v)) => (v, v.to_string()),
@@ -555,7 +584,7 @@ impl UserEvents {
         if p.vectored && p.from.is_none() {
             what.push_str(&format!(" in {} iovecs", parts.len()));
         }
-        let from = p.from.map(|at| self.scratch.resolve(at, 0).map(|slot| (at, slot))).transpose()?;
+        let from = p.from.map(|at| self.names().scratch.resolve(at, 0).map(|slot| (at, slot))).transpose()?;
         if let Some((at, slot)) = from {
             let len = total - 4;
             let shown = match slot {
@@ -605,6 +634,48 @@ impl UserEvents {
             Err(e) => errno_text(e),
         };
         Ok(check_result(&what, &got, result, expect, say))
+    }
+}
+
+impl Names {
+    fn fd(&mut self, name: &str, data_path: &Path) -> Result<RawFd, String> {
+        if let Some(fd) = self.fds.get(name) {
+            return Ok(fd.as_raw_fd());
+        }
+        if name != protocol::DATA_FD {
+            return Err(format!("no fd named {name}"));
+        }
+        let file = OpenOptions::new().read(true).write(true).open(data_path).map_err(|e| {
+            let why = e.raw_os_error().map_or_else(|| e.to_string(), errno_text);
+            format!("cannot open {} as fd {name}: {why}", data_path.display())
+        })?;
+        let fd = OwnedFd::from(file);
+        let raw = fd.as_raw_fd();
+        self.fds.insert(name.to_string(), fd);
+        Ok(raw)
+    }
+
+    fn word(&mut self, name: Option<&str>) -> Result<u64, String> {
+        if let Some(&offset) = name.and_then(|n| self.slots.get(n)) {
+            let base = self.words.as_ref().map(Page::addr).or(self.unmapped_base).unwrap_or(0);
+            return Ok(base + offset as u64);
+        }
+        if self.words_gone {
+            return Err("the words page was unmapped: no new words".into());
+        }
+        if self.words.is_none() {
+            self.words = Some(Page::map(libc::PROT_READ | libc::PROT_WRITE)?);
+        }
+        let page = self.words.as_ref().expect("just mapped");
+        if self.next_slot + 8 > page.len() {
+            return Err(format!("no room for more than {} enable words", page.len() / 8));
+        }
+        let offset = self.next_slot;
+        self.next_slot += 8;
+        if let Some(n) = name {
+            self.slots.insert(n.to_string(), offset);
+        }
+        Ok(page.addr() + offset as u64)
     }
 }
 
@@ -661,6 +732,41 @@ pub struct Reg<'a> {
     pub index_as: Option<&'a str>,
     pub expect_index: Option<u32>,
     pub raw: &'a RawReg,
+}
+
+/// A `delete` step's fields.
+pub struct Del<'a> {
+    pub fd: &'a str,
+    pub name: &'a str,
+    pub within_ms: u64,
+    pub confirm: bool,
+}
+
+/// Where the single-format user events' folders are.
+const EVENTS_DIR: &str = "/sys/kernel/tracing/events/user_events";
+
+/// Whether an event's folder agrees with a delete's result (gone after `0`, as the removal is
+/// synchronous, or `ENOENT`; there after `EBUSY`), and the line that says so. Other results say
+/// nothing about the folder.
+pub fn confirm(result: Result<i64, i32>, exists: bool) -> Result<(bool, String), String> {
+    let want = match result {
+        Ok(0) => false,
+        Err(libc::ENOENT) => false,
+        Err(libc::EBUSY) => true,
+        other => return Err(format!("confirm: a result of {} says nothing about the event", result_text(other))),
+    };
+    let state = |there: bool| if there { "is still there" } else { "is gone" };
+    let line = if exists == want {
+        format!("{} after {}, as it should", state(exists), result_text(result))
+    } else {
+        format!(
+            "{} after {}, but it should be {}",
+            state(exists),
+            result_text(result),
+            if want { "there" } else { "gone" }
+        )
+    };
+    Ok((exists == want, line))
 }
 
 /// A `write` step's fields.
@@ -752,7 +858,7 @@ mod tests {
     #[test]
     fn memory_ops_change_the_words_page() {
         use protocol::MemoryOp;
-        let mut s = UserEvents::new();
+        let s = UserEvents::new();
         let mut lines = Vec::new();
         let mut say = |l: &str| lines.push(l.to_string());
         s.set_word("w", 5, &mut say).unwrap();
@@ -771,7 +877,7 @@ mod tests {
 
     #[test]
     fn words_get_distinct_aligned_slots() {
-        let mut s = UserEvents::new();
+        let s = UserEvents::new();
         let a = s.word(Some("a")).unwrap();
         let b = s.word(Some("b")).unwrap();
         let scratch = s.word(None).unwrap();

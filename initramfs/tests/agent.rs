@@ -62,6 +62,7 @@ fn runs_a_plan_end_to_end() {
                         create: false,
                         append: false,
                         expect: Expect::default(),
+                        within_ms: 0,
                     },
                 ],
             ),
@@ -187,6 +188,7 @@ fn fork_thread_and_exec_agent_steps() {
         create: true,
         append: false,
         expect: Expect::default(),
+        within_ms: 0,
     };
     let read = |path: &std::path::Path, equals: &str| Step::ReadFile {
         path: path.display().to_string(),
@@ -204,19 +206,19 @@ fn fork_thread_and_exec_agent_steps() {
         Step::Fork {
             name: "c".into(),
             steps: vec![
-                Step::CheckWord { word: "w".into(), value: 1 },
+                Step::CheckWord { word: "w".into(), value: 1, within_ms: 0 },
                 Step::SetWord { word: "w".into(), value: 2 },
                 write(&marker, "child"),
             ],
         },
         Step::Wait { name: "c".into(), expect_exit: 0, within_ms: 5000 },
         // The child's store went to its own copy.
-        Step::CheckWord { word: "w".into(), value: 1 },
+        Step::CheckWord { word: "w".into(), value: 1, within_ms: 0 },
         read(&marker, "child"),
-        Step::Fork { name: "bad".into(), steps: vec![Step::CheckWord { word: "w".into(), value: 9 }] },
+        Step::Fork { name: "bad".into(), steps: vec![Step::CheckWord { word: "w".into(), value: 9, within_ms: 0 }] },
         Step::Wait { name: "bad".into(), expect_exit: 1, within_ms: 5000 },
         Step::Thread { steps: vec![Step::SetWord { word: "w".into(), value: 3 }] },
-        Step::CheckWord { word: "w".into(), value: 3 },
+        Step::CheckWord { word: "w".into(), value: 3, within_ms: 0 },
         Step::ExecAgent { steps: vec![write(&dir.join("after-exec"), "fresh")] },
     ];
     let plan = Plan {

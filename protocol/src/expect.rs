@@ -1,6 +1,7 @@
-//! What a call must return (`expect:` in a step): `ok`, an errno name, or an exact return
-//! value. Typed where it is read, from YAML or from the JSON plan, so a bad value is refused
-//! there with its position; the errno table both sides name errnos from lives here too.
+//! What a call must return (`expect:` in a step): `ok`, an errno name, an exact return value, or
+//! several of those joined by `or`, any of which will do (for calls racing others). Typed where
+//! it is read, from YAML or from the JSON plan, so a bad value is refused there with its
+//! position; the errno table both sides name errnos from lives here too.
 
 use std::fmt;
 use std::str::FromStr;
@@ -9,9 +10,11 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
 /// What a call must return: `ok` (success, the default), an errno name (`EINVAL`: the call
-/// fails with that errno), or an exact non-negative return value (`0`, `28`). It reads and
-/// writes as that text (YAML may give the number unquoted).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// fails with that errno), an exact non-negative return value (`0`, `28`), or several of those
+/// joined by `or` (`16 or EBADF`: any of them, for a call that races another and whose
+/// documented results are several). It reads and writes as that text (YAML may give a number
+/// unquoted).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Expect {
     /// Success, whatever the call returns.
     #[default]
@@ -20,27 +23,24 @@ pub enum Expect {
     Errno(i32),
     /// Success returning exactly this value.
     Value(i64),
+    /// Any of these (single ones, at least two, none twice).
+    AnyOf(Vec<Expect>),
 }
 
 impl Expect {
     /// Whether a call's result (`Ok(return value)` or `Err(errno)`) meets the expectation.
-    pub fn met_by(self, result: Result<i64, i32>) -> bool {
+    pub fn met_by(&self, result: Result<i64, i32>) -> bool {
         match (self, result) {
+            (Expect::AnyOf(any), _) => any.iter().any(|e| e.met_by(result)),
             (Expect::Ok, Ok(_)) => true,
-            (Expect::Value(want), Ok(got)) => want == got,
-            (Expect::Errno(want), Err(got)) => want == got,
+            (Expect::Value(want), Ok(got)) => *want == got,
+            (Expect::Errno(want), Err(got)) => *want == got,
             _ => false,
         }
     }
-}
 
-/// `ok`, `28` or `EINVAL` (surrounding blanks ignored); the error says what is wrong and, for a
-/// misspelt errno name, which one was probably meant.
-impl FromStr for Expect {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Expect, String> {
-        let text = text.trim();
+    /// One of `ok`, a number or an errno name.
+    fn single(text: &str) -> Result<Expect, String> {
         if text == "ok" {
             return Ok(Expect::Ok);
         }
@@ -58,10 +58,54 @@ impl FromStr for Expect {
     }
 }
 
-/// The text it reads from: `ok`, the errno's name (`errno N` for a number without one), the value.
+/// `ok`, `28` or `EINVAL`, or several joined by ` or ` (`16 or EBADF`; surrounding blanks
+/// ignored); the error says what is wrong and, for a misspelt errno name, which one was
+/// probably meant.
+impl FromStr for Expect {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Expect, String> {
+        let text = text.trim();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        if words.len() <= 1 {
+            return Expect::single(text);
+        }
+        // `A or B or C`: the words at odd positions are all `or`, and there is one more item.
+        let mut items = Vec::new();
+        for (i, word) in words.iter().enumerate() {
+            if i % 2 == 1 {
+                if *word != "or" {
+                    return Err(format!("`{text}`: several expectations are joined by `or`, not `{word}`"));
+                }
+                continue;
+            }
+            let item = Expect::single(word)?;
+            if items.contains(&item) {
+                return Err(format!("`{text}`: `{word}` is named twice"));
+            }
+            items.push(item);
+        }
+        if words.len() % 2 == 0 {
+            return Err(format!("`{text}`: `or` needs an expectation after it"));
+        }
+        Ok(Expect::AnyOf(items))
+    }
+}
+
+/// The text it reads from: `ok`, the errno's name (`errno N` for a number without one), the
+/// value, or those joined by ` or `.
 impl fmt::Display for Expect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Expect::AnyOf(any) => {
+                for (i, e) in any.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" or ")?;
+                    }
+                    write!(f, "{e}")?;
+                }
+                Ok(())
+            }
             Expect::Ok => f.write_str("ok"),
             Expect::Errno(n) => match errno_name(*n) {
                 Some(name) => f.write_str(name),
@@ -87,7 +131,7 @@ impl<'de> Deserialize<'de> for Expect {
         impl Visitor<'_> for Text {
             type Value = Expect;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("`ok`, an errno name or a non-negative number")
+                f.write_str("`ok`, an errno name or a non-negative number, or several joined by `or`")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Expect, E> {
                 v.parse().map_err(|e| E::custom(format!("bad expect: {e}")))
@@ -113,11 +157,12 @@ impl schemars::JsonSchema for Expect {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         let names: Vec<&str> = std::iter::once("ok").chain(ERRNOS.iter().map(|(n, _)| *n)).collect();
         schemars::json_schema!({
-            "description": "`ok` (the default), an errno name, or an exact non-negative return value",
+            "description": "`ok` (the default), an errno name, an exact non-negative return value, or several joined by ` or ` (`16 or EBADF`: any will do)",
             "anyOf": [
                 { "enum": names },
                 { "type": "integer", "minimum": 0 },
-                { "type": "string", "pattern": "^[0-9]+$" }
+                { "type": "string", "pattern": "^[0-9]+$" },
+                { "type": "string", "pattern": "^\\s*(ok|[0-9]+|E[A-Z0-9]+)(\\s+or\\s+(ok|[0-9]+|E[A-Z0-9]+))+\\s*$" }
             ]
         })
     }
@@ -240,6 +285,28 @@ mod tests {
         assert_eq!(bad, "bad expect: `EWHAT` is not `ok`, a number or an errno name at line 1 column 7");
         let bad = serde_json::from_str::<Expect>("\"-1\"").unwrap_err().to_string();
         assert!(bad.starts_with("bad expect: `-1`: a failing call"), "{bad}");
+    }
+
+    #[test]
+    fn several_expectations_take_any() {
+        let any = parse("16 or EBADF").unwrap();
+        assert_eq!(any, Expect::AnyOf(vec![Expect::Value(16), Expect::Errno(9)]));
+        assert!(any.met_by(Ok(16)) && any.met_by(Err(9)));
+        assert!(!any.met_by(Ok(15)) && !any.met_by(Err(16)));
+        assert_eq!(any.to_string(), "16 or EBADF");
+        assert_eq!(serde_json::to_string(&any).unwrap(), r#""16 or EBADF""#);
+        assert_eq!(
+            serde_json::from_str::<Expect>(r#"" 0  or EBUSY or ENOENT ""#).unwrap().to_string(),
+            "0 or EBUSY or ENOENT"
+        );
+        assert_eq!(parse("0 EBUSY").unwrap_err(), "`0 EBUSY`: several expectations are joined by `or`, not `EBUSY`");
+        assert_eq!(
+            parse("0 and EBUSY").unwrap_err(),
+            "`0 and EBUSY`: several expectations are joined by `or`, not `and`"
+        );
+        assert_eq!(parse("0 or").unwrap_err(), "`0 or`: `or` needs an expectation after it");
+        assert_eq!(parse("EBUSY or EBUSY").unwrap_err(), "`EBUSY or EBUSY`: `EBUSY` is named twice");
+        assert_eq!(parse("0 or EWHAT").unwrap_err(), "`EWHAT` is not `ok`, a number or an errno name");
     }
 
     #[test]

@@ -12,7 +12,8 @@ pub use expect::{closest_errno, errno_name, errno_number, Expect, ERRNOS};
 pub use markers::Marker;
 pub use plan::{
     decode_hex, Addr, BpfKind, Consumers, FieldValue, MeasureKind, MemoryOp, PerfAction, Plan, RawReg, RawUnreg,
-    Record, Scenario, Step, Value, DATA_FD, MIN_REPS, SELF_TID, USER_EVENTS_DATA,
+    Record, Scenario, Step, ThreadGroup, Value, DATA_FD, ITERATION, MAX_BARRIER_NAME, MIN_REPS, SELF_TID, THREAD_INDEX,
+    USER_EVENTS_DATA,
 };
 pub use result::{median, step_line, step_text, ExecEnd, ExitStatus, Metric, Outcome, ResultLine, METRIC_PREFIX};
 

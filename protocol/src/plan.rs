@@ -80,6 +80,12 @@ pub enum Step {
         append: bool,
         #[serde(default)]
         expect: Expect,
+        /// While the result differs from `expect`, write again every millisecond, up to this
+        /// long (for a state the kernel reaches asynchronously, such as a `-:` delete that is
+        /// `EBUSY` until an RCU-deferred put has run). Only the attempt that counts is said,
+        /// with the number of retries.
+        #[serde(default)]
+        within_ms: u64,
     },
     /// Reads a whole file and compares it: exactly (`equals`), lines it must hold (`contains`)
     /// and must not hold (`lacks`), each compared as a whole line, and text it must and must
@@ -171,7 +177,7 @@ pub enum Step {
     },
     /// `ioctl(fd, DIAG_IOCSDEL, name)`. With `within_ms`, retried every millisecond while the
     /// result differs from `expect` (references dropped at exit or unregister go away only
-    /// after an RCU grace period).
+    /// after an RCU grace period); the retries are counted and said.
     Delete {
         #[serde(default = "data_fd")]
         fd: String,
@@ -180,6 +186,11 @@ pub enum Step {
         expect: Expect,
         #[serde(default)]
         within_ms: u64,
+        /// Then check that the event's folder, `events/user_events/NAME`, agrees with the
+        /// result: gone after `0` (the removal is synchronous) or `ENOENT`, still there after
+        /// `EBUSY`. For a persistent single-format event, which nothing else removes.
+        #[serde(default)]
+        confirm: bool,
     },
     /// Changes the page that holds the scenario's enable words: `dont_need` (madvise
     /// MADV_DONTNEED: the next access faults in a zero page), `read_only`, `read_write`
@@ -205,10 +216,13 @@ pub enum Step {
         #[serde(default)]
         within_ms: u64,
     },
-    /// Checks a whole enable word (8 bytes, little-endian in memory as the CPU stores it).
+    /// Checks a whole enable word (8 bytes, little-endian in memory as the CPU stores it), at
+    /// once (`within_ms: 0`) or polling until it holds `value` or the time is up.
     CheckWord {
         word: String,
         value: u64,
+        #[serde(default)]
+        within_ms: u64,
     },
     /// Forks: the child runs `steps` with a copy of everything the scenario made so far (fds,
     /// enable words, indexes), then exits 0 if they all passed, 1 otherwise; the parent goes on
@@ -235,6 +249,38 @@ pub enum Step {
     /// passes when all of the thread's steps did.
     Thread {
         steps: Vec<Step>,
+    },
+    /// Starts every thread of every group at once and joins them all: each group is `count`
+    /// threads running the same `steps`, in which the text `{thread}` stands for the thread's
+    /// index in its group (0, 1, ...). The threads share the scenario's descriptors, enable
+    /// words and write indexes with each other and with the scenario, as threads of one process
+    /// do (not its perf events, eBPF programs or forked children). The step passes when every
+    /// thread's steps passed, and skips when one skipped and none failed. No `fork`,
+    /// `exec_agent`, `memory` or `credentials` inside: they act on the whole process.
+    Threads(Vec<ThreadGroup>),
+    /// Runs `steps` `count` times, stopping at the first iteration that fails. In them, the text
+    /// `{iteration}` stands for the iteration's number (0, 1, ...; that of the innermost
+    /// `repeat`). The lines of passing iterations are not said one by one: each distinct line
+    /// is said once with how many times it came; a failing iteration's lines are said in full.
+    Repeat {
+        count: u32,
+        steps: Vec<Step>,
+    },
+    /// Waits until `parties` threads or processes of the scenario have reached the barrier
+    /// `name` (this one included), for `within_ms` at most. Threads of `threads` and `fork`ed
+    /// children share the barriers (a shared page mapped before the first fork); an
+    /// `exec_agent` image has its own. Each barrier is passed once: a party beyond `parties`
+    /// fails.
+    Barrier {
+        name: String,
+        parties: u32,
+        #[serde(default = "ten_seconds")]
+        within_ms: u64,
+    },
+    /// Pins the calling thread to one CPU (`sched_setaffinity`). On a guest without that CPU
+    /// online the scenario is skipped, saying how many CPUs it needs.
+    Pin {
+        cpu: u32,
     },
     /// A bounded, seeded stream of random registrations, writes, enables, unregisters and
     /// deletes on its own `user_events_data` descriptor; fails if any call ends in an errno the
@@ -376,12 +422,18 @@ pub enum Step {
     /// Drains every CPU's `trace_pipe_raw` of the top tracing instance (or of
     /// `instances/INSTANCE`), which consumes what it reads, decodes the records of `event`
     /// (`user_events/NAME`) field by field with its `format` file, and compares them with
-    /// `records`, in order and in number. Records of other events are dropped; lost events fail.
+    /// `records`, in order and in number, or, with `every`, each one with that record (however
+    /// many there are, at most `at_most`). Records of other events are dropped; lost events fail.
     TraceRead {
         event: String,
         #[serde(default)]
         instance: Option<String>,
-        records: Vec<Record>,
+        #[serde(default)]
+        records: Option<Vec<Record>>,
+        #[serde(default)]
+        every: Option<Record>,
+        #[serde(default)]
+        at_most: Option<u64>,
     },
     /// Measures one figure (`what`) and reports it as a `ue-metric` line under `name`: the
     /// median of `reps` repetitions (at least 5) of `duration_ms` each, with the samples, and
@@ -410,6 +462,24 @@ pub enum Step {
         duration_ms: u64,
     },
 }
+
+/// Threads of a `threads` step that run the same steps.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadGroup {
+    #[serde(default = "one")]
+    pub count: u32,
+    pub steps: Vec<Step>,
+}
+
+/// The longest name a barrier may have (in bytes).
+pub const MAX_BARRIER_NAME: usize = 51;
+
+/// The text that stands for a thread's index in its group in a `threads` step's steps.
+pub const THREAD_INDEX: &str = "{thread}";
+/// The text that stands for the iteration's number in a `repeat` step's steps.
+pub const ITERATION: &str = "{iteration}";
 
 /// What a `measure` step measures, and its baseline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -481,6 +551,10 @@ fn four() -> u8 {
 
 fn ten_seconds() -> u64 {
     10_000
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn five() -> u32 {

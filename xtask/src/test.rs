@@ -368,6 +368,7 @@ fn hygiene_check(vm: &VmArgs, base: &KernelArgs, args: &TestArgs) -> Result<()> 
                     create: false,
                     append: false,
                     expect: Default::default(),
+                    within_ms: 0,
                 },
                 read("hy_left # Used by ftrace\n\nActive: 1\nBusy: 1\n")?,
                 // Fails on purpose, with the event still enabled.
@@ -457,6 +458,7 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
                 create: true,
                 append: false,
                 expect: Default::default(),
+                within_ms: 0,
             },
             Step::WriteFile {
                 path: format!("{}/raw.dat", protocol::ARTIFACTS_DIR),
@@ -464,6 +466,7 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
                 create: true,
                 append: false,
                 expect: Default::default(),
+                within_ms: 0,
             },
         ],
     )];

@@ -230,134 +230,267 @@ impl Checker<'_> {
             if s.steps.is_empty() {
                 self.error(&at(&[Key("steps")]), "a scenario needs at least one step");
             }
-            self.steps(i, &s.steps, s.isolated);
+            let mut scope = Scope::fresh();
+            let context = Context { isolated: s.isolated, in_threads: false, in_repeat: false };
+            self.steps(&[Key("scenarios"), Index(i), Key("steps")], &s.steps, &mut scope, context);
         }
     }
 
-    fn steps(&mut self, scenario: usize, steps: &[Step], scenario_isolated: bool) {
-        // Names earlier steps made: descriptors (`data` opens itself) and write indexes.
-        let mut fds: BTreeSet<&str> = BTreeSet::from([protocol::DATA_FD]);
-        let mut indexes: BTreeSet<&str> = BTreeSet::new();
+    /// Checks a list of steps at `list` (its path in the tree), with the names made before it in
+    /// `scope`, which it extends; nested steps are checked in the scope their step gives them.
+    fn steps<'s>(&mut self, list: &[Seg<'static>], steps: &'s [Step], scope: &mut Scope<'s>, context: Context) {
         for (j, step) in steps.iter().enumerate() {
-            let base = [Key("scenarios"), Index(scenario), Key("steps"), Index(j)];
-            let at = |rest: &[Seg<'static>]| -> Vec<Seg<'static>> {
-                let mut p = base.to_vec();
-                p.extend_from_slice(rest);
-                p
-            };
+            let mut base = list.to_vec();
+            base.push(Index(j));
             self.raw_nulls(&base);
-            let used_fd = match step {
-                Step::Open { fd, .. } => {
-                    fds.insert(fd);
-                    None
-                }
-                Step::Close { fd }
-                | Step::Register { fd, .. }
-                | Step::Unregister { fd, .. }
-                | Step::Delete { fd, .. }
-                | Step::Write { fd, .. } => Some(fd),
+            self.placeholders(&base, step, context);
+            self.step(&base, step, scope, context);
+            self.nested(&base, step, scope, context);
+        }
+    }
+
+    /// The checks of one step, with the names made before it.
+    fn step<'s>(&mut self, base: &[Seg<'static>], step: &'s Step, scope: &mut Scope<'s>, context: Context) {
+        let at = |rest: &[Seg<'static>]| -> Vec<Seg<'static>> {
+            let mut p = base.to_vec();
+            p.extend_from_slice(rest);
+            p
+        };
+        let used_fd = match step {
+            Step::Open { fd, .. } => {
+                scope.fds.insert(fd);
+                None
+            }
+            Step::Close { fd }
+            | Step::Register { fd, .. }
+            | Step::Unregister { fd, .. }
+            | Step::Delete { fd, .. }
+            | Step::Write { fd, .. } => Some(fd),
+            _ => None,
+        };
+        if let Some(fd) = used_fd.filter(|fd| !scope.fds.contains(fd.as_str())) {
+            self.error(
+                &at(&[Only, Key("fd")]),
+                format!("fd `{fd}` is not open: no earlier `open` step names it (only `data` opens by itself)"),
+            );
+        }
+        if context.in_threads {
+            let whole_process = match step {
+                Step::Fork { .. } => Some("fork"),
+                Step::ExecAgent { .. } => Some("exec_agent"),
+                Step::Memory { .. } => Some("memory"),
+                Step::Credentials { .. } => Some("credentials"),
                 _ => None,
             };
-            if let Some(fd) = used_fd.filter(|fd| !fds.contains(fd.as_str())) {
+            if let Some(kind) = whole_process {
                 self.error(
-                    &at(&[Only, Key("fd")]),
-                    format!("fd `{fd}` is not open: no earlier `open` step names it (only `data` opens by itself)"),
+                    &at(&[]),
+                    format!("`{kind}` acts on the whole process, so it cannot run in a thread of `threads`"),
                 );
             }
-            match step {
-                Step::Register { index_as, .. } => {
-                    if let Some(kind) = node_at(self.tree, &at(&[Only, Key("format")])).and_then(non_string) {
-                        self.error(
-                            &at(&[Only, Key("format")]),
-                            format!("the format is a YAML {kind}, not text: quote it if the kernel should see those characters"),
-                        );
-                    }
-                    if let Some(name) = index_as {
-                        indexes.insert(name);
-                    }
-                }
-                Step::RegisterUntil { hold_until_reboot: true, .. } if !scenario_isolated => {
+        }
+        match step {
+            Step::Register { index_as, .. } => {
+                if let Some(kind) = node_at(self.tree, &at(&[Only, Key("format")])).and_then(non_string) {
                     self.error(
-                        &at(&[Only, Key("hold_until_reboot")]),
-                        "only an `isolated: true` scenario may leave its events to the reboot",
+                        &at(&[Only, Key("format")]),
+                        format!(
+                            "the format is a YAML {kind}, not text: quote it if the kernel should see those characters"
+                        ),
                     );
                 }
-                Step::RegisterUntil { format, expect, .. } => {
-                    if !format.contains("{i}") {
+                if let Some(name) = index_as {
+                    scope.indexes.insert(name);
+                }
+            }
+            Step::RegisterUntil { hold_until_reboot: true, .. } if !context.isolated => {
+                self.error(
+                    &at(&[Only, Key("hold_until_reboot")]),
+                    "only an `isolated: true` scenario may leave its events to the reboot",
+                );
+            }
+            Step::RegisterUntil { format, expect, .. } => {
+                if !format.contains("{i}") {
+                    self.error(&at(&[Only, Key("format")]), "needs `{i}` where the count goes, so each event is new");
+                }
+                if !matches!(expect, protocol::Expect::Errno(_)) {
+                    self.error(&at(&[Only, Key("expect")]), "states the errno that ends the registrations");
+                }
+            }
+            Step::Memory { op, file } if (*op == protocol::MemoryOp::ShareFile) != file.is_some() => {
+                self.error(&at(&[Only]), "`file` goes with `op: share_file`, and `share_file` needs a `file`");
+            }
+            Step::ReadFile { head_hex: Some(hex), .. } => {
+                if let Err(e) = protocol::decode_hex(hex) {
+                    self.error(&at(&[Only, Key("head_hex")]), format!("bad hex: {e}"));
+                }
+            }
+            Step::Measure { reps, .. } if *reps < protocol::MIN_REPS => {
+                self.error(
+                    &at(&[Only, Key("reps")]),
+                    format!("a figure is a median over at least {} repetitions, not {reps}", protocol::MIN_REPS),
+                );
+            }
+            Step::CheckBit { bit, .. } if *bit >= 64 => {
+                self.error(&at(&[Only, Key("bit")]), format!("an enable word has 64 bits: there is no bit {bit}"));
+            }
+            Step::Write { index, index_value, fields, .. } => {
+                match (index, index_value) {
+                    (None, None) => self
+                        .error(&at(&[]), "a write needs `index` (a name from an earlier `index_as`) or `index_value`"),
+                    (Some(_), Some(_)) => {
+                        self.error(&at(&[Only, Key("index_value")]), "a write takes `index` or `index_value`, not both")
+                    }
+                    (Some(name), None) if !scope.indexes.contains(name.as_str()) => self.error(
+                        &at(&[Only, Key("index")]),
+                        format!("no earlier `register` step has `index_as: {name}`"),
+                    ),
+                    _ => {}
+                }
+                for (k, field) in fields.iter().enumerate() {
+                    if let (Value::Bytes(_), Err(e)) = (field, field.encode()) {
                         self.error(
-                            &at(&[Only, Key("format")]),
-                            "needs `{i}` where the count goes, so each event is new",
+                            &at(&[Only, Key("fields"), Index(k), Key("bytes")]),
+                            format!("bad hex in `bytes`: {e}"),
                         );
                     }
-                    if !matches!(expect, protocol::Expect::Errno(_)) {
-                        self.error(&at(&[Only, Key("expect")]), "states the errno that ends the registrations");
-                    }
                 }
-                Step::Memory { op, file } if (*op == protocol::MemoryOp::ShareFile) != file.is_some() => {
-                    self.error(&at(&[Only]), "`file` goes with `op: share_file`, and `share_file` needs a `file`");
-                }
-                Step::ReadFile { head_hex: Some(hex), .. } => {
-                    if let Err(e) = protocol::decode_hex(hex) {
-                        self.error(&at(&[Only, Key("head_hex")]), format!("bad hex: {e}"));
-                    }
-                }
-                Step::Measure { reps, .. } if *reps < protocol::MIN_REPS => {
+            }
+            Step::PerfRead { samples, records, .. } => {
+                if samples.is_some() == records.is_some() {
                     self.error(
-                        &at(&[Only, Key("reps")]),
-                        format!("a figure is a median over at least {} repetitions, not {reps}", protocol::MIN_REPS),
+                        &at(&[Only]),
+                        "perf_read takes `samples` (raw bytes) or `records` (decoded fields): one of them",
                     );
                 }
-                Step::CheckBit { bit, .. } if *bit >= 64 => {
-                    self.error(&at(&[Only, Key("bit")]), format!("an enable word has 64 bits: there is no bit {bit}"));
+                self.records(&at(&[Only, Key("records")]), records.as_deref().unwrap_or_default());
+            }
+            Step::TraceRead { event, instance, records, every, at_most } => {
+                let parts: Vec<&str> = event.split('/').collect();
+                if parts.len() != 2 || parts.iter().any(|p| p.is_empty()) {
+                    self.error(
+                        &at(&[Only, Key("event")]),
+                        format!("`{event}` is not `SYSTEM/NAME` (`user_events/NAME`)"),
+                    );
                 }
-                Step::Write { index, index_value, fields, .. } => {
-                    match (index, index_value) {
-                        (None, None) => self.error(
-                            &at(&[]),
-                            "a write needs `index` (a name from an earlier `index_as`) or `index_value`",
-                        ),
-                        (Some(_), Some(_)) => self.error(
-                            &at(&[Only, Key("index_value")]),
-                            "a write takes `index` or `index_value`, not both",
-                        ),
-                        (Some(name), None) if !indexes.contains(name.as_str()) => self.error(
-                            &at(&[Only, Key("index")]),
-                            format!("no earlier `register` step has `index_as: {name}`"),
-                        ),
-                        _ => {}
+                if let Some(name) = instance.as_deref().filter(|n| n.is_empty() || n.contains('/') || *n == "..") {
+                    self.error(&at(&[Only, Key("instance")]), format!("`{name}` is not an instance name"));
+                }
+                if records.is_some() == every.is_some() {
+                    self.error(
+                        &at(&[Only]),
+                        "trace_read takes `records` (each record, in order) or `every` (what each record is): one of them",
+                    );
+                }
+                if at_most.is_some() && every.is_none() {
+                    self.error(
+                        &at(&[Only, Key("at_most")]),
+                        "`at_most` bounds the records of `every`; `records` counts them",
+                    );
+                }
+                self.records(&at(&[Only, Key("records")]), records.as_deref().unwrap_or_default());
+                if let Some(record) = every {
+                    self.records(&at(&[Only]), std::slice::from_ref(record));
+                }
+            }
+            Step::Threads(groups) => {
+                if groups.is_empty() {
+                    self.error(&at(&[Only]), "`threads` needs at least one group (`- { count: N, steps: [...] }`)");
+                }
+                let total: u64 = groups.iter().map(|g| u64::from(g.count)).sum();
+                if total > MAX_THREADS {
+                    self.error(&at(&[Only]), format!("{total} threads: at most {MAX_THREADS} run at once"));
+                }
+                for (g, group) in groups.iter().enumerate() {
+                    if group.count == 0 {
+                        self.error(&at(&[Only, Index(g), Key("count")]), "a group needs at least one thread");
                     }
-                    for (k, field) in fields.iter().enumerate() {
-                        if let (Value::Bytes(_), Err(e)) = (field, field.encode()) {
-                            self.error(
-                                &at(&[Only, Key("fields"), Index(k), Key("bytes")]),
-                                format!("bad hex in `bytes`: {e}"),
-                            );
-                        }
+                    if group.steps.is_empty() {
+                        self.error(&at(&[Only, Index(g), Key("steps")]), "a group's threads need at least one step");
                     }
                 }
-                Step::PerfRead { samples, records, .. } => {
-                    if samples.is_some() == records.is_some() {
-                        self.error(
-                            &at(&[Only]),
-                            "perf_read takes `samples` (raw bytes) or `records` (decoded fields): one of them",
-                        );
-                    }
-                    self.records(&at(&[Only, Key("records")]), records.as_deref().unwrap_or_default());
+            }
+            Step::Repeat { count, steps } => {
+                if *count == 0 {
+                    self.error(&at(&[Only, Key("count")]), "`repeat` needs a count of at least 1");
                 }
-                Step::TraceRead { event, instance, records } => {
-                    let parts: Vec<&str> = event.split('/').collect();
-                    if parts.len() != 2 || parts.iter().any(|p| p.is_empty()) {
-                        self.error(
-                            &at(&[Only, Key("event")]),
-                            format!("`{event}` is not `SYSTEM/NAME` (`user_events/NAME`)"),
-                        );
-                    }
-                    if let Some(name) = instance.as_deref().filter(|n| n.is_empty() || n.contains('/') || *n == "..") {
-                        self.error(&at(&[Only, Key("instance")]), format!("`{name}` is not an instance name"));
-                    }
-                    self.records(&at(&[Only, Key("records")]), records);
+                if steps.is_empty() {
+                    self.error(&at(&[Only, Key("steps")]), "`repeat` needs at least one step");
                 }
-                _ => {}
+            }
+            Step::Barrier { name, parties, .. } => {
+                if name.is_empty() || name.len() > protocol::MAX_BARRIER_NAME {
+                    self.error(
+                        &at(&[Only, Key("name")]),
+                        format!("a barrier's name has 1 to {} bytes", protocol::MAX_BARRIER_NAME),
+                    );
+                }
+                if *parties == 0 {
+                    self.error(&at(&[Only, Key("parties")]), "a barrier needs at least one party");
+                }
+            }
+            Step::Pin { cpu } if *cpu >= MAX_CPU => {
+                self.error(
+                    &at(&[Only, Key("cpu")]),
+                    format!("CPU {cpu}: a thread can be pinned to CPUs 0 to {}", MAX_CPU - 1),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// The steps inside a step, checked in the scope it gives them: a `fork` child and the
+    /// threads of `threads` start from the names made so far (the threads' names are shared with
+    /// the scenario, so they stay); `thread` and `repeat` run in the scenario's own state; an
+    /// `exec_agent` image starts with nothing but `data`.
+    fn nested<'s>(&mut self, base: &[Seg<'static>], step: &'s Step, scope: &mut Scope<'s>, context: Context) {
+        let path = |rest: &[Seg<'static>]| -> Vec<Seg<'static>> {
+            let mut p = base.to_vec();
+            p.extend_from_slice(rest);
+            p
+        };
+        match step {
+            Step::Fork { steps, .. } => {
+                self.steps(&path(&[Only, Key("steps")]), steps, &mut scope.clone(), context);
+            }
+            Step::Thread { steps } => self.steps(&path(&[Only, Key("steps")]), steps, scope, context),
+            Step::Repeat { steps, .. } => {
+                let context = Context { in_repeat: true, ..context };
+                self.steps(&path(&[Only, Key("steps")]), steps, scope, context);
+            }
+            Step::ExecAgent { steps } => {
+                self.steps(&path(&[Only, Key("steps")]), steps, &mut Scope::fresh(), context);
+            }
+            Step::Threads(groups) => {
+                let context = Context { in_threads: true, ..context };
+                let mut made = scope.clone();
+                for (g, group) in groups.iter().enumerate() {
+                    let mut own = scope.clone();
+                    self.steps(&path(&[Only, Index(g), Key("steps")]), &group.steps, &mut own, context);
+                    made.fds.extend(own.fds);
+                    made.indexes.extend(own.indexes);
+                }
+                *scope = made;
+            }
+            _ => {}
+        }
+    }
+
+    /// `{thread}` and `{iteration}` only where a `threads` or a `repeat` step gives them a value:
+    /// anywhere else the agent would send the text as it is.
+    fn placeholders(&mut self, base: &[Seg<'static>], step: &Step, context: Context) {
+        // A step that runs steps is looked at for its own fields only: its steps come in turn.
+        let own = match step {
+            Step::Fork { name, .. } => name.clone(),
+            Step::Thread { .. } | Step::Threads(_) | Step::Repeat { .. } | Step::ExecAgent { .. } => String::new(),
+            other => serde_json::to_string(other).unwrap_or_default(),
+        };
+        for (key, given, by) in [
+            (protocol::THREAD_INDEX, context.in_threads, "threads"),
+            (protocol::ITERATION, context.in_repeat, "repeat"),
+        ] {
+            if own.contains(key) && !given {
+                self.error(base, format!("`{key}` stands for a value only inside `{by}`, and this step is not"));
             }
         }
     }
@@ -400,6 +533,36 @@ impl Checker<'_> {
             );
         }
     }
+}
+
+/// The most threads a `threads` step starts.
+const MAX_THREADS: u64 = 64;
+/// One past the highest CPU `pin` takes (`CPU_SETSIZE`).
+const MAX_CPU: u32 = 1024;
+
+/// The names the steps so far made, as written (`i{thread}` is a name like any other):
+/// descriptors (`data` opens itself) and write indexes.
+#[derive(Debug, Clone)]
+struct Scope<'s> {
+    fds: BTreeSet<&'s str>,
+    indexes: BTreeSet<&'s str>,
+}
+
+impl Scope<'_> {
+    fn fresh() -> Self {
+        Scope { fds: BTreeSet::from([protocol::DATA_FD]), indexes: BTreeSet::new() }
+    }
+}
+
+/// Where a list of steps runs.
+#[derive(Debug, Clone, Copy)]
+struct Context {
+    /// The scenario is `isolated: true`.
+    isolated: bool,
+    /// Inside `threads` (`{thread}` has a value; no whole-process steps).
+    in_threads: bool,
+    /// Inside `repeat` (`{iteration}` has a value).
+    in_repeat: bool,
 }
 
 const NAME_RULE: &str = "must be lowercase letters, digits, `_` and `-`, starting with a letter or digit";

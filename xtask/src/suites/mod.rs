@@ -271,7 +271,7 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
-        assert_eq!(records, &[want]);
+        assert_eq!(records.as_deref(), Some(&[want][..]));
         // The plan carries them through JSON unchanged.
         let json = serde_json::to_string(&suite.scenarios[0].steps).unwrap();
         assert_eq!(serde_json::from_str::<Vec<Step>>(&json).unwrap(), suite.scenarios[0].steps);
