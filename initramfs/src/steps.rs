@@ -139,7 +139,7 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
             }
         }
         Step::Threads(groups) => threads(groups, state, say),
-        Step::Repeat { count, steps } => repeat(*count, steps, state, say),
+        Step::Repeat { count, steps, for_ms } => repeat(*count, *for_ms, steps, state, say),
         Step::Barrier { name, parties, within_ms } => sync::barrier(name, *parties, *within_ms, say),
         Step::Pin { cpu } => sync::pin(*cpu, say),
         Step::Open { fd, path, read_only, expect } => finish(state.events.open(fd, path, *read_only, expect, say), say),
@@ -431,11 +431,22 @@ impl Write for LineSender {
 
 /// `Step::Repeat`: the steps `count` times, each iteration's lines kept; passing iterations'
 /// lines are tallied by kind (see [`Tally`]), a failing or skipping iteration's said in full.
-fn repeat(count: u32, steps: &[Step], state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
+fn repeat(
+    count: u32,
+    for_ms: u64,
+    steps: &[Step],
+    state: &mut ScenarioState,
+    say: &mut dyn FnMut(&str),
+) -> StepOutcome {
     let templated = serde_json::to_string(steps).is_ok_and(|j| j.contains(ITERATION));
     let started = Instant::now();
     let mut tally = Tally::default();
+    let mut ran = 0;
     for i in 0..count {
+        if for_ms > 0 && started.elapsed() >= Duration::from_millis(for_ms) {
+            break;
+        }
+        ran += 1;
         let body: Cow<[Step]> = if templated {
             match substitute(steps, ITERATION, i) {
                 Ok(s) => Cow::Owned(s),
@@ -464,50 +475,101 @@ fn repeat(count: u32, steps: &[Step], state: &mut ScenarioState, say: &mut dyn F
         }
     }
     tally.say(say);
-    say(&format!("repeat: all {count} iterations passed in {} ms", started.elapsed().as_millis()));
+    let ms = started.elapsed().as_millis();
+    if ran == count {
+        say(&format!("repeat: all {count} iterations passed in {ms} ms"));
+    } else {
+        say(&format!("repeat: {ran} iterations (of at most {count}) passed in {ms} ms (for {for_ms} ms)"));
+    }
     StepOutcome::Pass
 }
 
-/// Lines counted by kind: two lines are of one kind when they differ only in their digits
-/// (iteration numbers, times, counts). Each kind is said once, as its first line with how many
-/// lines it stands for, in the order the kinds first came.
+/// Lines counted by kind: two lines are of one kind when they differ only in their numbers
+/// (iteration numbers, times, retries, counts). Each kind is said once, with how many lines it
+/// stands for, as its first line with each number that varied shown as its range
+/// (`after [0..12] ms and [0..9] retries`), in the order the kinds first came.
 #[derive(Default)]
 struct Tally {
-    kinds: Vec<(String, String, u64)>,
+    kinds: Vec<Kind>,
+}
+
+struct Kind {
+    /// The line with each run of digits as `#`.
+    shape: String,
+    first: String,
+    count: u64,
+    /// The smallest and largest value of each run of digits.
+    ranges: Vec<(u64, u64)>,
 }
 
 /// At most this many kinds of line are said; the rest are counted.
 const TALLY_KINDS: usize = 20;
 
-impl Tally {
-    fn kind(line: &str) -> String {
-        let mut out = String::with_capacity(line.len());
-        for c in line.chars() {
-            if c.is_ascii_digit() {
-                if !out.ends_with('#') {
-                    out.push('#');
-                }
-            } else {
-                out.push(c);
+/// The runs of digits in a line: (start, end) byte offsets.
+fn digit_runs(line: &str) -> Vec<(usize, usize)> {
+    let bytes = line.as_bytes();
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_digit() {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
             }
+            runs.push((start, i));
+        } else {
+            i += 1;
         }
-        out
     }
+    runs
+}
 
+impl Tally {
     fn add(&mut self, line: &str) {
-        let kind = Tally::kind(line);
-        match self.kinds.iter_mut().find(|(k, _, _)| *k == kind) {
-            Some((_, _, n)) => *n += 1,
-            None => self.kinds.push((kind, line.to_string(), 1)),
+        let runs = digit_runs(line);
+        let mut shape = String::with_capacity(line.len());
+        let mut at = 0;
+        for (a, b) in &runs {
+            shape.push_str(&line[at..*a]);
+            shape.push('#');
+            at = *b;
+        }
+        shape.push_str(&line[at..]);
+        let values: Vec<u64> = runs.iter().map(|(a, b)| line[*a..*b].parse().unwrap_or(u64::MAX)).collect();
+        match self.kinds.iter_mut().find(|k| k.shape == shape) {
+            Some(kind) => {
+                kind.count += 1;
+                for (range, v) in kind.ranges.iter_mut().zip(values) {
+                    *range = (range.0.min(v), range.1.max(v));
+                }
+            }
+            None => self.kinds.push(Kind {
+                shape,
+                first: line.to_string(),
+                count: 1,
+                ranges: values.iter().map(|v| (*v, *v)).collect(),
+            }),
         }
     }
 
     fn say(&self, say: &mut dyn FnMut(&str)) {
-        for (_, first, n) in self.kinds.iter().take(TALLY_KINDS) {
-            say(&format!("repeat: {n}x {first}"));
+        for kind in self.kinds.iter().take(TALLY_KINDS) {
+            let mut text = String::new();
+            let mut at = 0;
+            for ((a, b), (lo, hi)) in digit_runs(&kind.first).into_iter().zip(&kind.ranges) {
+                text.push_str(&kind.first[at..a]);
+                if lo == hi {
+                    text.push_str(&kind.first[a..b]);
+                } else {
+                    text.push_str(&format!("[{lo}..{hi}]"));
+                }
+                at = b;
+            }
+            text.push_str(&kind.first[at..]);
+            say(&format!("repeat: {}x {text}", kind.count));
         }
         if self.kinds.len() > TALLY_KINDS {
-            let rest: u64 = self.kinds[TALLY_KINDS..].iter().map(|(_, _, n)| n).sum();
+            let rest: u64 = self.kinds[TALLY_KINDS..].iter().map(|k| k.count).sum();
             say(&format!("repeat: and {rest} lines of {} other kinds", self.kinds.len() - TALLY_KINDS));
         }
     }

@@ -119,7 +119,9 @@ fn futex_wake_all(word: &AtomicU32) {
 }
 
 /// `Step::Barrier`: arrives at `name` and waits until `parties` have (futex wakeups, so every
-/// waiter goes on at once), for at most `within_ms`.
+/// waiter goes on at once), for at most `within_ms`. The barrier is met again and again: the
+/// arrivals are counted on, and each `parties` of them release each other (so the same barrier
+/// in a `repeat` meets once per iteration).
 pub fn barrier(name: &str, parties: u32, within_ms: u64, say: &mut dyn FnMut(&str)) -> StepOutcome {
     let what = format!("barrier {name}");
     let slot = match slot(name) {
@@ -137,26 +139,27 @@ pub fn barrier(name: &str, parties: u32, within_ms: u64, say: &mut dyn FnMut(&st
     }
     let started = Instant::now();
     let arrived = slot.count.fetch_add(1, Ordering::AcqRel) + 1;
-    if arrived > parties {
-        say(&format!("{what}: party {arrived} of {parties}: one too many (a barrier is passed once)"));
-        return StepOutcome::Fail;
-    }
-    if arrived == parties {
+    // This arrival's meeting: the arrivals numbered up to `target` meet.
+    let meeting = arrived.div_ceil(parties);
+    let target = meeting * parties;
+    if arrived == target {
         futex_wake_all(&slot.count);
     }
     let limit = Duration::from_millis(within_ms);
     loop {
         let now = slot.count.load(Ordering::Acquire);
         let waited = started.elapsed();
-        if now >= parties {
+        if now >= target {
+            let nth = arrived - (meeting - 1) * parties;
             say(&format!(
-                "{what}: all {parties} arrived, this one as number {arrived}, after {} ms",
+                "{what}: meeting {meeting}: all {parties} arrived, this one as number {nth}, after {} ms",
                 waited.as_millis()
             ));
             return StepOutcome::Pass;
         }
         if waited >= limit {
-            say(&format!("{what}: only {now} of {parties} arrived within {within_ms} ms"));
+            let here = now - (meeting - 1) * parties;
+            say(&format!("{what}: meeting {meeting}: only {here} of {parties} arrived within {within_ms} ms"));
             return StepOutcome::Fail;
         }
         futex_wait(&slot.count, now, (limit - waited).min(Duration::from_millis(100)));
@@ -255,9 +258,38 @@ mod tests {
         });
         assert_eq!(outcomes, [StepOutcome::Pass; 3]);
         assert!(started.elapsed() >= Duration::from_millis(40), "nobody went on before the last arrived");
-        let (outcome, lines) = run_barrier("test-three", 3, 100);
+        // The next arrivals meet anew.
+        let (outcome, lines) = run_barrier("test-three", 3, 30);
         assert_eq!(outcome, StepOutcome::Fail);
-        assert_eq!(lines, ["barrier test-three: party 4 of 3: one too many (a barrier is passed once)"]);
+        assert_eq!(lines, ["barrier test-three: meeting 2: only 1 of 3 arrived within 30 ms"]);
+    }
+
+    #[test]
+    fn a_barrier_meets_again_and_again() {
+        let rounds = 50;
+        let lines: Vec<Vec<String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(move || {
+                        let mut lines = Vec::new();
+                        for _ in 0..rounds {
+                            let outcome = barrier("test-again", 2, 5000, &mut |l| lines.push(l.to_string()));
+                            assert_eq!(outcome, StepOutcome::Pass);
+                        }
+                        lines
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for mine in &lines {
+            for (round, line) in mine.iter().enumerate() {
+                assert!(
+                    line.starts_with(&format!("barrier test-again: meeting {}: all 2 arrived", round + 1)),
+                    "{line}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -266,7 +298,7 @@ mod tests {
         let (outcome, lines) = run_barrier("test-alone", 2, 50);
         assert_eq!(outcome, StepOutcome::Fail);
         assert!(started.elapsed() >= Duration::from_millis(50));
-        assert_eq!(lines, ["barrier test-alone: only 1 of 2 arrived within 50 ms"]);
+        assert_eq!(lines, ["barrier test-alone: meeting 1: only 1 of 2 arrived within 50 ms"]);
         let (outcome, lines) = run_barrier("test-alone", 3, 50);
         assert_eq!(outcome, StepOutcome::Fail);
         assert_eq!(lines, ["barrier test-alone: 3 parties here, but 2 where it was first reached"]);

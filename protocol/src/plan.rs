@@ -258,19 +258,24 @@ pub enum Step {
     /// thread's steps passed, and skips when one skipped and none failed. No `fork`,
     /// `exec_agent`, `memory` or `credentials` inside: they act on the whole process.
     Threads(Vec<ThreadGroup>),
-    /// Runs `steps` `count` times, stopping at the first iteration that fails. In them, the text
+    /// Runs `steps` `count` times, stopping at the first iteration that fails, or, with
+    /// `for_ms`, starting no iteration once that long has passed (the count is then a cap: for
+    /// a thread that must keep going while another works). In the steps, the text
     /// `{iteration}` stands for the iteration's number (0, 1, ...; that of the innermost
-    /// `repeat`). The lines of passing iterations are not said one by one: each distinct line
-    /// is said once with how many times it came; a failing iteration's lines are said in full.
+    /// `repeat`). The lines of passing iterations are not said one by one: each kind of line
+    /// (lines that differ only in their numbers) is said once, with how many times it came and
+    /// the range of each number that varied; a failing iteration's lines are said in full.
     Repeat {
         count: u32,
         steps: Vec<Step>,
+        #[serde(default)]
+        for_ms: u64,
     },
     /// Waits until `parties` threads or processes of the scenario have reached the barrier
     /// `name` (this one included), for `within_ms` at most. Threads of `threads` and `fork`ed
     /// children share the barriers (a shared page mapped before the first fork); an
-    /// `exec_agent` image has its own. Each barrier is passed once: a party beyond `parties`
-    /// fails.
+    /// `exec_agent` image has its own. A barrier meets again and again: each `parties`
+    /// arrivals release each other, so one in a `repeat` meets once per iteration.
     Barrier {
         name: String,
         parties: u32,

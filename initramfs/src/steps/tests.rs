@@ -642,11 +642,11 @@ fn repeat_tallies_the_lines_of_passing_iterations() {
         Step::SetWord { word: "w{iteration}".into(), value: 1 },
         Step::CheckWord { word: "w{iteration}".into(), value: 1, within_ms: 0 },
     ];
-    let (outcome, lines) = run1(&mut s, Step::Repeat { count: 30, steps: body });
+    let (outcome, lines) = run1(&mut s, Step::Repeat { count: 30, steps: body, for_ms: 0 });
     assert_eq!(outcome, StepOutcome::Pass, "{lines:?}");
     assert_eq!(lines.len(), 3, "{lines:?}");
-    assert_eq!(lines[0], "repeat: 30x iteration 0 step 1: set word w0 = 0x1: ok");
-    assert_eq!(lines[1], "repeat: 30x iteration 0 step 2: check word w0: 0x1 (expected 0x1)");
+    assert_eq!(lines[0], "repeat: 30x iteration [0..29] step 1: set word w[0..29] = 0x1: ok");
+    assert_eq!(lines[1], "repeat: 30x iteration [0..29] step 2: check word w[0..29]: 0x1 (expected 0x1)");
     assert!(lines[2].starts_with("repeat: all 30 iterations passed in "), "{lines:?}");
     assert_eq!(run1(&mut s, Step::CheckWord { word: "w29".into(), value: 1, within_ms: 0 }).0, StepOutcome::Pass);
 
@@ -655,13 +655,13 @@ fn repeat_tallies_the_lines_of_passing_iterations() {
         Step::SetWord { word: "x".into(), value: 0 },
         Step::CheckWord { word: "w{iteration}".into(), value: 1, within_ms: 0 },
     ];
-    let (outcome, lines) = run1(&mut s, Step::Repeat { count: 50, steps: body });
+    let (outcome, lines) = run1(&mut s, Step::Repeat { count: 50, steps: body, for_ms: 0 });
     assert_eq!(outcome, StepOutcome::Fail);
     assert_eq!(
         lines[..2],
         [
-            "repeat: 30x iteration 0 step 1: set word x = 0x0: ok",
-            "repeat: 30x iteration 0 step 2: check word w0: 0x1 (expected 0x1)"
+            "repeat: 30x iteration [0..29] step 1: set word x = 0x0: ok",
+            "repeat: 30x iteration [0..29] step 2: check word w[0..29]: 0x1 (expected 0x1)"
         ]
     );
     assert!(lines[2].starts_with("repeat: iteration 30 of 50 failed after "), "{lines:?}");
@@ -674,13 +674,15 @@ fn repeat_tallies_the_lines_of_passing_iterations() {
 #[test]
 fn the_innermost_repeat_and_threads_give_the_index() {
     let mut s = ScenarioState::default();
-    let inner = Step::Repeat { count: 2, steps: vec![Step::SetWord { word: "r{iteration}".into(), value: 1 }] };
+    let inner =
+        Step::Repeat { count: 2, steps: vec![Step::SetWord { word: "r{iteration}".into(), value: 1 }], for_ms: 0 };
     let step = Step::Repeat {
         count: 3,
         steps: vec![
             Step::Threads(vec![group(2, vec![Step::SetWord { word: "o{iteration}t{thread}".into(), value: 2 }])]),
             inner,
         ],
+        for_ms: 0,
     };
     let (outcome, lines) = run1(&mut s, step);
     assert_eq!(outcome, StepOutcome::Pass, "{lines:?}");
@@ -694,14 +696,27 @@ fn the_innermost_repeat_and_threads_give_the_index() {
 }
 
 #[test]
+fn repeat_for_a_time_caps_the_count() {
+    let mut s = ScenarioState::default();
+    let body = vec![Step::Sleep { ms: 5 }];
+    let started = Instant::now();
+    let (outcome, lines) = run1(&mut s, Step::Repeat { count: 1000, steps: body, for_ms: 30 });
+    assert_eq!(outcome, StepOutcome::Pass, "{lines:?}");
+    assert!(started.elapsed() < Duration::from_millis(1000), "stopped by the time, not the count");
+    let last = lines.last().unwrap();
+    assert!(last.starts_with("repeat: ") && last.ends_with(" ms (for 30 ms)"), "{lines:?}");
+    assert!(last.contains(" iterations (of at most 1000) passed in "), "{lines:?}");
+}
+
+#[test]
 fn tally_kinds_differ_in_more_than_digits() {
     let mut t = Tally::default();
-    for line in ["a 1 ms: ok", "a 22 ms: ok", "a 3 ms: EBADF", "a 4 ms: ok"] {
+    for line in ["a 1 ms, 7: ok", "a 22 ms, 7: ok", "a 3 ms, 7: EBADF", "a 4 ms, 7: ok"] {
         t.add(line);
     }
     let mut lines = Vec::new();
     t.say(&mut |l| lines.push(l.to_string()));
-    assert_eq!(lines, ["repeat: 3x a 1 ms: ok", "repeat: 1x a 3 ms: EBADF"]);
+    assert_eq!(lines, ["repeat: 3x a [1..22] ms, 7: ok", "repeat: 1x a 3 ms, 7: EBADF"]);
     let mut many = Tally::default();
     for i in 0..25 {
         many.add(&format!("kind {} line", "x".repeat(i)));

@@ -410,7 +410,7 @@ impl Checker<'_> {
                     }
                 }
             }
-            Step::Repeat { count, steps } => {
+            Step::Repeat { count, steps, .. } => {
                 if *count == 0 {
                     self.error(&at(&[Only, Key("count")]), "`repeat` needs a count of at least 1");
                 }
