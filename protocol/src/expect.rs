@@ -85,7 +85,7 @@ impl FromStr for Expect {
             }
             items.push(item);
         }
-        if words.len() % 2 == 0 {
+        if words.len().is_multiple_of(2) {
             return Err(format!("`{text}`: `or` needs an expectation after it"));
         }
         Ok(Expect::AnyOf(items))

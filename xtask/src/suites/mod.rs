@@ -189,6 +189,32 @@ mod tests {
     }
 
     #[test]
+    fn nested_and_concurrent_steps_are_checked() {
+        let got = headlines("misused-concurrency");
+        let want: Vec<String> = [
+            "5:9: `{thread}` stands for a value only inside `threads`, and this step is not",
+            "7:20: a group needs at least one thread",
+            "8:21: `fork` acts on the whole process, so it cannot run in a thread of `threads`",
+            "9:39: no earlier `register` step has `index_as: i{thread}`",
+            "10:26: `repeat` needs a count of at least 1",
+            "10:36: `repeat` needs at least one step",
+            "11:26: a barrier's name has 1 to 51 bytes",
+            "11:39: a barrier needs at least one party",
+            "12:21: CPU 5000: a thread can be pinned to CPUs 0 to 1023",
+            "13:21: trace_read takes `records` (each record, in order) or `every` (what each record is): one of them",
+            "14:68: `at_most` bounds the records of `every`; `records` counts them",
+            "15:9: `{iteration}` stands for a value only inside `repeat`, and this step is not",
+            // In a fork child, inside a repeat: nested steps are checked too.
+            "21:59: fd `g` is not open: no earlier `open` step names it (only `data` opens by itself)",
+            "22:18: `threads` needs at least one group (`- { count: N, steps: [...] }`)",
+        ]
+        .iter()
+        .map(|w| format!("test_data/suites/bad/misused-concurrency.yaml:{w}"))
+        .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
     fn every_error_of_a_file_is_reported_in_order() {
         let got = headlines("many");
         let want = [
