@@ -33,13 +33,15 @@ pub struct Prog {
     kind: BpfKind,
 }
 
-/// One 8-byte eBPF instruction: opcode, dst and src registers, offset, immediate.
+/// One 8-byte eBPF instruction: opcode, dst and src registers, offset, immediate, in the
+/// CPU's byte order. `struct bpf_insn`'s `dst_reg:4, src_reg:4` bit-fields fill their byte from
+/// the least significant bit on little-endian CPUs and from the most significant on big-endian.
 fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> [u8; 8] {
     let mut b = [0u8; 8];
     b[0] = code;
-    b[1] = (src << 4) | (dst & 0xf);
-    b[2..4].copy_from_slice(&off.to_le_bytes());
-    b[4..8].copy_from_slice(&imm.to_le_bytes());
+    b[1] = if cfg!(target_endian = "big") { (dst << 4) | (src & 0xf) } else { (src << 4) | (dst & 0xf) };
+    b[2..4].copy_from_slice(&off.to_ne_bytes());
+    b[4..8].copy_from_slice(&imm.to_ne_bytes());
     b
 }
 
@@ -102,10 +104,10 @@ fn fields(parts: &[&[u8]]) -> Vec<u8> {
 /// Creates the one-slot u64 array the program counts in.
 fn counter_map() -> Result<OwnedFd, String> {
     let attr = fields(&[
-        &BPF_MAP_TYPE_ARRAY.to_le_bytes(),
-        &4u32.to_le_bytes(), // key_size
-        &8u32.to_le_bytes(), // value_size
-        &1u32.to_le_bytes(), // max_entries
+        &BPF_MAP_TYPE_ARRAY.to_ne_bytes(),
+        &4u32.to_ne_bytes(), // key_size
+        &8u32.to_ne_bytes(), // value_size
+        &1u32.to_ne_bytes(), // max_entries
     ]);
     match bpf(BPF_MAP_CREATE, &attr) {
         // SAFETY: a new descriptor that nothing else owns.
@@ -146,13 +148,13 @@ pub fn load(
         BpfKind::RawTracepoint => BPF_PROG_TYPE_RAW_TRACEPOINT,
     };
     let attr = fields(&[
-        &prog_type.to_le_bytes(),
-        &((text.len() / 8) as u32).to_le_bytes(), // insn_cnt
-        &(text.as_ptr() as u64).to_le_bytes(),    // insns
-        &(license.as_ptr() as u64).to_le_bytes(), // license
-        &1u32.to_le_bytes(),                      // log_level
-        &(log.len() as u32).to_le_bytes(),        // log_size
-        &(log.as_mut_ptr() as u64).to_le_bytes(), // log_buf
+        &prog_type.to_ne_bytes(),
+        &((text.len() / 8) as u32).to_ne_bytes(), // insn_cnt
+        &(text.as_ptr() as u64).to_ne_bytes(),    // insns
+        &(license.as_ptr() as u64).to_ne_bytes(), // license
+        &1u32.to_ne_bytes(),                      // log_level
+        &(log.len() as u32).to_ne_bytes(),        // log_size
+        &(log.as_mut_ptr() as u64).to_ne_bytes(), // log_buf
     ]);
     let result = bpf(BPF_PROG_LOAD, &attr);
     let got = match result {
@@ -213,7 +215,7 @@ pub fn raw_tracepoint(
     };
     let mut name = tracepoint.as_bytes().to_vec();
     name.push(0);
-    let attr = fields(&[&(name.as_ptr() as u64).to_le_bytes(), &(p.fd.as_raw_fd() as u32).to_le_bytes()]);
+    let attr = fields(&[&(name.as_ptr() as u64).to_ne_bytes(), &(p.fd.as_raw_fd() as u32).to_ne_bytes()]);
     let result = bpf(BPF_RAW_TRACEPOINT_OPEN, &attr);
     let got = match result {
         Ok(_) => "ok".to_string(),
@@ -236,10 +238,10 @@ pub fn count(progs: &Programs, prog: &str, equals: u64, say: &mut dyn FnMut(&str
     let key = 0u32;
     let mut value = 0u64;
     let attr = fields(&[
-        &(p.map.as_raw_fd() as u32).to_le_bytes(),
-        &0u32.to_le_bytes(), // padding before the 8-aligned key pointer
-        &(&key as *const u32 as u64).to_le_bytes(),
-        &(&mut value as *mut u64 as u64).to_le_bytes(),
+        &(p.map.as_raw_fd() as u32).to_ne_bytes(),
+        &0u32.to_ne_bytes(), // padding before the 8-aligned key pointer
+        &(&key as *const u32 as u64).to_ne_bytes(),
+        &(&mut value as *mut u64 as u64).to_ne_bytes(),
     ]);
     if let Err(e) = bpf(BPF_MAP_LOOKUP_ELEM, &attr) {
         say(&format!("{what}: BPF_MAP_LOOKUP_ELEM: {}", errno_text(e)));

@@ -15,7 +15,7 @@ use crate::outcome::StepOutcome;
 /// What a field holds, which decides how it decodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// A scalar of 1, 2, 4 or 8 bytes, little-endian, signed as `signed:` says.
+    /// A scalar of 1, 2, 4 or 8 bytes in the CPU's byte order, signed as `signed:` says.
     Int,
     /// Bytes in the record itself: `char[N]` (text) or a struct (bytes).
     Fixed { text: bool },
@@ -151,7 +151,7 @@ impl Format {
 
     /// The event type a record starts with (`common_type`, a u16 at offset 0).
     pub fn record_type(record: &[u8]) -> Option<u16> {
-        record.get(0..2).map(|b| u16::from_le_bytes([b[0], b[1]]))
+        record.get(0..2).map(|b| u16::from_ne_bytes([b[0], b[1]]))
     }
 
     /// Decodes a record (the trace entry and the payload, as the ring buffer or a perf raw
@@ -171,18 +171,20 @@ fn decode_field(field: &Field, record: &[u8]) -> Result<Decoded, String> {
     let bytes = slice(record, field.offset, field.size)?;
     Ok(match field.kind {
         Kind::Int => {
-            let mut wide = [0u8; 16];
-            wide[..bytes.len()].copy_from_slice(bytes);
-            let negative = field.signed && bytes.last().is_some_and(|b| b & 0x80 != 0);
-            if negative {
-                wide[bytes.len()..].fill(0xff);
-            }
-            Decoded::Int(i128::from_le_bytes(wide))
+            // The record is in the guest's own byte order (the kernel wrote it natively).
+            let (unsigned, bits) = match *bytes {
+                [a] => (u64::from(a), 8),
+                [a, b] => (u64::from(u16::from_ne_bytes([a, b])), 16),
+                [a, b, c, d] => (u64::from(u32::from_ne_bytes([a, b, c, d])), 32),
+                _ => (u64::from_ne_bytes(bytes.try_into().expect("int fields have 1, 2, 4 or 8 bytes")), 64),
+            };
+            let negative = field.signed && unsigned >> (bits - 1) & 1 == 1;
+            Decoded::Int(if negative { i128::from(unsigned) - (1i128 << bits) } else { i128::from(unsigned) })
         }
         Kind::Fixed { text: true } => Decoded::Text(bytes.to_vec()),
         Kind::Fixed { text: false } => Decoded::Bytes(bytes.to_vec()),
         Kind::Loc { relative, text } => {
-            let word = u32::from_le_bytes(bytes.try_into().expect("loc fields have size 4"));
+            let word = u32::from_ne_bytes(bytes.try_into().expect("loc fields have size 4"));
             let (offset, len) = ((word & 0xffff) as usize, (word >> 16) as usize);
             let start = if relative { field.offset + field.size + offset } else { offset };
             let data = slice(record, start, len)
@@ -370,19 +372,19 @@ mod tests {
 
     fn record() -> Vec<u8> {
         let mut r = Vec::new();
-        r.extend_from_slice(&1432u16.to_le_bytes());
+        r.extend_from_slice(&1432u16.to_ne_bytes());
         r.extend_from_slice(&[0x01, 0x00]);
-        r.extend_from_slice(&77i32.to_le_bytes());
+        r.extend_from_slice(&77i32.to_ne_bytes());
         r.push(0xfe); // a
-        r.extend_from_slice(&0xbeefu16.to_le_bytes());
-        r.extend_from_slice(&0xdead_beefu32.to_le_bytes());
-        r.extend_from_slice(&u64::MAX.to_le_bytes());
-        r.extend_from_slice(&(-5i32).to_le_bytes());
+        r.extend_from_slice(&0xbeefu16.to_ne_bytes());
+        r.extend_from_slice(&0xdead_beefu32.to_ne_bytes());
+        r.extend_from_slice(&u64::MAX.to_ne_bytes());
+        r.extend_from_slice(&(-5i32).to_ne_bytes());
         r.extend_from_slice(b"ab\0\0\0\0");
-        r.extend_from_slice(&((3u32 << 16) | 48).to_le_bytes()); // dl: "hi\0" at 48
-        r.extend_from_slice(&((3u32 << 16) | 10).to_le_bytes()); // rl: "yo\0" at 41 + 10
+        r.extend_from_slice(&((3u32 << 16) | 48).to_ne_bytes()); // dl: "hi\0" at 48
+        r.extend_from_slice(&((3u32 << 16) | 10).to_ne_bytes()); // rl: "yo\0" at 41 + 10
         r.extend_from_slice(&[1, 2, 3]); // x
-        r.extend_from_slice(&((2u32 << 16) | 54).to_le_bytes()); // v: 2 bytes at 54
+        r.extend_from_slice(&((2u32 << 16) | 54).to_ne_bytes()); // v: 2 bytes at 54
         r.extend_from_slice(b"hi\0yo\0");
         r.extend_from_slice(&[0xa, 0xb]);
         r.extend_from_slice(&[0, 0]); // alignment padding
@@ -464,12 +466,12 @@ mod tests {
         // The record ftrace/raw-records-decode-signed-struct-and-dynamic-bytes writes.
         let mut r = vec![0x37, 0x01, 0x01, 0x00, 0x10, 0x27, 0, 0];
         r.extend_from_slice(&[0xff, 0xfe, 0xff]);
-        r.extend_from_slice(&(-3i64).to_le_bytes());
+        r.extend_from_slice(&(-3i64).to_ne_bytes());
         r.push(0xfc);
-        r.extend_from_slice(&(-5i32).to_le_bytes());
+        r.extend_from_slice(&(-5i32).to_ne_bytes());
         r.extend_from_slice(&[0xff, 0xff, 1, 2, 3]);
-        r.extend_from_slice(&((3u32 << 16) | 37).to_le_bytes());
-        r.extend_from_slice(&((4u32 << 16) | 3).to_le_bytes());
+        r.extend_from_slice(&((3u32 << 16) | 37).to_ne_bytes());
+        r.extend_from_slice(&((4u32 << 16) | 3).to_ne_bytes());
         r.extend_from_slice(&[0xa, 0xb, 0xc, 1, 0, 0, 0]);
         assert_eq!(
             show(&f, &f.decode(&r).unwrap()),

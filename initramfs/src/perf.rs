@@ -55,7 +55,10 @@ pub fn attr(id: u64, disabled: bool) -> [u8; ATTR_SIZE] {
     a[8..16].copy_from_slice(&id.to_ne_bytes());
     a[16..24].copy_from_slice(&1u64.to_ne_bytes()); // sample_period
     a[24..32].copy_from_slice(&PERF_SAMPLE_RAW.to_ne_bytes());
-    a[40..48].copy_from_slice(&u64::from(disabled).to_ne_bytes()); // flags: bit 0 is `disabled`
+    // The flags word's first bit-field is `disabled:1`: C bit-fields fill a word from its least
+    // significant bit on little-endian CPUs and from its most significant on big-endian.
+    let disabled_bit = if cfg!(target_endian = "big") { 1u64 << 63 } else { 1 };
+    a[40..48].copy_from_slice(&(if disabled { disabled_bit } else { 0 }).to_ne_bytes());
     a[48..52].copy_from_slice(&1u32.to_ne_bytes()); // wakeup_events
     a
 }

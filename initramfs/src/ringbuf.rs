@@ -76,18 +76,34 @@ pub struct Page {
     pub missed: Option<u64>,
 }
 
-fn le(bytes: &[u8]) -> u64 {
-    bytes.iter().rev().fold(0, |acc, b| (acc << 8) | u64::from(*b))
+/// An integer of the page, in the CPU's byte order (the kernel writes its pages natively).
+fn ne(bytes: &[u8]) -> u64 {
+    let fold = |acc: u64, b: &u8| (acc << 8) | u64::from(*b);
+    if cfg!(target_endian = "big") {
+        bytes.iter().fold(0, fold)
+    } else {
+        bytes.iter().rev().fold(0, fold)
+    }
 }
 
 fn word(data: &[u8], at: usize) -> Result<u32, String> {
-    data.get(at..at + 4).map(|b| le(b) as u32).ok_or_else(|| format!("an entry header at {at} runs past the data"))
+    data.get(at..at + 4).map(|b| ne(b) as u32).ok_or_else(|| format!("an entry header at {at} runs past the data"))
+}
+
+/// `struct ring_buffer_event`'s `u32 type_len:5, time_delta:27`: C bit-fields fill a word from
+/// its least significant bit on little-endian CPUs and from its most significant on big-endian.
+fn split_header(header: u32) -> (u32, u64) {
+    if cfg!(target_endian = "big") {
+        (header >> 27, u64::from(header & 0x07ff_ffff))
+    } else {
+        (header & 0x1f, u64::from(header >> 5))
+    }
 }
 
 /// Splits one sub-buffer page into its records.
 pub fn parse_page(layout: &Layout, page: &[u8]) -> Result<Page, String> {
     let field = |(offset, size): (usize, usize), name: &str| {
-        page.get(offset..offset + size).map(le).ok_or_else(|| format!("a page of {} bytes has no {name}", page.len()))
+        page.get(offset..offset + size).map(ne).ok_or_else(|| format!("a page of {} bytes has no {name}", page.len()))
     };
     let mut ts = field(layout.timestamp, "timestamp")?;
     let commit = field(layout.commit, "commit word")?;
@@ -98,7 +114,7 @@ pub fn parse_page(layout: &Layout, page: &[u8]) -> Result<Page, String> {
     }
     let missed = (commit & MISSED_EVENTS != 0).then(|| {
         if commit & MISSED_STORED != 0 {
-            data.get(size..size + 8).map_or(0, le)
+            data.get(size..size + 8).map_or(0, ne)
         } else {
             0
         }
@@ -108,7 +124,7 @@ pub fn parse_page(layout: &Layout, page: &[u8]) -> Result<Page, String> {
     let mut pos = 0;
     while pos + 4 <= size {
         let header = word(data, pos)?;
-        let (type_len, delta) = (header & 0x1f, u64::from(header >> 5));
+        let (type_len, delta) = split_header(header);
         let len = match type_len {
             // A null event: the rest of the page is empty.
             TYPE_PADDING if delta == 0 => break,

@@ -41,7 +41,9 @@ pub fn child_main(plan: &Path, index: usize) -> i32 {
 
 /// The exec'd agent's main: steps with a fresh state, their lines marked as after the exec.
 pub fn run_nested_main(steps: &[Step]) -> i32 {
-    run_nested(&mut ScenarioState::default(), steps, &mut io::stdout(), "exec ")
+    let mut state = ScenarioState::default();
+    state.events.learn_widths(steps);
+    run_nested(&mut state, steps, &mut io::stdout(), "exec ")
 }
 
 /// Runs the steps until one does not succeed; the exit status for the scenario.
@@ -51,6 +53,7 @@ pub fn run_steps(steps: &[Step], out: &mut dyn Write) -> i32 {
 
 /// [`run_steps`] with the scenario's state given.
 pub fn run_steps_in(state: &mut ScenarioState, steps: &[Step], out: &mut dyn Write) -> i32 {
+    state.events.learn_widths(steps);
     run_nested(state, steps, out, "")
 }
 

@@ -4,15 +4,19 @@
 //! threads of a `threads` step share it as threads of one process share descriptors and memory:
 //! the names are behind a lock held only to look them up, never across a system call.
 //!
-//! Enable words are 8-byte slots of one private anonymous page. Bits are numbered in the slot's
-//! u64 value: a size-4 registration at the slot's address owns its low 4 bytes on a
-//! little-endian CPU, which are bits 0..31 of the u64.
+//! Enable words are 8-byte slots of one private anonymous page. A word is as wide as the first
+//! `register` step of the scenario that names it (4 bytes unless it says `size: 8`), and
+//! `set_word`, `check_word` and `check_bit` see its slot the way such a registration does,
+//! whatever the CPU's byte order: an 8-byte word is the slot's native u64; a 4-byte word is the
+//! native u32 at the slot's address as bits 0..31 and the native u32 after it (the neighbour a
+//! registration at `word_offset: 4` owns) as bits 32..63. On a little-endian CPU both views are
+//! the slot's u64; on a big-endian one they differ, and bit N of a 4-byte word is bit N of the
+//! u32 the kernel was given.
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -20,6 +24,8 @@ use protocol::{Addr, Expect, RawReg, RawUnreg, Value};
 
 use crate::memory::{self, addr_text, Page, Scratch, Slot};
 use crate::outcome::{check_result, errno, errno_text, ioctl, result_text, Done, StepOutcome};
+
+mod words;
 
 /// `_IOC(dir, '*', nr, size)`. The uapi header passes the pointer type to `_IOWR`/`_IOW`, so the
 /// size bits hold sizeof(pointer), not the struct's size.
@@ -126,6 +132,9 @@ struct Names {
     words: Option<Page>,
     slots: HashMap<String, usize>,
     next_slot: usize,
+    /// Each named word's width (4 or 8), from the first `register` naming it (`learn_widths`);
+    /// a name may hold `{thread}` or `{iteration}`, which stand for any number.
+    widths: HashMap<String, u8>,
     indexes: HashMap<String, u32>,
     /// Fresh and read-only pages handed to the kernel.
     scratch: Scratch,
@@ -159,6 +168,7 @@ impl UserEvents {
             words: None,
             slots: HashMap::new(),
             next_slot: 0,
+            widths: HashMap::new(),
             indexes: HashMap::new(),
             scratch: Scratch::default(),
             kept_files: Vec::new(),
@@ -248,18 +258,6 @@ impl UserEvents {
         Ok(StepOutcome::Pass)
     }
 
-    fn cell(&self, name: &str) -> Result<&AtomicU64, String> {
-        let mut names = self.names();
-        if names.words_gone {
-            return Err(format!("word {name}: the words page was unmapped"));
-        }
-        let addr = names.word(Some(name))?;
-        // SAFETY: an 8-aligned slot of the words page, which stays mapped while `self` lives
-        // (only a `memory` step unmaps it, and no thread of `threads` may run one). The kernel
-        // and other threads update it asynchronously, hence atomics.
-        Ok(unsafe { &*(addr as *const AtomicU64) })
-    }
-
     pub fn open(&self, name: &str, path: &str, read_only: bool, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
         let mode = if read_only { "read-only" } else { "read-write" };
         let what = format!("open {path} {mode} as fd {name}");
@@ -346,6 +344,10 @@ impl UserEvents {
                 if let Some(want) = r.expect_index.filter(|&w| w != index) {
                     say(&format!("{what}: {got}, but write_index {want} was expected"));
                     return Ok(StepOutcome::Fail);
+                }
+                let big = cfg!(target_endian = "big");
+                if let Some(path) = align_addr_bit_path(reg.enable_addr, reg.enable_size, reg.enable_bit, big) {
+                    got.push_str(&format!(" [{path}]"));
                 }
                 got
             }
@@ -449,25 +451,25 @@ impl UserEvents {
         if self.names().words_read_only {
             return Err(format!("set word {name}: the words page is read-only"));
         }
-        self.cell(name)?.store(value, Ordering::SeqCst);
-        say(&format!("set word {name} = {value:#x}: ok"));
+        self.store(name, value)?;
+        say(&format!("set word {name}{} = {value:#x}: ok", self.view(name)));
         Ok(StepOutcome::Pass)
     }
 
     pub fn check_word(&self, name: &str, value: u64, within_ms: u64, say: &mut dyn FnMut(&str)) -> Done {
-        let cell = self.cell(name)?;
+        let view = self.view(name);
         let start = Instant::now();
         let limit = Duration::from_millis(within_ms);
         loop {
-            let seen = cell.load(Ordering::SeqCst);
+            let seen = self.load(name)?;
             let waited = start.elapsed();
             if seen == value || waited >= limit {
                 let line = if within_ms == 0 {
-                    format!("check word {name}: {seen:#x} (expected {value:#x})")
+                    format!("check word {name}{view}: {seen:#x} (expected {value:#x})")
                 } else {
                     let still = if seen == value { "" } else { "still " };
                     format!(
-                        "check word {name}: {still}{seen:#x} after {} ms (expected {value:#x} within {within_ms} ms)",
+                        "check word {name}{view}: {still}{seen:#x} after {} ms (expected {value:#x} within {within_ms} ms)",
                         waited.as_millis()
                     )
                 };
@@ -484,11 +486,10 @@ impl UserEvents {
             return Err(format!("{what}: an enable word has bits 0..63"));
         }
         let state = |s: bool| if s { "set" } else { "clear" };
-        let cell = self.cell(name)?;
         let start = Instant::now();
         let limit = Duration::from_millis(within_ms);
         loop {
-            let seen = cell.load(Ordering::SeqCst);
+            let seen = self.load(name)?;
             let is_set = seen & (1 << bit) != 0;
             let waited = start.elapsed();
             if is_set == set || waited >= limit {
@@ -679,6 +680,43 @@ impl Names {
     }
 }
 
+/// Whether `name` is `pattern` with each `{thread}` and `{iteration}` standing for a number.
+fn numbered(pattern: &str, name: &str) -> bool {
+    let (mut p, mut n) = (pattern, name);
+    loop {
+        let next = [protocol::THREAD_INDEX, protocol::ITERATION]
+            .iter()
+            .filter_map(|k| p.find(k).map(|at| (at, k.len())))
+            .min();
+        let Some((at, len)) = next else { return p == n };
+        let Some(rest) = n.strip_prefix(&p[..at]) else { return false };
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return false;
+        }
+        (p, n) = (&p[at + len..], &rest[digits..]);
+    }
+}
+
+/// Which branch of the kernel's `align_addr_bit()` (kernel/trace/trace_events_user.c, 6.4 to
+/// 6.12 at least: a `static inline`, so no probe can see it run) an accepted enabler takes on
+/// a 64-bit CPU of this byte order, and the bit of the aligned `long` that `set_bit`/`clear_bit`
+/// then update: derived from the address, the size and the byte order, which are shown with it.
+/// The scenario's `check_word`/`check_bit` steps are what prove the kernel did it.
+pub fn align_addr_bit_path(addr: u64, size: u8, bit: u8, big: bool) -> Option<String> {
+    let order = if big { "big-endian" } else { "little-endian" };
+    let head = format!("enable addr % 8 = {}, {size} bytes, {order}: align_addr_bit", addr % 8);
+    let bit = u32::from(bit);
+    Some(match (size, addr % 8, big) {
+        (8, 0, _) => format!("{head} aligned, as is: bit {bit} of the long"),
+        (4, 0, true) => format!("{head} aligned, 32-on-64 big-endian, bit += 32: bit {} of the long", bit + 32),
+        (4, 0, false) => format!("{head} aligned, as is: bit {bit} of the long"),
+        (4, 4, false) => format!("{head} unaligned, address - 4, bit += 32: bit {} of the long", bit + 32),
+        (4, 4, true) => format!("{head} unaligned, address - 4, bit as is: bit {bit} of the long"),
+        _ => return None,
+    })
+}
+
 /// A plain `DIAG_IOCSREG` of `format` on bit 0 of the 4-byte word at `addr`: the write index,
 /// or the errno (EINVAL for a format with a NUL).
 pub fn register_bit0(fd: RawFd, format: &str, addr: u64) -> Result<u32, i32> {
@@ -817,74 +855,4 @@ fn raw_reg_text(raw: &RawReg, reg: &UserReg, arg: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ioctl_numbers_match_the_uapi_on_lp64() {
-        if cfg!(target_pointer_width = "64") {
-            assert_eq!((DIAG_IOCSREG, DIAG_IOCSDEL, DIAG_IOCSUNREG), (0xC008_2A00, 0x4008_2A01, 0x4008_2A02));
-        }
-    }
-
-    #[test]
-    fn user_reg_encodes_packed() {
-        let reg = UserReg {
-            size: 28,
-            enable_bit: 31,
-            enable_size: 4,
-            flags: 2,
-            enable_addr: 0x1122_3344_5566_7788,
-            name_args: 0x0102_0304_0506_0708,
-        };
-        #[rustfmt::skip]
-        let want: [u8; 28] = [
-            28, 0, 0, 0, 31, 4, 2, 0,
-            0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
-            0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
-            0, 0, 0, 0,
-        ];
-        if cfg!(target_endian = "little") {
-            assert_eq!(reg.encode(&[]), want);
-            let with_tail = reg.encode(&[0, 9]);
-            assert_eq!((with_tail.len(), &with_tail[..28], &with_tail[28..]), (30, &want[..], &[0u8, 9][..]));
-        }
-        let unreg = UserUnreg { size: 16, disable_bit: 5, reserved: 1, reserved2: 0x0203, disable_addr: 0xa0b0 };
-        if cfg!(target_endian = "little") {
-            assert_eq!(unreg.encode(), [16, 0, 0, 0, 5, 1, 3, 2, 0xb0, 0xa0, 0, 0, 0, 0, 0, 0]);
-        }
-    }
-
-    #[test]
-    fn memory_ops_change_the_words_page() {
-        use protocol::MemoryOp;
-        let s = UserEvents::new();
-        let mut lines = Vec::new();
-        let mut say = |l: &str| lines.push(l.to_string());
-        s.set_word("w", 5, &mut say).unwrap();
-        assert_eq!(s.memory(MemoryOp::DontNeed, None, &mut say).unwrap(), StepOutcome::Pass);
-        assert_eq!(s.cell("w").unwrap().load(Ordering::SeqCst), 0, "MADV_DONTNEED gives a zero page back");
-        assert_eq!(s.memory(MemoryOp::ReadOnly, None, &mut say).unwrap(), StepOutcome::Pass);
-        assert!(s.set_word("w", 1, &mut say).is_err(), "no store to a read-only page");
-        assert_eq!(s.memory(MemoryOp::ReadWrite, None, &mut say).unwrap(), StepOutcome::Pass);
-        s.set_word("w", 1, &mut say).unwrap();
-        let addr = s.word(Some("w")).unwrap();
-        assert_eq!(s.memory(MemoryOp::Unmap, None, &mut say).unwrap(), StepOutcome::Pass);
-        assert_eq!(s.word(Some("w")).unwrap(), addr, "the word keeps its address");
-        assert!(s.cell("w").is_err(), "but cannot be read");
-        assert!(s.word(Some("new")).is_err());
-    }
-
-    #[test]
-    fn words_get_distinct_aligned_slots() {
-        let s = UserEvents::new();
-        let a = s.word(Some("a")).unwrap();
-        let b = s.word(Some("b")).unwrap();
-        let scratch = s.word(None).unwrap();
-        assert_eq!(s.word(Some("a")).unwrap(), a, "a name keeps its slot");
-        assert_eq!(b, a + 8);
-        assert_eq!(scratch, b + 8, "a scratch word takes a slot of its own");
-        assert_eq!(a % 8, 0);
-        assert_eq!(s.word(None).unwrap(), scratch + 8, "each scratch word is new");
-    }
-}
+mod tests;

@@ -676,8 +676,8 @@ pub enum Addr {
     Value(u64),
 }
 
-/// One field of a written payload. Integers are stored little-endian in the guest's byte
-/// order; `text` is the raw bytes, `cstr` adds a NUL, `bytes` is hex, `loc` is a
+/// One field of a written payload. Integers are stored in the guest's byte order (encoded in
+/// the guest, where native is the kernel's order); `text` is the raw bytes, `cstr` adds a NUL, `bytes` is hex, `loc` is a
 /// `__data_loc`/`__rel_loc` word (`size << 16 | offset`).
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -701,18 +701,18 @@ impl Value {
     /// The bytes this field contributes to a payload.
     pub fn encode(&self) -> Result<Vec<u8>, String> {
         Ok(match self {
-            Value::U8(v) => v.to_le_bytes().to_vec(),
-            Value::U16(v) => v.to_le_bytes().to_vec(),
-            Value::U32(v) => v.to_le_bytes().to_vec(),
-            Value::U64(v) => v.to_le_bytes().to_vec(),
-            Value::S8(v) => v.to_le_bytes().to_vec(),
-            Value::S16(v) => v.to_le_bytes().to_vec(),
-            Value::S32(v) => v.to_le_bytes().to_vec(),
-            Value::S64(v) => v.to_le_bytes().to_vec(),
+            Value::U8(v) => v.to_ne_bytes().to_vec(),
+            Value::U16(v) => v.to_ne_bytes().to_vec(),
+            Value::U32(v) => v.to_ne_bytes().to_vec(),
+            Value::U64(v) => v.to_ne_bytes().to_vec(),
+            Value::S8(v) => v.to_ne_bytes().to_vec(),
+            Value::S16(v) => v.to_ne_bytes().to_vec(),
+            Value::S32(v) => v.to_ne_bytes().to_vec(),
+            Value::S64(v) => v.to_ne_bytes().to_vec(),
             Value::Text(t) => t.as_bytes().to_vec(),
             Value::Cstr(t) => t.bytes().chain(std::iter::once(0)).collect(),
             Value::Bytes(hex) => decode_hex(hex)?,
-            Value::Loc { offset, size } => ((u32::from(*size) << 16) | u32::from(*offset)).to_le_bytes().to_vec(),
+            Value::Loc { offset, size } => ((u32::from(*size) << 16) | u32::from(*offset)).to_ne_bytes().to_vec(),
         })
     }
 }
@@ -738,10 +738,10 @@ mod tests {
 
     #[test]
     fn values_encode_little_endian() {
-        assert_eq!(Value::U32(0x0102_0304).encode().unwrap(), [4, 3, 2, 1]);
-        assert_eq!(Value::S16(-2).encode().unwrap(), [0xfe, 0xff]);
+        assert_eq!(Value::U32(0x0102_0304).encode().unwrap(), 0x0102_0304u32.to_ne_bytes());
+        assert_eq!(Value::S16(-2).encode().unwrap(), (-2i16).to_ne_bytes());
         assert_eq!(Value::Cstr("ab".into()).encode().unwrap(), [b'a', b'b', 0]);
-        assert_eq!(Value::Loc { offset: 12, size: 3 }.encode().unwrap(), [12, 0, 3, 0]);
+        assert_eq!(Value::Loc { offset: 12, size: 3 }.encode().unwrap(), ((3u32 << 16) | 12).to_ne_bytes());
         assert_eq!(Value::Bytes("de ad".into()).encode().unwrap(), [0xde, 0xad]);
         assert!(Value::Bytes("abc".into()).encode().is_err());
     }

@@ -519,47 +519,36 @@ fn resume_plan(j: &Judged, plan: &protocol::Plan) -> Option<protocol::Plan> {
     Some(protocol::Plan { scenarios, ..plan.clone() })
 }
 
-/// The ELF machine number of an arch's binaries, and whether the file needs a dynamic loader.
-fn elf_facts(bytes: &[u8]) -> Option<(u16, bool)> {
-    if bytes.get(..4)? != b"\x7fELF" || bytes.get(4)? != &2 || bytes.get(5)? != &1 {
-        return None;
-    }
-    let u16_at = |o: usize| Some(u16::from_le_bytes([*bytes.get(o)?, *bytes.get(o + 1)?]));
-    let machine = u16_at(18)?;
-    let phoff = u64::from_le_bytes(bytes.get(0x20..0x28)?.try_into().ok()?) as usize;
-    let (phentsize, phnum) = (u16_at(0x36)? as usize, u16_at(0x38)? as usize);
-    let interp = (0..phnum).any(|i| {
-        let at = phoff + i * phentsize;
-        bytes.get(at..at + 4) == Some(&3u32.to_le_bytes())
-    });
-    Some((machine, interp))
-}
-
 /// `cargo xtask exec`: runs a static binary in the guest and returns its exit status.
 pub fn exec(built: &Built, command: &[String], timeout_s: u64, opts: &Options) -> Result<u8> {
     let host_path = Path::new(&command[0]);
     let bytes = std::fs::read(host_path).map_err(|e| error(Kind::BadInput, format!("{}: {e}", host_path.display())))?;
-    let want = if built.arch.name == "x86_64" { 62 } else { 183 };
-    match elf_facts(&bytes) {
-        None => {
+    let arch = built.arch;
+    let order = |big: bool| if big { "big-endian" } else { "little-endian" };
+    match crate::initramfs::elf_facts(&bytes) {
+        Some(f) if f.bits64 && f.big_endian == arch.big_endian && f.machine == arch.elf_machine && !f.interp => {}
+        None => return Err(error(Kind::BadInput, format!("{}: not an ELF executable", host_path.display()))),
+        Some(f) if !f.bits64 || f.machine != arch.elf_machine || f.big_endian != arch.big_endian => {
             return Err(error(
                 Kind::BadInput,
-                format!("{}: not a 64-bit little-endian ELF executable", host_path.display()),
+                format!(
+                    "{}: a {}-bit {} ELF executable for machine {}, not {} (64-bit {}, machine {})",
+                    host_path.display(),
+                    if f.bits64 { 64 } else { 32 },
+                    order(f.big_endian),
+                    f.machine,
+                    arch.name,
+                    order(arch.big_endian),
+                    arch.elf_machine
+                ),
             ))
         }
-        Some((m, _)) if m != want => {
-            return Err(error(
-                Kind::BadInput,
-                format!("{}: built for ELF machine {m}, not {}", host_path.display(), built.arch.name),
-            ))
-        }
-        Some((_, true)) => {
+        Some(_) => {
             return Err(error(
                 Kind::BadInput,
                 format!("{}: dynamically linked; the guest has no libraries, so build it static", host_path.display()),
             ))
         }
-        Some(_) => {}
     }
     let name = host_path.file_name().unwrap_or_default().to_string_lossy().into_owned();
     let guest = format!("/bin/{name}");
@@ -793,9 +782,10 @@ mod tests {
     #[test]
     fn elf_checks_find_machine_and_interpreter() {
         let own = std::fs::read(std::env::current_exe().unwrap()).unwrap();
-        let (machine, dynamic) = elf_facts(&own).unwrap();
-        assert_eq!(machine, if cfg!(target_arch = "x86_64") { 62 } else { 183 });
-        assert!(dynamic, "the test binary is dynamically linked");
-        assert_eq!(elf_facts(b"#!/bin/sh\n"), None);
+        let f = crate::initramfs::elf_facts(&own).unwrap();
+        let host = crate::arch::ARCHES.iter().find(|a| a.uname_machine == std::env::consts::ARCH).unwrap();
+        assert_eq!((f.machine, f.big_endian, f.bits64), (host.elf_machine, host.big_endian, true));
+        assert!(f.interp, "the test binary is dynamically linked");
+        assert_eq!(crate::initramfs::elf_facts(b"#!/bin/sh\n"), None);
     }
 }

@@ -138,7 +138,16 @@ mod tests {
         let names: Vec<&str> = cells.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(
             names,
-            ["debian-x86_64-default", "debian-x86_64-debug", "debian-arm64-default", "debian-arm64-debug"]
+            [
+                "debian-x86_64-default",
+                "debian-x86_64-debug",
+                "debian-arm64-default",
+                "debian-arm64-debug",
+                "debian-s390x-default",
+                "debian-s390x-debug",
+                "debian-riscv64-default",
+                "debian-riscv64-debug"
+            ]
         );
         assert_eq!(cells[1].profile_args, "--profile debug");
         assert_eq!(cells[0].profile_args, "");

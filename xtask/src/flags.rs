@@ -29,7 +29,7 @@ pub enum Cmd {
         /// Only report what is missing (exit 129 when something is); change nothing.
         #[arg(long)]
         check: bool,
-        /// x86_64, arm64 or all.
+        /// x86_64, arm64, s390x, riscv64, all, or a comma-separated list (x86_64,s390x).
         #[arg(long, default_value = "all")]
         arch: String,
     },
@@ -79,7 +79,7 @@ pub enum Cmd {
 
 #[derive(Debug, Clone, Args)]
 pub struct KernelArgs {
-    /// x86_64, arm64 or all.
+    /// x86_64, arm64, s390x, riscv64, all, or a comma-separated list (x86_64,s390x).
     #[arg(long, default_value = "all")]
     pub arch: String,
     #[command(flatten)]
@@ -133,15 +133,21 @@ pub struct VmArgs {
 
 impl KernelArgs {
     /// `shell` and `exec` run one VM: `--arch all` (the default) means the host's arch, when this
-    /// tool has one of that kind.
+    /// tool has one of that kind; any other value must name exactly one arch.
     pub fn single_arch(&self, verb: &str) -> anyhow::Result<KernelArgs> {
+        use crate::exit::{error, Kind};
+        let names = || crate::arch::ARCHES.iter().map(|a| format!("--arch {}", a.name)).collect::<Vec<_>>().join(", ");
         if self.arch != "all" {
+            let arches = crate::arch::select(&self.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
+            if arches.len() != 1 {
+                return Err(error(Kind::BadInput, format!("{verb} runs one VM: pass one of {}", names())));
+            }
             return Ok(self.clone());
         }
         let host = crate::arch::ARCHES.iter().find(|a| a.uname_machine == std::env::consts::ARCH).ok_or_else(|| {
-            crate::exit::error(
-                crate::exit::Kind::BadInput,
-                format!("{verb} runs one VM and this host's arch has none here: pass --arch x86_64 or --arch arm64"),
+            error(
+                Kind::BadInput,
+                format!("{verb} runs one VM and this host's arch has none here: pass one of {}", names()),
             )
         })?;
         Ok(KernelArgs { arch: host.name.to_string(), ..self.clone() })
@@ -343,7 +349,7 @@ pub struct MatrixArgs {
     /// A Debian kernel series besides the default source, run with `--kernel-version X` (repeatable).
     #[arg(long = "kernel-version", value_name = "X", value_parser = crate::debian::parse_kernel_version)]
     pub kernel_versions: Vec<crate::debian::KernelVersion>,
-    /// x86_64, arm64 or all.
+    /// x86_64, arm64, s390x, riscv64, all, or a comma-separated list (x86_64,s390x).
     #[arg(long, default_value = "all")]
     pub arch: String,
     /// A profile (`default` or a name from kernel-configs/profiles/; repeatable; default: all).

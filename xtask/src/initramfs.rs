@@ -85,68 +85,33 @@ fn pad4(out: &mut Vec<u8>) {
     }
 }
 
-/// Builds the guest agent for `arch` (release, static musl) and returns the binary's path.
+/// Builds the guest agent for `arch` (release, static: musl, or glibc where the arch has no
+/// musl target) and returns the binary's path.
 pub fn build_agent(arch: &Arch) -> Result<PathBuf> {
     let root = crate::checkout::project_root();
+    let target = &arch.agent_target;
+    let what = format!("the guest agent for {} ({})", arch.name, target.triple);
+    check_linker(target, &what)?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let sh = sh()?;
     sh.change_dir(&root);
-    let target = arch.rust_target;
-    let out = cmd!(sh, "{cargo} build --quiet --release -p initramfs --target {target}")
+    let triple = target.triple;
+    let out = target_env(cmd!(sh, "{cargo} build --quiet --release -p initramfs --target {triple}"), target)
         .ignore_status()
         .output()
         .context("running cargo build for the guest agent")?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let hint = if stderr.contains("may not be installed") || stderr.contains("can't find crate for `std`") {
-            format!(" (the rust target is missing: rustup target add {})", arch.rust_target)
-        } else {
-            String::new()
-        };
-        return Err(error(Kind::Infra, format!("building the guest agent for {}{hint}:\n{stderr}", arch.name)));
+        let hint = build_hint(&stderr, target).map(|h| format!(" ({h})")).unwrap_or_default();
+        return Err(error(Kind::Infra, format!("building {what}{hint}:\n{stderr}")));
     }
     let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
-    Ok(target_dir.join(arch.rust_target).join("release/ue-agent"))
+    Ok(target_dir.join(triple).join("release/ue-agent"))
 }
 
-/// A guest client other than the agent: a static binary from the separate workspace
-/// `initramfs/clients/` (its Cargo.toml says why it is separate), put at `guest_path`.
-pub struct Client {
-    /// The cargo package, whose binary has the same name.
-    pub package: &'static str,
-    pub guest_path: &'static str,
-    /// Which of the arch's helper targets it is built for.
-    pub target: fn(&Arch) -> &HelperTarget,
-}
-
-pub const CLIENTS: &[Client] = &[
-    // Microsoft's `tracepoint` crate, which does not build on musl.
-    Client { package: "ue-tracepoint", guest_path: "/bin/ue-tracepoint", target: |a| &a.glibc_target },
-    // The 32-bit compat ioctl probe (catalogue M1).
-    Client { package: "ue-compat32", guest_path: "/bin/ue-compat32", target: |a| &a.compat32_target },
-];
-
-/// The clients a plan runs (its JSON names their guest path, in any step at any depth), built
-/// for `arch`, as extra initramfs files. `all` takes every client (the interactive shell).
-pub fn clients_for(arch: &Arch, plan: &protocol::Plan, all: bool) -> Result<Vec<(String, Vec<u8>)>> {
-    let json = serde_json::to_string(plan)?;
-    let mut files = Vec::new();
-    for client in CLIENTS.iter().filter(|c| all || json.contains(&format!("\"{}\"", c.guest_path))) {
-        files.push((client.guest_path.to_string(), build_client(arch, client)?));
-    }
-    Ok(files)
-}
-
-/// Builds one client for `arch` (release, static) and returns the binary.
-///
-/// The static-glibc flags and the linker go into this cargo's environment only, as
-/// `CARGO_TARGET_<TRIPLE>_RUSTFLAGS`/`_LINKER`: in a config file that the host build also
-/// reads, `+crt-static` for the host triple breaks proc-macro builds. The target directory is
-/// `target/clients`, apart from the project's: the clients' workspace has its own profiles, so
-/// sharing host build-script outputs with it would rebuild them on every switch.
-pub fn build_client(arch: &Arch, client: &Client) -> Result<Vec<u8>> {
-    let target = (client.target)(arch);
-    let what = format!("{} for {} ({})", client.package, arch.name, target.triple);
+/// A static-glibc target's cross linker must be there before cargo runs (its own error would
+/// not name the package).
+fn check_linker(target: &HelperTarget, what: &str) -> Result<()> {
     if !target.linker.is_empty()
         && target.linker != "rust-lld"
         && sh()?.cmd(target.linker).arg("--version").ignore_status().output().is_err()
@@ -160,20 +125,15 @@ pub fn build_client(arch: &Arch, client: &Client) -> Result<Vec<u8>> {
             ),
         ));
     }
-    let root = crate::checkout::project_root();
-    let target_dir = clients_target_dir();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let sh = sh()?;
-    sh.change_dir(&root);
-    let manifest = root.join("initramfs/clients/Cargo.toml");
-    let (package, triple) = (client.package, target.triple);
-    let mut cmd = cmd!(
-        sh,
-        "{cargo} build --quiet --release --manifest-path {manifest} -p {package} --target {triple} --target-dir {target_dir}"
-    )
+    Ok(())
+}
+
+/// The linker and the static-glibc flags go into this cargo's environment only, as
+/// `CARGO_TARGET_<TRIPLE>_RUSTFLAGS`/`_LINKER`: in a config file that the host build also
+/// reads, `+crt-static` for the host triple breaks proc-macro builds.
+fn target_env<'a>(cmd: xshell::Cmd<'a>, target: &HelperTarget) -> xshell::Cmd<'a> {
     // These would replace the per-target rustflags (and so drop +crt-static).
-    .env_remove("RUSTFLAGS")
-    .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    let mut cmd = cmd.env_remove("RUSTFLAGS").env_remove("CARGO_ENCODED_RUSTFLAGS");
     let prefix = target.cargo_env_prefix();
     if !target.linker.is_empty() {
         cmd = cmd.env(format!("{prefix}LINKER"), target.linker);
@@ -181,7 +141,74 @@ pub fn build_client(arch: &Arch, client: &Client) -> Result<Vec<u8>> {
     if target.static_glibc {
         cmd = cmd.env(format!("{prefix}RUSTFLAGS"), "-C target-feature=+crt-static");
     }
-    let out = cmd.ignore_status().output().with_context(|| format!("running cargo build for {what}"))?;
+    cmd
+}
+
+/// A guest client other than the agent: a static binary from the separate workspace
+/// `initramfs/clients/` (its Cargo.toml says why it is separate), put at `guest_path`.
+pub struct Client {
+    /// The cargo package, whose binary has the same name.
+    pub package: &'static str,
+    pub guest_path: &'static str,
+    /// Which of the arch's helper targets it is built for, or why the arch has none.
+    pub target: fn(&Arch) -> Result<&HelperTarget, &'static str>,
+}
+
+pub const CLIENTS: &[Client] = &[
+    // Microsoft's `tracepoint` crate, which does not build on musl.
+    Client { package: "ue-tracepoint", guest_path: "/bin/ue-tracepoint", target: |a| Ok(&a.glibc_target) },
+    // The 32-bit compat ioctl probe (catalogue M1).
+    Client {
+        package: "ue-compat32",
+        guest_path: "/bin/ue-compat32",
+        target: |a| a.compat32_target.as_ref().map_err(|why| *why),
+    },
+];
+
+/// The clients a plan runs (its JSON names their guest path, in any step at any depth), built
+/// for `arch`, as extra initramfs files. `all` takes every client the arch has a build of (the
+/// interactive shell).
+pub fn clients_for(arch: &Arch, plan: &protocol::Plan, all: bool) -> Result<Vec<(String, Vec<u8>)>> {
+    let json = serde_json::to_string(plan)?;
+    let mut files = Vec::new();
+    let wanted = |c: &&Client| {
+        if all {
+            (c.target)(arch).is_ok()
+        } else {
+            json.contains(&format!("\"{}\"", c.guest_path))
+        }
+    };
+    for client in CLIENTS.iter().filter(wanted) {
+        files.push((client.guest_path.to_string(), build_client(arch, client)?));
+    }
+    Ok(files)
+}
+
+/// Builds one client for `arch` (release, static) and returns the binary.
+///
+/// The target directory is `target/clients`, apart from the project's: the clients' workspace
+/// has its own profiles, so sharing host build-script outputs with it would rebuild them on
+/// every switch.
+pub fn build_client(arch: &Arch, client: &Client) -> Result<Vec<u8>> {
+    let target = (client.target)(arch).map_err(|why| {
+        // Plans never name such a client (`suites::compile` skips its scenarios); a hand-made one can.
+        error(Kind::BadInput, format!("{} has no build for {}: {why}", client.package, arch.name))
+    })?;
+    let what = format!("{} for {} ({})", client.package, arch.name, target.triple);
+    check_linker(target, &what)?;
+    let root = crate::checkout::project_root();
+    let target_dir = clients_target_dir();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let sh = sh()?;
+    sh.change_dir(&root);
+    let manifest = root.join("initramfs/clients/Cargo.toml");
+    let (package, triple) = (client.package, target.triple);
+    let cmd = cmd!(
+        sh,
+        "{cargo} build --quiet --release --manifest-path {manifest} -p {package} --target {triple} --target-dir {target_dir}"
+    );
+    let out =
+        target_env(cmd, target).ignore_status().output().with_context(|| format!("running cargo build for {what}"))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let hint = build_hint(&stderr, target).map(|h| format!(" ({h})")).unwrap_or_default();
@@ -218,24 +245,52 @@ fn build_hint(stderr: &str, target: &HelperTarget) -> Option<String> {
     }
 }
 
-/// Whether an ELF executable (32- or 64-bit, little-endian) asks for a program interpreter
-/// (`PT_INTERP`, a dynamic loader); `None` when it is not such an ELF file.
-fn elf_interpreter(bytes: &[u8]) -> Option<bool> {
-    if bytes.get(..4)? != b"\x7fELF" || *bytes.get(5)? != 1 {
+/// What an ELF executable's headers say: its machine, byte order, and whether it asks for a
+/// program interpreter (`PT_INTERP`, a dynamic loader).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElfFacts {
+    pub bits64: bool,
+    pub big_endian: bool,
+    pub machine: u16,
+    pub interp: bool,
+}
+
+/// Reads the ELF header and program headers of a 32- or 64-bit file in either byte order;
+/// `None` when it is not such an ELF file.
+pub fn elf_facts(bytes: &[u8]) -> Option<ElfFacts> {
+    if bytes.get(..4)? != b"\x7fELF" {
         return None;
     }
-    let u16_at = |o: usize| Some(u16::from_le_bytes(bytes.get(o..o + 2)?.try_into().ok()?) as usize);
-    let u32_at = |o: usize| Some(u32::from_le_bytes(bytes.get(o..o + 4)?.try_into().ok()?) as usize);
-    let (phoff, phentsize, phnum) = match bytes.get(4)? {
-        1 => (u32_at(0x1c)?, u16_at(0x2a)?, u16_at(0x2c)?),
-        2 => (u64::from_le_bytes(bytes.get(0x20..0x28)?.try_into().ok()?) as usize, u16_at(0x36)?, u16_at(0x38)?),
+    let bits64 = match bytes.get(4)? {
+        1 => false,
+        2 => true,
         _ => return None,
+    };
+    let big_endian = match bytes.get(5)? {
+        1 => false,
+        2 => true,
+        _ => return None,
+    };
+    let int = |o: usize, n: usize| -> Option<usize> {
+        let b = bytes.get(o..o + n)?;
+        let fold = |acc: u64, &x: &u8| (acc << 8) | u64::from(x);
+        Some(if big_endian { b.iter().fold(0, fold) } else { b.iter().rev().fold(0, fold) } as usize)
+    };
+    let (phoff, phentsize, phnum) = if bits64 {
+        (int(0x20, 8)?, int(0x36, 2)?, int(0x38, 2)?)
+    } else {
+        (int(0x1c, 4)?, int(0x2a, 2)?, int(0x2c, 2)?)
     };
     let mut interp = false;
     for i in 0..phnum {
-        interp |= u32_at(phoff + i * phentsize)? == 3;
+        interp |= int(phoff + i * phentsize, 4)? == 3;
     }
-    Some(interp)
+    Some(ElfFacts { bits64, big_endian, machine: int(18, 2)? as u16, interp })
+}
+
+/// Whether an ELF executable asks for a program interpreter; `None` when it is not ELF.
+fn elf_interpreter(bytes: &[u8]) -> Option<bool> {
+    elf_facts(bytes).map(|f| f.interp)
 }
 
 /// Writes the initramfs for one boot: the agent as `/init`, the plan, and extra files.
@@ -270,7 +325,8 @@ mod tests {
             hint,
             "the rust target is missing: rustup target add aarch64-unknown-linux-gnu (`cargo xtask setup` does)"
         );
-        let hint = build_hint("ld: cannot find -lc: No such file or directory", &arm.compat32_target).unwrap();
+        let compat = arm.compat32_target.as_ref().unwrap();
+        let hint = build_hint("ld: cannot find -lc: No such file or directory", compat).unwrap();
         assert!(hint.contains("gcc-arm-linux-gnueabihf libc6-dev-armhf-cross"), "{hint}");
         assert_eq!(build_hint("error: mismatched types", &arm.glibc_target), None);
     }
@@ -283,7 +339,7 @@ mod tests {
             static_glibc: true,
             packages: &["gcc-no-such", "libc6-dev-no-such"],
         };
-        let client = Client { package: "ue-compat32", guest_path: "/bin/ue-compat32", target: |_| &ABSENT };
+        let client = Client { package: "ue-compat32", guest_path: "/bin/ue-compat32", target: |_| Ok(&ABSENT) };
         let err = build_client(&crate::arch::ARCHES[1], &client).unwrap_err();
         assert_eq!(crate::exit::code_for(&err), Kind::Infra.code());
         assert_eq!(
@@ -310,6 +366,17 @@ mod tests {
         elf32[0x34..0x38].copy_from_slice(&3u32.to_le_bytes());
         assert_eq!(elf_interpreter(&elf32), Some(true));
         assert_eq!(elf_interpreter(b"#!/bin/sh\n"), None);
+        // The same static executable as a 64-bit big-endian s390x file (e_machine 22).
+        let mut be = vec![0u8; 0x78];
+        be[..6].copy_from_slice(b"\x7fELF\x02\x02");
+        be[18..20].copy_from_slice(&22u16.to_be_bytes());
+        be[0x20..0x28].copy_from_slice(&0x40u64.to_be_bytes());
+        be[0x36..0x38].copy_from_slice(&0x38u16.to_be_bytes());
+        be[0x38..0x3a].copy_from_slice(&1u16.to_be_bytes());
+        be[0x40..0x44].copy_from_slice(&1u32.to_be_bytes());
+        assert_eq!(elf_facts(&be), Some(ElfFacts { bits64: true, big_endian: true, machine: 22, interp: false }));
+        be[0x40..0x44].copy_from_slice(&3u32.to_be_bytes());
+        assert_eq!(elf_interpreter(&be), Some(true));
     }
 
     #[test]

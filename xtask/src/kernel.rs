@@ -597,15 +597,12 @@ pub fn reproducer(m: &Metadata, arch: &Arch) -> String {
     s
 }
 
-/// The architecture a boot image was built for, from its header magic.
+/// The architecture a boot image was built for, from its header magic (`Arch::image_magic`).
 pub fn image_arch(bytes: &[u8]) -> Option<&'static str> {
-    if bytes.get(0x202..0x206) == Some(b"HdrS") {
-        Some("x86_64")
-    } else if bytes.get(0x38..0x3c) == Some(b"ARM\x64") {
-        Some("arm64")
-    } else {
-        None
-    }
+    crate::arch::ARCHES
+        .iter()
+        .find(|a| bytes.get(a.image_magic.0..a.image_magic.0 + a.image_magic.1.len()) == Some(a.image_magic.1))
+        .map(|a| a.name)
 }
 
 /// The release string in a boot image: the x86 setup header's `kernel_version` pointer, or
@@ -783,6 +780,12 @@ mod tests {
         assert_eq!(image_arch(&a), Some("arm64"));
         assert_eq!(image_release(&a).as_deref(), Some("6.12.117-arm"));
         assert_eq!(image_arch(b"\x1f\x8b gzip"), None);
+        let mut r = vec![0u8; 0x100];
+        r[0x30..0x3c].copy_from_slice(b"RISCV\0\0\0RSC\x05");
+        assert_eq!(image_arch(&r), Some("riscv64"));
+        let mut s = vec![0u8; 0x10100];
+        s[0x10008..0x1000e].copy_from_slice(b"S390EP");
+        assert_eq!(image_arch(&s), Some("s390x"));
     }
 
     #[test]

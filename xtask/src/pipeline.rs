@@ -27,7 +27,10 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
 
     if let Some(image) = &src.kernel_image {
         if arches.len() != 1 {
-            return Err(error(Kind::BadInput, "--kernel-image needs a single --arch (x86_64 or arm64)"));
+            return Err(error(
+                Kind::BadInput,
+                "--kernel-image needs a single --arch (x86_64, arm64, s390x or riscv64)",
+            ));
         }
         let arch = arches[0];
         out.push(kernel::prebuilt(arch, image, src.kernel_config.as_deref(), &fragments_for(arch)?, None)?);

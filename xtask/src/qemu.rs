@@ -323,6 +323,7 @@ impl VmSpec {
         let cpu = if self.accel == Accel::Kvm { "host" } else { a.qemu_cpu_tcg };
         push(&["-cpu", cpu, "-m", &format!("{}M", self.memory_mb), "-smp", &self.cpus.to_string()]);
         push(&["-nodefaults", "-no-reboot", "-display", "none", "-nic", "none", "-serial", "stdio"]);
+        push(a.qemu_firmware);
         push(&["-kernel", &self.kernel.display().to_string(), "-initrd", &self.initrd.display().to_string()]);
         let mut cmdline = format!("console={} panic=-1 {}", a.console, a.cmdline);
         for extra in &self.extra_cmdline {
@@ -331,7 +332,7 @@ impl VmSpec {
         }
         push(&["-append", cmdline.split_whitespace().collect::<Vec<_>>().join(" ").as_str()]);
         // The result channel: a virtio console port backed by a file, apart from the console.
-        push(&["-device", "virtio-serial-device"]);
+        push(&["-device", &format!("virtio-serial-{}", a.virtio_bus)]);
         push(&["-chardev", &format!("file,id=results,path={}", self.results_log().display())]);
         push(&["-device", &format!("virtserialport,chardev=results,name={}", protocol::RESULT_PORT)]);
         if !self.shares.is_empty() {
@@ -340,7 +341,7 @@ impl VmSpec {
         }
         for (i, (share, sock)) in self.shares.iter().zip(sockets).enumerate() {
             push(&["-chardev", &format!("socket,id=fs{i},path={}", sock.display())]);
-            push(&["-device", &format!("vhost-user-fs-device,chardev=fs{i},tag={}", share.tag)]);
+            push(&["-device", &format!("vhost-user-fs-{},chardev=fs{i},tag={}", a.virtio_bus, share.tag)]);
         }
         args.extend(self.extra_qemu.iter().cloned());
         args
@@ -635,5 +636,19 @@ mod tests {
         assert!(args.contains("virtserialport,chardev=results,name=ue.results"), "{args}");
         assert!(args.contains("-object memory-backend-memfd,id=mem,size=256M,share=on"), "{args}");
         assert!(args.ends_with("vhost-user-fs-device,chardev=fs0,tag=ue-artifacts -d guest_errors"), "{args}");
+
+        // s390x: channel I/O devices, the SCLP console; riscv64: OpenSBI before the kernel.
+        let s390 = VmSpec { arch: crate::arch::select("s390x").unwrap()[0], ..spec.clone() };
+        let args = s390.args(&["/w/fs0.sock".into()]).join(" ");
+        assert!(args.starts_with("-M s390-ccw-virtio,memory-backend=mem -accel tcg -cpu qemu "), "{args}");
+        assert!(args.contains(" -kernel /k/bzImage ") && !args.contains("-bios"), "{args}");
+        assert!(args.contains("-append console=ttysclp0 panic=-1 loglevel=7 "), "{args}");
+        assert!(args.contains("-device virtio-serial-ccw -chardev file,id=results"), "{args}");
+        assert!(args.ends_with("vhost-user-fs-ccw,chardev=fs0,tag=ue-artifacts -d guest_errors"), "{args}");
+        let riscv = VmSpec { arch: crate::arch::select("riscv64").unwrap()[0], shares: vec![], ..spec };
+        let args = riscv.args(&[]).join(" ");
+        assert!(args.starts_with("-M virt -accel tcg -cpu max "), "{args}");
+        assert!(args.contains(" -serial stdio -bios default -kernel /k/bzImage "), "{args}");
+        assert!(args.contains("-device virtio-serial-device "), "{args}");
     }
 }

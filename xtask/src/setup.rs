@@ -256,7 +256,17 @@ pub fn fedora(debian: &'static str) -> Fedora {
         "qemu-system-x86" => Fedora::Package("qemu-system-x86"),
         "qemu-system-arm" => Fedora::Package("qemu-system-aarch64"),
         "gcc-aarch64-linux-gnu" => Fedora::Package("gcc-aarch64-linux-gnu"),
-        "libc6-dev-arm64-cross" | "libc6-dev-armhf-cross" => Fedora::NotPackaged(CROSS_LIBC),
+        "qemu-system-s390x" => Fedora::Package("qemu-system-s390x"),
+        "qemu-system-riscv" => Fedora::Package("qemu-system-riscv"),
+        "gcc-s390x-linux-gnu" => Fedora::Package("gcc-s390x-linux-gnu"),
+        "gcc-riscv64-linux-gnu" => Fedora::Package("gcc-riscv64-linux-gnu"),
+        "libc6-dev-arm64-cross" | "libc6-dev-armhf-cross" | "libc6-dev-riscv64-cross" => {
+            Fedora::NotPackaged(CROSS_LIBC)
+        }
+        "libc6-dev-s390x-cross" => Fedora::NotPackaged(
+            "not packaged (Fedora's cross compilers build kernels only), and s390x's guest agent itself is static \
+             glibc: leave s390x out (--arch x86_64,arm64,riscv64) or use a Debian container",
+        ),
         "gcc-arm-linux-gnueabihf" => Fedora::NotPackaged(
             "not packaged (gcc-arm-linux-gnu has another prefix and no C library); use --arch x86_64, \
              leave the client scenarios out (--filter '!clients/*'), or a Debian container",
@@ -339,9 +349,19 @@ pub fn items(n: &Needs) -> Vec<Item> {
                 let why = format!("booting {}", arch.name);
                 add(arch.qemu_binary.into(), why, Probe::Qemu(arch), Source::Package(arch.qemu_package));
             }
-            let what = format!("rust target {}", arch.rust_target);
+            let t = &arch.agent_target;
             let why = format!("the guest agent for {}", arch.name);
-            add(what, why, Probe::RustTarget(arch.rust_target), Source::RustTarget(arch.rust_target));
+            add(
+                format!("rust target {}", t.triple),
+                why.clone(),
+                Probe::RustTarget(t.triple),
+                Source::RustTarget(t.triple),
+            );
+            if t.static_glibc {
+                add(t.linker.into(), why.clone(), program(t.linker), Source::Package(t.packages[0]));
+                let what = format!("static glibc for {} (libc.a)", t.linker);
+                add(what, why, Probe::StaticLibc { cc: t.linker.into() }, Source::Package(t.packages[1]));
+            }
         }
     }
     if n.virtiofsd {
@@ -349,7 +369,8 @@ pub fn items(n: &Needs) -> Vec<Item> {
     }
     for arch in &n.arches {
         for client in CLIENTS.iter().filter(|c| n.clients.contains(&c.package)) {
-            let t = (client.target)(arch);
+            // An arch without a build of this client skips the scenarios that run it.
+            let Ok(t) = (client.target)(arch) else { continue };
             let why = format!("{} for {}", client.package, arch.name);
             add(
                 format!("rust target {}", t.triple),

@@ -104,13 +104,16 @@ fn boots_need_qemu_the_agent_and_the_clients_their_plans_run() {
 }
 
 #[test]
-fn everything_covers_both_arches_and_every_helper_target() {
+fn everything_covers_every_arch_and_every_helper_target() {
     let all = items(&Needs::everything());
     let packages: Vec<&str> =
         all.iter().filter_map(|i| if let Source::Package(p) = i.source { Some(p) } else { None }).collect();
     for arch in ARCHES {
         assert!(packages.contains(&arch.qemu_package) && packages.contains(&arch.compiler_package));
-        for target in [&arch.glibc_target, &arch.compat32_target] {
+        for target in [Some(&arch.agent_target), Some(&arch.glibc_target), arch.compat32_target.as_ref().ok()]
+            .into_iter()
+            .flatten()
+        {
             // `items` takes the linker's package first, then the static C library's.
             assert_eq!(target.packages.len(), if target.static_glibc { 2 } else { 0 }, "{}", target.triple);
             for pkg in target.packages {
@@ -125,6 +128,8 @@ fn everything_covers_both_arches_and_every_helper_target() {
         [
             "x86_64-unknown-linux-musl",
             "aarch64-unknown-linux-musl",
+            "s390x-unknown-linux-gnu",
+            "riscv64gc-unknown-linux-gnu",
             "x86_64-unknown-linux-gnu",
             "i686-unknown-linux-musl",
             "aarch64-unknown-linux-gnu",
@@ -136,7 +141,18 @@ fn everything_covers_both_arches_and_every_helper_target() {
     }
     let x86 = Needs::everything_for("x86_64").unwrap();
     assert!(!items(&x86).iter().any(|i| i.what.contains("aarch64") || i.what.contains("arm-")));
-    assert_eq!(crate::exit::code_for(&Needs::everything_for("riscv").unwrap_err()), 128);
+    assert_eq!(crate::exit::code_for(&Needs::everything_for("ppc64").unwrap_err()), 128);
+    // s390x and riscv64 agents are static glibc: their cross linkers and C libraries come too;
+    // neither has a compat32 client, so nothing 32-bit is asked for.
+    let new = Needs::everything_for("s390x,riscv64").unwrap();
+    let whats: Vec<String> = items(&new).into_iter().map(|i| i.what).collect();
+    for w in ["s390x-linux-gnu-gcc", "static glibc for s390x-linux-gnu-gcc (libc.a)", "qemu-system-s390x"] {
+        assert!(whats.contains(&w.to_string()), "{w}: {whats:?}");
+    }
+    for w in ["rust target s390x-unknown-linux-gnu", "rust target riscv64gc-unknown-linux-gnu", "qemu-system-riscv64"] {
+        assert!(whats.contains(&w.to_string()), "{w}: {whats:?}");
+    }
+    assert!(!whats.iter().any(|w| w.contains("x86_64") || w.contains("aarch64") || w.contains("i686")), "{whats:?}");
 }
 
 #[test]

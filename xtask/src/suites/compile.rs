@@ -1,9 +1,10 @@
 //! Validated suites compiled into the agent's plan for one kernel: scenarios whose `requires`
-//! the kernel does not meet are left out with the reason; `isolated` ones get boots of their own.
+//! the kernel does not meet, or that run a guest client the arch has no build of, are left out
+//! with the reason; `isolated` ones get boots of their own.
 
 use std::collections::BTreeMap;
 
-use super::model::{Suite, DEFAULT_DEADLINE_MS};
+use super::model::{ScenarioDef, Suite, DEFAULT_DEADLINE_MS};
 use super::requires::KernelFacts;
 
 /// A scenario left out of a plan.
@@ -54,8 +55,9 @@ pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled 
     for suite in suites {
         for s in &suite.scenarios {
             let name = format!("{}/{}", suite.suite, s.name);
-            if let Some(reason) = s.requires.unmet(kernel) {
-                skipped.push(Skipped { name, reason });
+            let reasons: Vec<String> = s.requires.unmet(kernel).into_iter().chain(clients_missing(s, label)).collect();
+            if !reasons.is_empty() {
+                skipped.push(Skipped { name, reason: reasons.join("; ") });
                 continue;
             }
             if let Some(reason) = &s.xfail {
@@ -78,4 +80,21 @@ pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled 
         }
     }
     Compiled { plan, isolated, skipped, marks }
+}
+
+/// Why a scenario cannot run on arch `label`: a guest client its steps run (named by its guest
+/// path, as `initramfs::clients_for` finds them) that has no build for that arch.
+fn clients_missing(s: &ScenarioDef, label: &str) -> Option<String> {
+    let arch = crate::arch::select(label).ok().filter(|a| a.len() == 1)?[0];
+    let text = serde_json::to_string(&s.steps).unwrap_or_default();
+    let why: Vec<String> = crate::initramfs::CLIENTS
+        .iter()
+        .filter(|c| text.contains(&format!("\"{}\"", c.guest_path)))
+        .filter_map(|c| {
+            (c.target)(arch)
+                .err()
+                .map(|why| format!("runs {}, which has no build for {}: {why}", c.guest_path, arch.name))
+        })
+        .collect();
+    (!why.is_empty()).then(|| why.join("; "))
 }

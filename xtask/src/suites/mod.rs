@@ -348,6 +348,34 @@ mod tests {
         assert_eq!(c.marks.xfail.len(), 1);
     }
 
+    /// A scenario running a guest client that an arch has no build of is skipped there with
+    /// the arch row's reason, besides any unmet `requires`; other arches plan it.
+    #[test]
+    fn a_client_without_a_build_for_the_arch_skips_its_scenarios() {
+        let text = "suite: clients\ndescription: d\nscenarios:\n  - name: compat\n    requires: { config: [CONFIG_COMPAT] }\n    steps:\n      - exec: { argv: [/bin/ue-compat32, reg32=ENOTTY], expect_exit: 0 }\n  - name: native\n    steps:\n      - exec: { argv: [/bin/ue-tracepoint, lifecycle], expect_exit: 0 }\n";
+        let suite = parse("clients.yaml", text).unwrap();
+        let cfg = config(&[("CONFIG_COMPAT", "y")]);
+        let facts = KernelFacts { release: "6.12.117", config: &cfg };
+        for arch in ["x86_64", "arm64"] {
+            let c = compile(std::slice::from_ref(&suite), &facts, arch);
+            assert_eq!((c.plan.scenarios.len(), c.skipped.len()), (2, 0), "{arch}");
+        }
+        let c = compile(std::slice::from_ref(&suite), &facts, "s390x");
+        let planned: Vec<&str> = c.plan.scenarios.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(planned, ["clients/native"]);
+        let why = crate::arch::select("s390x").unwrap()[0].compat32_target.as_ref().unwrap_err();
+        assert_eq!(
+            c.skipped,
+            [Skipped {
+                name: "clients/compat".into(),
+                reason: format!("runs /bin/ue-compat32, which has no build for s390x: {why}")
+            }]
+        );
+        let none = config(&[]);
+        let c = compile(&[suite], &KernelFacts { release: "6.12.117", config: &none }, "riscv64");
+        assert!(c.skipped[0].reason.starts_with("needs CONFIG_COMPAT (y or m), the kernel has it absent; runs /bin/ue-compat32, which has no build for riscv64: "), "{}", c.skipped[0].reason);
+    }
+
     #[test]
     fn two_files_may_not_hold_one_suite() {
         let dir = tempfile::tempdir().unwrap();
