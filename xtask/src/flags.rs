@@ -79,8 +79,9 @@ pub enum Cmd {
 
 #[derive(Debug, Clone, Args)]
 pub struct KernelArgs {
-    /// x86_64, arm64, s390x, riscv64, all, or a comma-separated list (x86_64,s390x).
-    #[arg(long, default_value = "all")]
+    /// x86_64, arm64, s390x, riscv64, all, or a comma-separated list (x86_64,s390x). `exec`
+    /// and `shell` boot the host's arch unless told otherwise.
+    #[arg(long, default_value = crate::arch::DEFAULT)]
     pub arch: String,
     #[command(flatten)]
     pub source: SourceArgs,
@@ -132,12 +133,12 @@ pub struct VmArgs {
 }
 
 impl KernelArgs {
-    /// `shell` and `exec` run one VM: `--arch all` (the default) means the host's arch, when this
-    /// tool has one of that kind; any other value must name exactly one arch.
+    /// `shell` and `exec` run one VM: no `--arch` (or `all`) means the host's arch, when this tool
+    /// has one of that kind; any other value must name exactly one arch.
     pub fn single_arch(&self, verb: &str) -> anyhow::Result<KernelArgs> {
         use crate::exit::{error, Kind};
         let names = || crate::arch::ARCHES.iter().map(|a| format!("--arch {}", a.name)).collect::<Vec<_>>().join(", ");
-        if self.arch != "all" {
+        if self.arch != "all" && self.arch != crate::arch::DEFAULT {
             let arches = crate::arch::select(&self.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
             if arches.len() != 1 {
                 return Err(error(Kind::BadInput, format!("{verb} runs one VM: pass one of {}", names())));
