@@ -86,8 +86,9 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
             }
             Ok(0)
         }
-        Cmd::Run(args) => {
+        Cmd::Run(mut args) => {
             let chosen = pipeline::choose(&args.select, &args.vm.results_root())?;
+            args.kernel = pipeline::rerun_arches(&chosen, args.kernel);
             setup::ensure(&setup::Needs::run(&args, &setup::clients_of_chosen(&chosen)))?;
             let opts = args.vm.options(args.kernel.cache_dir.as_deref())?;
             let built = kernels(&KernelArgs { config_only: args.select.list, ..args.kernel.clone() })?;
@@ -129,10 +130,11 @@ fn dispatch(cmd: Cmd) -> Result<u8> {
                 || args.select.rerun_failed.is_some() =>
         {
             let chosen = pipeline::choose(&args.select, &args.vm.results_root())?;
+            let kernel = pipeline::rerun_arches(&chosen, args.kernel.clone());
             let clients = setup::clients_of_chosen(&chosen);
-            setup::ensure(&setup::Needs::boot(&args.kernel, &args.vm, args.select.list, &clients))?;
-            let opts = args.vm.options(args.kernel.cache_dir.as_deref())?;
-            let built = kernels(&KernelArgs { config_only: args.select.list, ..args.kernel.clone() })?;
+            setup::ensure(&setup::Needs::boot(&kernel, &args.vm, args.select.list, &clients))?;
+            let opts = args.vm.options(kernel.cache_dir.as_deref())?;
+            let built = kernels(&KernelArgs { config_only: args.select.list, ..kernel })?;
             if args.select.list {
                 return pipeline::list_plans(&chosen, &built);
             }

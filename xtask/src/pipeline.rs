@@ -119,6 +119,17 @@ pub struct Chosen {
     pub catalogue: std::collections::BTreeMap<String, String>,
 }
 
+/// `--rerun-failed` without `--arch`: the arches of the run that have something to rerun (the
+/// default pair would leave out an `--arch all` run's s390x and riscv64 failures).
+pub fn rerun_arches(chosen: &Chosen, kernel: KernelArgs) -> KernelArgs {
+    match chosen.select.rerun_arches() {
+        Some(arches) if kernel.arch == crate::arch::DEFAULT && !arches.is_empty() => {
+            KernelArgs { arch: arches.join(","), ..kernel }
+        }
+        _ => kernel,
+    }
+}
+
 /// Suites that measure rather than judge: out of the default (gating) plan; `--bench` or
 /// `--suite suites/performance.yaml` runs them.
 pub const MEASURING_SUITES: &[&str] = &["performance"];

@@ -74,6 +74,13 @@ impl Selection {
     }
 
     /// The failed scenarios `--rerun-failed` found, over every arch.
+    /// `--rerun-failed`: the arches that have something to rerun.
+    pub fn rerun_arches(&self) -> Option<Vec<&str>> {
+        self.rerun
+            .as_ref()
+            .map(|(_, by_arch)| by_arch.iter().filter(|(_, s)| !s.is_empty()).map(|(a, _)| a.as_str()).collect())
+    }
+
     pub fn rerun_count(&self) -> Option<usize> {
         self.rerun.as_ref().map(|(_, by_arch)| by_arch.values().map(BTreeSet::len).sum())
     }
@@ -147,6 +154,19 @@ mod tests {
             }
         }
         assert!(s.rerun_count().unwrap() > 0);
+        // The arches with a failure, which `run --rerun-failed` boots when --arch is not given.
+        let failing: Vec<&str> = model
+            .arches
+            .iter()
+            .filter(|a| a.scenarios.iter().any(|sc| sc.status.is_failure()))
+            .map(|a| a.arch.as_str())
+            .collect();
+        let mut got = s.rerun_arches().unwrap();
+        got.sort_unstable();
+        let mut want = failing.clone();
+        want.sort_unstable();
+        assert_eq!(got, want);
+        assert_eq!(Selection::new(&[], None, Path::new("/nonexistent")).unwrap().rerun_arches(), None);
         let err = Selection::new(&[], Some(Path::new("no-such-run")), Path::new("/nonexistent")).unwrap_err();
         assert_eq!(crate::exit::code_for(&err), 128);
         assert!(err.to_string().starts_with("--rerun-failed no-such-run: "), "{err}");
