@@ -612,12 +612,38 @@ pub fn image_release(bytes: &[u8]) -> Option<String> {
         let ptr = u16::from_le_bytes([*bytes.get(0x20e)?, *bytes.get(0x20f)?]) as usize + 0x200;
         bytes.get(ptr..)?
     } else {
+        // An uncompressed image's banner; a compressed one whose decompressor carries only the
+        // format ("Linux version %s", s390's bzImage) has the release as its own string,
+        // `RELEASE (user@host) #N ...` (arch/s390/boot/version.c), found by its " (" and ") #".
         let needle = b"Linux version ";
-        let at = bytes.windows(needle.len()).position(|w| w == needle)?;
-        &bytes[at + needle.len()..]
+        let banner = bytes.windows(needle.len()).position(|w| w == needle).map(|at| &bytes[at + needle.len()..]);
+        match banner {
+            Some(b) if !b.starts_with(b"%") => b,
+            _ => return compressed_release(bytes),
+        }
     };
     let end = banner.iter().position(|&b| b == 0 || b == b' ')?;
     Some(String::from_utf8_lossy(&banner[..end]).into_owned())
+}
+
+/// `RELEASE (user@host) #N`: the release is the run of printable bytes before " (", when it
+/// starts with a digit and the parenthesis holds an `@` and is followed by " #".
+fn compressed_release(bytes: &[u8]) -> Option<String> {
+    let mut from = 0;
+    while let Some(at) = bytes.get(from..)?.windows(2).position(|w| w == b" (").map(|p| p + from) {
+        from = at + 2;
+        let after = &bytes[from..];
+        let Some(close) = after.iter().take(256).position(|&b| b == b')') else { continue };
+        if !after[..close].contains(&b'@') || !after[close..].starts_with(b") #") {
+            continue;
+        }
+        let start = bytes[..at].iter().rposition(|&b| !(b.is_ascii_graphic())).map_or(0, |p| p + 1);
+        let release = &bytes[start..at];
+        // `strings` shows a stray printable byte glued to the release: start at its first digit.
+        let digit = release.iter().position(u8::is_ascii_digit)?;
+        return Some(String::from_utf8_lossy(&release[digit..]).into_owned());
+    }
+    None
 }
 
 /// A kernel the user built (`--kernel-image`): no build, but its arch and its configuration
@@ -786,6 +812,11 @@ mod tests {
         let mut s = vec![0u8; 0x10100];
         s[0x10008..0x1000e].copy_from_slice(b"S390EP");
         assert_eq!(image_arch(&s), Some("s390x"));
+        // s390's compressed bzImage: the decompressor's format string, then kernel_version.
+        s.extend_from_slice(
+            b"\0Linux version %s\n\0 (no close\0x (y) #\0L6.12.117 (root@vm) #1 SMP Mon Nov 23 23:52:05 UTC 2026\0",
+        );
+        assert_eq!(image_release(&s).as_deref(), Some("6.12.117"));
     }
 
     #[test]
