@@ -41,6 +41,27 @@ impl Page {
         Ok(Page { ptr, len })
     }
 
+    /// A page away from where the kernel puts the process's other mappings: half-way between
+    /// address 0 and an ordinary mapping's address, as a hint. The kernel hands out new mappings
+    /// top-down from just below the mmap base, so once this page is unmapped its hole is not
+    /// reused by the allocator's next mapping. The words page needs that: a `memory: unmap`
+    /// scenario leaves the kernel's asynchronous fault-in worker pending on the old address,
+    /// and if a new mapping (a malloc group, a buffer) landed there the worker would set the
+    /// enable bit inside it (seen as SIGSEGV in `memory/an-unmapped-page-does-not-stop-enabling`).
+    pub fn map_apart(prot: libc::c_int) -> Result<Page, String> {
+        let probe = Page::map(libc::PROT_NONE)?;
+        let len = page_size();
+        let hint = (probe.addr() / 2) & !(len as u64 - 1);
+        drop(probe);
+        // SAFETY: a new anonymous mapping at a hint (no MAP_FIXED): no existing memory is affected.
+        let ptr =
+            unsafe { libc::mmap(hint as *mut libc::c_void, len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        if ptr == libc::MAP_FAILED {
+            return Err(format!("mmap: {}", errno_text(errno())));
+        }
+        Ok(Page { ptr, len })
+    }
+
     pub fn addr(&self) -> u64 {
         self.ptr as u64
     }
@@ -172,6 +193,19 @@ pub fn share_file(page: &Page, path: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The words page sits far below the other mappings, and its hole is not the next mapping.
+    #[test]
+    fn a_page_apart_is_not_reused_once_unmapped() {
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        let apart = Page::map_apart(rw).unwrap();
+        let ordinary = Page::map(rw).unwrap();
+        let at = apart.addr();
+        assert!(at <= ordinary.addr() / 2 + page_size() as u64, "{at:#x} vs {:#x}", ordinary.addr());
+        drop(apart);
+        // One mapping only: `addresses_resolve` (run in parallel) needs its own hole to stay one.
+        assert_ne!(Page::map(rw).unwrap().addr(), at, "a new mapping took the hole");
+    }
 
     /// Whether the kernel can write to `addr` from user space (read(2) into it).
     fn kernel_write_errno(addr: u64) -> i32 {

@@ -191,7 +191,7 @@ impl UserEvents {
     pub fn prepare_for_threads(&self) -> Result<(), String> {
         let mut names = self.names();
         if names.words.is_none() && !names.words_gone {
-            names.words = Some(Page::map(libc::PROT_READ | libc::PROT_WRITE)?);
+            names.words = Some(Page::map_apart(libc::PROT_READ | libc::PROT_WRITE)?);
         }
         let _ = names.fd(protocol::DATA_FD, &self.data_path);
         Ok(())
@@ -665,7 +665,7 @@ impl Names {
             return Err("the words page was unmapped: no new words".into());
         }
         if self.words.is_none() {
-            self.words = Some(Page::map(libc::PROT_READ | libc::PROT_WRITE)?);
+            self.words = Some(Page::map_apart(libc::PROT_READ | libc::PROT_WRITE)?);
         }
         let page = self.words.as_ref().expect("just mapped");
         if self.next_slot + 8 > page.len() {
