@@ -33,6 +33,7 @@ mod source;
 mod suites;
 mod test;
 mod test_as_user;
+mod test_debug;
 mod timings;
 mod upstream;
 mod validate;

@@ -16,6 +16,7 @@ use crate::exit::{self, Kind};
 use crate::flags::{ConfigArgs, KernelArgs, SourceArgs, TestArgs, VmArgs};
 use crate::progress::line;
 use crate::test_as_user;
+use crate::test_debug;
 
 struct Outcome {
     name: String,
@@ -122,7 +123,8 @@ pub fn run(args: &TestArgs) -> Result<u8> {
         record(&mut outcomes, &format!("results: {name}"), Instant::now(), result);
     }
 
-    for arch in crate::arch::ARCHES {
+    // The debug profile configures on every arch; test_debug::ARCH's is built and run below.
+    for arch in crate::arch::ARCHES.iter().filter(|a| a.name != test_debug::ARCH) {
         let started = Instant::now();
         let debug = KernelArgs {
             arch: arch.name.into(),
@@ -295,6 +297,8 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
         result,
     );
 
+    debug_profile(&opts, base, results.path(), outcomes);
+
     let started = Instant::now();
     let result = exec_and_share(&vm, base, args, results.path());
     record(outcomes, "exec returns the binary's status; --share and artifacts cross virtio-fs", started, result);
@@ -354,6 +358,49 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
         result,
     );
     Ok(())
+}
+
+/// The debug profile on `test_debug::ARCH`: its kernel built with the checkers on, the whole
+/// gating plan run and judged on it, then a deliberately racy patch caught by `validate
+/// --profile debug` through lockdep.
+fn debug_profile(opts: &crate::boot::Options, base: &KernelArgs, scratch: &Path, outcomes: &mut Vec<Outcome>) {
+    let arch = test_debug::ARCH;
+    let started = Instant::now();
+    let built = test_debug::build(base);
+    let result = built.as_ref().map(|_| ()).map_err(|e| anyhow::anyhow!("{e:#}"));
+    record(
+        outcomes,
+        &format!(
+            "{arch} (debug profile): the kernel builds with KASAN, lockdep, DEBUG_ATOMIC_SLEEP and hung-task detection"
+        ),
+        started,
+        result,
+    );
+    let Ok(built) = built else { return };
+
+    let started = Instant::now();
+    let result = test_debug::run_gating_plan(&built, opts, scratch);
+    record(
+        outcomes,
+        &format!(
+            "{arch} (debug profile): every gating scenario runs; K4 shows its KASAN use-after-free, \
+             no other scenario or boot has a kernel finding"
+        ),
+        started,
+        result,
+    );
+
+    let started = Instant::now();
+    let result = test_as_user::racy_patch_under_debug(scratch, arch);
+    record(
+        outcomes,
+        &format!(
+            "{arch} (debug profile): validate --profile debug names exactly the scenarios a patch made racy \
+             (event_mutex dropped), through lockdep, and exits 1"
+        ),
+        started,
+        result,
+    );
 }
 
 /// Between-scenario hygiene in a real guest: a scenario registers an event, enables it in

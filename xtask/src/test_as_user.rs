@@ -385,6 +385,54 @@ pub fn git_tree_validate_and_bisect(scratch: &Path, args: &TestArgs) -> Result<(
     Ok(())
 }
 
+/// The scenarios of `registration/*` that unregister an enabler successfully, so that the
+/// forced clear runs: what the racy patch must regress, and nothing else.
+const RACY_REGRESSES: [&str; 2] =
+    ["registration/unregister-clears-the-bit-and-stops-updates", "registration/unregister-validation"];
+
+/// `validate --profile debug --patch unlocked-forced-clear.patch --arch ARCH --filter
+/// 'registration/*'`: the patch takes event_mutex out of the forced clear of an unregistered
+/// bit, which no default run notices (`lockdep_assert_held` is compiled out); under the debug
+/// profile lockdep warns in exactly the scenarios that unregister, validate names them as
+/// regressed and exits 1, and each one's finding is the warning in user_event_enabler_write.
+pub fn racy_patch_under_debug(scratch: &Path, arch: &str) -> Result<()> {
+    let root = crate::checkout::project_root();
+    let results = tempfile::tempdir_in(scratch)?;
+    let patch = root.join("xtask/test_data/patches/unlocked-forced-clear.patch");
+    let (sh, xtask, dir) = (sh()?, this_xtask()?, results.path());
+    let out = cmd!(
+        sh,
+        "{xtask} validate --profile debug --patch {patch} --arch {arch} --filter registration/* --results {dir}"
+    )
+    .ignore_status()
+    .output()?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    anyhow::ensure!(out.status.code() == Some(1), "validate exited {:?}:\n{text}", out.status.code());
+    // `  REGRESSED      registration/unregister-validation: pass -> fail`
+    let mut regressed: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("REGRESSED "))
+        .filter_map(|l| l.trim_start().split_once(": ").map(|(name, _)| name))
+        .collect();
+    regressed.sort_unstable();
+    anyhow::ensure!(
+        regressed == RACY_REGRESSES,
+        "validate named {regressed:?} as regressed, expected {RACY_REGRESSES:?}:\n{text}"
+    );
+    // The patched side's run: each regressed scenario failed on the lockdep warning.
+    let patched = text
+        .lines()
+        .find_map(|l| l.split_once("validate: comparing ")?.1.split_once(" with ")?.1.strip_suffix(" (patched)"))
+        .with_context(|| format!("validate did not name the patched run:\n{text}"))?;
+    let run: crate::results::model::Run = serde_json::from_slice(&std::fs::read(Path::new(patched).join("run.json"))?)?;
+    for name in RACY_REGRESSES {
+        let s = run.arch(arch).and_then(|a| a.scenario(name)).with_context(|| format!("{name} is not in {patched}"))?;
+        let warned = s.findings.iter().any(|f| f.kind == "warning" && f.summary.contains("user_event_enabler_write"));
+        anyhow::ensure!(warned, "{name}: no WARNING in user_event_enabler_write among {:?}", s.findings);
+    }
+    Ok(())
+}
+
 /// `run --filter 'process/*' --list` prints exactly the process scenarios of each default arch
 /// (`x86_64,arm64`: no other arch without `--arch`) and boots nothing (no run folder appears).
 pub fn filter_list(scratch: &Path) -> Result<()> {
