@@ -632,7 +632,7 @@ mod tests {
             ),
             "{args}"
         );
-        assert!(args.contains("-append console=ttyS0 panic=-1 reboot=t loglevel=7 "), "{args}");
+        assert!(args.contains("-append console=ttyS0 panic=-1 reboot=t no_timer_check loglevel=7 "), "{args}");
         assert!(args.contains("virtserialport,chardev=results,name=ue.results"), "{args}");
         assert!(args.contains("-object memory-backend-memfd,id=mem,size=256M,share=on"), "{args}");
         assert!(args.ends_with("vhost-user-fs-device,chardev=fs0,tag=ue-artifacts -d guest_errors"), "{args}");
