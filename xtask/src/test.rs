@@ -379,7 +379,8 @@ fn debug_profile(opts: &crate::boot::Options, base: &KernelArgs, scratch: &Path,
     let Ok(built) = built else { return };
 
     let started = Instant::now();
-    let result = test_debug::run_gating_plan(&built, opts, scratch);
+    let plain = crate::pipeline::kernels(&KernelArgs { arch: arch.into(), ..base.clone() });
+    let result = plain.and_then(|plain| test_debug::run_gating_plan(&built, &plain, opts, scratch));
     record(
         outcomes,
         &format!(
