@@ -79,14 +79,7 @@ fn run_nested(state: &mut ScenarioState, steps: &[Step], out: &mut dyn Write, ne
 /// Runs one step, in its area's module.
 fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
     if state.in_threads {
-        let whole_process = match step {
-            Step::Fork { .. } => Some("fork"),
-            Step::ExecAgent { .. } => Some("exec_agent"),
-            Step::Memory { .. } => Some("memory"),
-            Step::Credentials { .. } => Some("credentials"),
-            _ => None,
-        };
-        if let Some(kind) = whole_process {
+        if let Some(kind) = step.whole_process_kind() {
             say(&format!("{kind}: not in a thread of `threads`: it acts on the whole process"));
             return StepOutcome::Fail;
         }

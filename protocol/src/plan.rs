@@ -792,3 +792,18 @@ mod tests {
         assert_eq!(serde_json::from_str::<Plan>(&json).unwrap(), plan);
     }
 }
+
+impl Step {
+    /// The step kind's name when the step acts on the whole process (its memory map, its
+    /// credentials, a fork or an exec of it), which a thread of `threads` must not do: the
+    /// suites refuse it and the agent fails it.
+    pub fn whole_process_kind(&self) -> Option<&'static str> {
+        match self {
+            Step::Fork { .. } => Some("fork"),
+            Step::ExecAgent { .. } => Some("exec_agent"),
+            Step::Memory { .. } => Some("memory"),
+            Step::Credentials { .. } => Some("credentials"),
+            _ => None,
+        }
+    }
+}

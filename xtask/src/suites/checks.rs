@@ -275,14 +275,7 @@ impl Checker<'_> {
             );
         }
         if context.in_threads {
-            let whole_process = match step {
-                Step::Fork { .. } => Some("fork"),
-                Step::ExecAgent { .. } => Some("exec_agent"),
-                Step::Memory { .. } => Some("memory"),
-                Step::Credentials { .. } => Some("credentials"),
-                _ => None,
-            };
-            if let Some(kind) = whole_process {
+            if let Some(kind) = step.whole_process_kind() {
                 self.error(
                     &at(&[]),
                     format!("`{kind}` acts on the whole process, so it cannot run in a thread of `threads`"),
