@@ -55,12 +55,7 @@ pub fn build(base: &KernelArgs) -> Result<Vec<Built>> {
 /// under `results`, judged by [`judge`] with the suites' `expect_report` marks and [`MUST_REPORT`].
 /// The scenarios the default-profile kernel `plain` skips too (arch variants: big-endian
 /// only, `HIST_TRIGGERS=n`, a separate user address space) are the only skips allowed.
-pub fn run_gating_plan(
-    built: &[Built],
-    plain: &[Built],
-    opts: &crate::boot::Options,
-    results: &Path,
-) -> Result<()> {
+pub fn run_gating_plan(built: &[Built], plain: &[Built], opts: &crate::boot::Options, results: &Path) -> Result<()> {
     let chosen = crate::pipeline::choose(&crate::flags::SelectArgs::default(), results)?;
     let b = built.first().context("no kernel built")?;
     let expect_report = crate::pipeline::compile_for(&chosen, b)?.marks.expect_report;
