@@ -261,7 +261,7 @@ const GLIBC_S390X: HelperTarget = HelperTarget {
 
 /// What `--arch` means when it is not given (every verb but `setup` and `matrix`, which take
 /// `all`): the two arches whose guests are fastest under TCG. On 2 cores `--arch all` takes
-/// about 2.6x as long as these two (BENCHMARKS.md), so the new arches are asked for by name.
+/// 2-3x as long as these two (BENCHMARKS.md), so the new arches are asked for by name.
 pub const DEFAULT: &str = "x86_64,arm64";
 
 /// Named sets of arches an `--arch` value may use besides single names: `all` is every row of
