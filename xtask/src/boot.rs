@@ -561,7 +561,11 @@ pub fn exec(built: &Built, command: &[String], timeout_s: u64, opts: &Options) -
         steps: vec![protocol::Step::Exec { argv, expect_exit: 0 }],
     });
     let judged = run_plan_on(std::slice::from_ref(built), &plan, &[(guest, bytes)], opts)?;
-    exec_status(&judged[0])
+    // A signal before the VM started leaves no boot to read a status from.
+    match judged.first() {
+        Some(j) => exec_status(j),
+        None => Err(error(Kind::Interrupted, "interrupted before the VM booted: the program did not run")),
+    }
 }
 
 /// `cargo xtask shell`: the agent's interactive shell on the terminal.
