@@ -285,6 +285,28 @@ pub fn fedora(debian: &'static str) -> Fedora {
     }
 }
 
+/// What a Rust target a guest binary is built for needs: the target itself and, for static
+/// glibc, the linker cargo uses (the target's own, or the host `cc`) and that linker's libc.a.
+fn target_needs(t: &crate::arch::HelperTarget, why: String) -> Vec<(String, String, Probe, Source)> {
+    let mut v = vec![(
+        format!("rust target {}", t.triple),
+        why.clone(),
+        Probe::RustTarget(t.triple),
+        Source::RustTarget(t.triple),
+    )];
+    if t.static_glibc {
+        let cc = if t.linker.is_empty() { "cc" } else { t.linker };
+        v.push((cc.into(), why.clone(), Probe::Program(cc.into()), Source::Package(t.packages[0])));
+        v.push((
+            format!("static glibc for {cc} (libc.a)"),
+            why,
+            Probe::StaticLibc { cc: cc.into() },
+            Source::Package(t.packages[1]),
+        ));
+    }
+    v
+}
+
 /// Every piece `needs` asks for, each once (the first reason wins).
 pub fn items(n: &Needs) -> Vec<Item> {
     let mut v: Vec<Item> = Vec::new();
@@ -349,18 +371,10 @@ pub fn items(n: &Needs) -> Vec<Item> {
                 let why = format!("booting {}", arch.name);
                 add(arch.qemu_binary.into(), why, Probe::Qemu(arch), Source::Package(arch.qemu_package));
             }
-            let t = &arch.agent_target;
-            let why = format!("the guest agent for {}", arch.name);
-            add(
-                format!("rust target {}", t.triple),
-                why.clone(),
-                Probe::RustTarget(t.triple),
-                Source::RustTarget(t.triple),
-            );
-            if t.static_glibc {
-                add(t.linker.into(), why.clone(), program(t.linker), Source::Package(t.packages[0]));
-                let what = format!("static glibc for {} (libc.a)", t.linker);
-                add(what, why, Probe::StaticLibc { cc: t.linker.into() }, Source::Package(t.packages[1]));
+            for (what, why, probe, source) in
+                target_needs(&arch.agent_target, format!("the guest agent for {}", arch.name))
+            {
+                add(what, why, probe, source);
             }
         }
     }
@@ -371,20 +385,8 @@ pub fn items(n: &Needs) -> Vec<Item> {
         for client in CLIENTS.iter().filter(|c| n.clients.contains(&c.package)) {
             // An arch without a build of this client skips the scenarios that run it.
             let Ok(t) = (client.target)(arch) else { continue };
-            let why = format!("{} for {}", client.package, arch.name);
-            add(
-                format!("rust target {}", t.triple),
-                why.clone(),
-                Probe::RustTarget(t.triple),
-                Source::RustTarget(t.triple),
-            );
-            if t.static_glibc {
-                // The linker cargo uses: the target's own, or the host `cc`; then its libc.a.
-                let cc = if t.linker.is_empty() { "cc" } else { t.linker };
-                let (linker_pkg, libc_pkg) = (t.packages[0], t.packages[1]);
-                add(cc.into(), why.clone(), program(cc), Source::Package(linker_pkg));
-                let what = format!("static glibc for {cc} (libc.a)");
-                add(what, why, Probe::StaticLibc { cc: cc.into() }, Source::Package(libc_pkg));
+            for (what, why, probe, source) in target_needs(t, format!("{} for {}", client.package, arch.name)) {
+                add(what, why, probe, source);
             }
         }
     }
