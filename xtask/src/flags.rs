@@ -1,6 +1,6 @@
 //! Every command-line flag of `cargo xtask`, declared in one place.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -25,14 +25,7 @@ pub struct Xtask {
 pub enum Cmd {
     /// Check the host for everything (QEMU, compilers, static C libraries, kernel source, rust
     /// targets, virtiofsd, kcidb-io); on Debian as root install what is missing.
-    Setup {
-        /// Only report what is missing (exit 129 when something is); change nothing.
-        #[arg(long)]
-        check: bool,
-        /// x86_64, arm64, s390x, riscv64, all, or a comma-separated list (x86_64,s390x).
-        #[arg(long, default_value = "all")]
-        arch: String,
-    },
+    Setup(SetupArgs),
     /// Configure and build (or fetch from the cache) the kernel for each arch; print the image paths.
     Kernel(KernelArgs),
     /// The main job: build the kernels, boot them and run the suites.
@@ -48,11 +41,7 @@ pub enum Cmd {
     /// An interactive console in the guest (tracefs is mounted); Ctrl-A x quits.
     Shell(ShellArgs),
     /// The catalogue's behaviours against the suites: covering scenarios, excuses, last results.
-    Coverage {
-        /// Where run folders are (default: results/ in the checkout).
-        #[arg(long, value_name = "DIR")]
-        results: Option<PathBuf>,
-    },
+    Coverage(CoverageArgs),
     /// Re-render a run folder's reports (run.json, junit.xml, <arch>.ktap, kcidb.json, summary.md,
     /// report.html) from its saved logs, without booting; exits as the run would have.
     Report(ReportArgs),
@@ -75,6 +64,23 @@ pub enum Cmd {
     Bench(BenchArgs),
     /// The project's tests: unit tests, then real kernel builds and checks on both arches.
     Test(TestArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SetupArgs {
+    /// Only report what is missing (exit 129 when something is); change nothing.
+    #[arg(long)]
+    pub check: bool,
+    /// x86_64, arm64, s390x, riscv64, all, or a comma-separated list (x86_64,s390x).
+    #[arg(long, default_value = "all")]
+    pub arch: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CoverageArgs {
+    /// Where run folders are (default: results/ in the checkout).
+    #[arg(long, value_name = "DIR")]
+    pub results: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -106,7 +112,7 @@ pub struct KernelArgs {
 pub struct VmArgs {
     /// auto probes KVM with a trial boot (cached) and falls back to TCG.
     #[arg(long, value_enum, default_value = "auto")]
-    pub accel: crate::boot::AccelChoice,
+    pub accel: crate::vm::qemu::AccelChoice,
     /// Share a host folder into the guest over virtio-fs: HOST_DIR[:GUEST_PATH] (default /share).
     #[arg(long, value_name = "HOST_DIR[:GUEST_PATH]")]
     pub share: Option<String>,
@@ -136,7 +142,7 @@ impl KernelArgs {
     /// `shell` and `exec` run one VM: no `--arch` (or `all`) means the host's arch, when this tool
     /// has one of that kind; any other value must name exactly one arch.
     pub fn single_arch(&self, verb: &str) -> anyhow::Result<KernelArgs> {
-        use crate::exit::{error, Kind};
+        use crate::support::exit::{error, Kind};
         let names = || crate::arch::ARCHES.iter().map(|a| format!("--arch {}", a.name)).collect::<Vec<_>>().join(", ");
         if self.arch != "all" && self.arch != crate::arch::DEFAULT {
             let arches = crate::arch::select(&self.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
@@ -158,25 +164,7 @@ impl KernelArgs {
 impl VmArgs {
     /// `--results`, else `results/` in the checkout.
     pub fn results_root(&self) -> PathBuf {
-        self.results.clone().unwrap_or_else(|| crate::checkout::project_root().join("results"))
-    }
-
-    /// The VM flags resolved into the boots' options, once, before anything boots (a bad
-    /// `--share` is bad input). `cache_dir` is `--cache-dir`.
-    pub fn options(&self, cache_dir: Option<&Path>) -> anyhow::Result<crate::boot::Options> {
-        let split =
-            |a: &Option<String>| a.as_deref().unwrap_or_default().split_whitespace().map(String::from).collect();
-        Ok(crate::boot::Options {
-            accel: self.accel,
-            share: self.share.as_deref().map(crate::boot::parse_share).transpose()?,
-            cpus: self.cpus,
-            memory_mb: self.memory,
-            kernel_args: split(&self.kernel_args),
-            qemu_args: split(&self.qemu_args),
-            vms: self.vms as usize,
-            cache_dir: crate::cache::root(cache_dir),
-            results: self.results_root(),
-        })
+        self.results.clone().unwrap_or_else(crate::support::checkout::default_results)
     }
 }
 
@@ -348,8 +336,8 @@ pub struct MatrixArgs {
     #[arg(long = "kernel", value_name = "TARBALL|DIR")]
     pub kernels: Vec<String>,
     /// A Debian kernel series besides the default source, run with `--kernel-version X` (repeatable).
-    #[arg(long = "kernel-version", value_name = "X", value_parser = crate::debian::parse_kernel_version)]
-    pub kernel_versions: Vec<crate::debian::KernelVersion>,
+    #[arg(long = "kernel-version", value_name = "X", value_parser = crate::kernel::debian::parse_kernel_version)]
+    pub kernel_versions: Vec<crate::kernel::debian::KernelVersion>,
     /// x86_64, arm64, s390x, riscv64, all, or a comma-separated list (x86_64,s390x).
     #[arg(long, default_value = "all")]
     pub arch: String,
@@ -428,10 +416,10 @@ pub struct SourceArgs {
     #[arg(
         long,
         value_name = "X[=DEBIAN_VERSION]",
-        value_parser = crate::debian::parse_kernel_version,
+        value_parser = crate::kernel::debian::parse_kernel_version,
         conflicts_with_all = ["kernel_src", "kernel_tarball", "kernel_image"]
     )]
-    pub kernel_version: Option<crate::debian::KernelVersion>,
+    pub kernel_version: Option<crate::kernel::debian::KernelVersion>,
     /// A patch applied on a private copy of the source (repeatable, in order).
     #[arg(long = "patch", value_name = "FILE", conflicts_with = "kernel_image")]
     pub patches: Vec<PathBuf>,

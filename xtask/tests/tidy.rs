@@ -1,12 +1,14 @@
 //! The shape of the code, checked in plain `cargo test` (as rust-analyzer's `tidy.rs` does):
 //!
-//! - no import cycle between the modules of a crate (`xtask`, `ue-agent`, `protocol`): a module
-//!   is a file; `A -> B` when A names B as `crate::b`, `super::...` or, from a parent, as its
+//! - no import cycle between the modules of a crate (`xtask`'s library, `ue-agent`, `protocol`):
+//!   a module is a file; `A -> B` when A names B as `crate::b`, `super::...` or, from a parent, as its
 //!   child `b::`. Test code (`#[cfg(test)]` items) does not count, nor do re-exports (`pub use`:
 //!   a facade that names what it re-exports, not code that uses it);
 //! - no `.rs` file over [`MAX_LINES`] lines unless its leading `//!` block says why, in a line
 //!   `//! tidy: long because <reason>`;
-//! - every `.rs` file opens with a `//!` line saying what it is for.
+//! - every `.rs` file opens with a `//!` line saying what it is for;
+//! - xtask's folders (and top-level files) import in one direction only, from the layers above
+//!   to the layers below ([`XTASK_LAYERS`]); a new folder takes its place in that list.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -18,9 +20,26 @@ const LONG_BECAUSE: &str = "//! tidy: long because ";
 
 /// The crates whose module graphs must be acyclic: (name, source folder, root file).
 const CRATES: &[(&str, &str, &str)] = &[
-    ("xtask", "xtask/src", "main.rs"),
+    ("xtask", "xtask/src", "lib.rs"),
     ("ue-agent", "initramfs/src", "main.rs"),
     ("protocol", "protocol/src", "lib.rs"),
+];
+
+/// xtask's top-level folders and files, from the bottom up: each may import only those before
+/// it. `main.rs` (the binary, which only dispatches to `verbs/`) is a crate of its own.
+const XTASK_LAYERS: &[(&str, &str)] = &[
+    ("support", "leaves: the checkout, commands, exit codes, files, progress, timings"),
+    ("arch", "per-arch facts as data"),
+    ("kernel", "source, Debian, git, kconfig, cache, build"),
+    ("vm", "QEMU, the initramfs, the hang watchdog"),
+    ("suites", "the scenario language and its plans"),
+    ("flags", "the command line's vocabulary"),
+    ("judging", "console, result channel, verdict, run-folder records"),
+    ("results", "the run model, its renderers, compare, merge"),
+    ("coverage", "what the suites reach"),
+    ("run", "one run: kernels, plans, boots, reports"),
+    ("setup", "provisioning from what a verb needs"),
+    ("verbs", "one module per verb, called only by main.rs"),
 ];
 
 /// Folders whose `.rs` files the per-file rules cover.
@@ -97,6 +116,37 @@ fn no_import_cycles_between_modules() {
         }
     }
     assert!(report.is_empty(), "import cycles between modules (a module is a file):\n{}", report.join("\n"));
+}
+
+#[test]
+fn xtask_folders_import_downwards_only() {
+    let root = workspace();
+    let graph = Graph::of_crate(&root.join("xtask/src"), "lib.rs");
+    let layer = |m: &str| -> Option<usize> {
+        let top = m.split("::").next().unwrap_or("");
+        XTASK_LAYERS.iter().position(|(name, _)| *name == top)
+    };
+    let mut problems = Vec::new();
+    for m in graph.modules.iter().filter(|m| !m.is_empty() && *m != "main") {
+        if layer(m).is_none() {
+            problems.push(format!("{m}: its folder is not in XTASK_LAYERS; place it there"));
+        }
+    }
+    for ((a, b), at) in &graph.edges {
+        if a.is_empty() || a == "main" || b.is_empty() {
+            continue;
+        }
+        let (Some(la), Some(lb)) = (layer(a), layer(b)) else { continue };
+        if la < lb {
+            problems.push(format!(
+                "{a} -> {b} ({at}): {} imports {}, a layer above it",
+                XTASK_LAYERS[la].0, XTASK_LAYERS[lb].0
+            ));
+        }
+    }
+    problems.sort();
+    problems.dedup();
+    assert!(problems.is_empty(), "folders importing upwards:\n{}", problems.join("\n"));
 }
 
 /// A crate's modules (`""` for the root, `results::collect`, ...) and who names whom, with the

@@ -1,4 +1,4 @@
-//! Judged boots into the run model: `assemble` takes the boots (judged live, or read back from
+//! BootRun boots into the run model: `assemble` takes the boots (judged live, or read back from
 //! their records and logs by `run_folder::read_boot`) and the folder's provenance files
 //! (`kernel-metadata.json`, `qemu-version.txt`, `skipped.json`, `host.json`); `load` does both
 //! for `report --from`. `save_facts` writes the provenance files at the end of a live run.
@@ -11,13 +11,13 @@ use anyhow::{Context, Result};
 use super::model::{
     self, ArchRun, Boot, Finding, Host, Kernel, Metric, PatchRef, Run, RunVerdict, Scenario, Status, Totals,
 };
-use crate::exit::{error, Kind};
-use crate::run_folder::{self, BootDir, JudgedBoot};
-use crate::verdict::{self as judge, Expected};
+use crate::judging::run_folder::{self, BootDir, JudgedBoot};
+use crate::judging::verdict::{self as judge, Expected};
+use crate::support::exit::{error, Kind};
 
 /// Writes what the logs alone do not say, beside them: each boot's kernel metadata and QEMU
 /// version, and the host. Run right after the boots, on the machine that ran them.
-pub fn save_facts(run_dir: &Path, boots: &[&JudgedBoot], built: &[crate::kernel::Built]) -> Result<()> {
+pub fn save_facts(run_dir: &Path, boots: &[&JudgedBoot], built: &[crate::kernel::build::Built]) -> Result<()> {
     let mut versions: BTreeMap<String, Option<String>> = BTreeMap::new();
     for b in boots {
         let folder = &b.folder;
@@ -28,7 +28,7 @@ pub fn save_facts(run_dir: &Path, boots: &[&JudgedBoot], built: &[crate::kernel:
         }
         let binary = b.facts.qemu_command.split_whitespace().next().unwrap_or_default().to_string();
         let version =
-            versions.entry(binary.clone()).or_insert_with(|| crate::qemu::version(Path::new(&binary))).clone();
+            versions.entry(binary.clone()).or_insert_with(|| crate::vm::qemu::version(Path::new(&binary))).clone();
         if let Some(v) = version {
             std::fs::write(folder.file(run_folder::QEMU_VERSION), format!("{v}\n"))?;
         }
@@ -65,8 +65,8 @@ pub fn load(run_dir: &Path, generated_at: jiff::Timestamp) -> Result<Run> {
         )));
     }
     let boots = folders.into_iter().map(run_folder::read_boot).collect::<Result<Vec<_>>>()?;
-    let timings =
-        crate::timings::load(&real).map_err(|e| bad(format!("{}: {e}", real.join(run_folder::TIMINGS).display())))?;
+    let timings = crate::support::timings::load(&real)
+        .map_err(|e| bad(format!("{}: {e}", real.join(run_folder::TIMINGS).display())))?;
     assemble(&real, &boots.iter().collect::<Vec<_>>(), timings, generated_at)
 }
 
@@ -75,7 +75,7 @@ pub fn load(run_dir: &Path, generated_at: jiff::Timestamp) -> Result<Run> {
 pub fn assemble(
     run_dir: &Path,
     boots: &[&JudgedBoot],
-    timings: Vec<crate::timings::Phase>,
+    timings: Vec<crate::support::timings::Phase>,
     generated_at: jiff::Timestamp,
 ) -> Result<Run> {
     let bad = |m: String| error(Kind::BadInput, m);
@@ -171,11 +171,11 @@ fn suite_of(name: &str) -> String {
 fn boot_model(b: &JudgedBoot) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
     let (facts, j) = (&b.facts, &b.judgement);
     let ended_text = match &facts.ended {
-        crate::qemu::Ended::Exited { code } => {
+        crate::vm::qemu::Ended::Exited { code } => {
             code.map_or("killed by a signal".to_string(), |c| format!("exited with code {c}"))
         }
-        crate::qemu::Ended::Killed { after_ms, reason, .. } => format!("killed after {after_ms} ms: {reason}"),
-        crate::qemu::Ended::Failed { error } => format!("failed on the host: {error}"),
+        crate::vm::qemu::Ended::Killed { after_ms, reason, .. } => format!("killed after {after_ms} ms: {reason}"),
+        crate::vm::qemu::Ended::Failed { error } => format!("failed on the host: {error}"),
     };
     let mut scenarios: Vec<Scenario> = j
         .result
@@ -226,7 +226,7 @@ fn boot_model(b: &JudgedBoot) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
 
 /// `kernel-metadata.json` in the boot folder, else the build cache's `metadata.json` beside the
 /// image QEMU booted (runs saved before the copy was kept).
-fn kernel_metadata(boot_dir: &Path, qemu_command: &str) -> Result<Option<crate::kernel::Metadata>> {
+fn kernel_metadata(boot_dir: &Path, qemu_command: &str) -> Result<Option<crate::kernel::build::Metadata>> {
     let saved = boot_dir.join(run_folder::KERNEL_METADATA);
     let file = if saved.is_file() {
         saved
@@ -244,7 +244,7 @@ fn kernel_metadata(boot_dir: &Path, qemu_command: &str) -> Result<Option<crate::
         .map_err(|e| error(Kind::BadInput, format!("{}:{}:{}: {e}", file.display(), e.line(), e.column())))
 }
 
-fn kernel(m: &crate::kernel::Metadata) -> Kernel {
+fn kernel(m: &crate::kernel::build::Metadata) -> Kernel {
     Kernel {
         release: m.kernelrelease.clone(),
         source_kind: m.source.kind.clone(),
@@ -267,7 +267,7 @@ fn kernel(m: &crate::kernel::Metadata) -> Kernel {
 }
 
 /// The figures a scenario reported, by name (the last of a name wins; the reader flags repeats).
-fn metrics(r: &crate::ktap::ScenarioRecord) -> BTreeMap<String, Metric> {
+fn metrics(r: &crate::judging::channel::ScenarioRecord) -> BTreeMap<String, Metric> {
     r.metrics
         .iter()
         .map(|m| {
@@ -282,7 +282,7 @@ fn metrics(r: &crate::ktap::ScenarioRecord) -> BTreeMap<String, Metric> {
         .collect()
 }
 
-fn finding(f: &crate::console::Finding) -> Finding {
+fn finding(f: &crate::judging::console::Finding) -> Finding {
     Finding {
         kind: f.kind.as_str().to_string(),
         summary: f.summary.clone(),

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use super::model::{Metric, Run, Status, SCHEMA_VERSION};
 use super::text::{cell, clean};
-use crate::exit::{error, Kind};
+use crate::support::exit::{error, Kind};
 
 /// Fewest samples per side for a metric's noise to count as measured.
 pub const MIN_SAMPLES: usize = 3;
@@ -235,12 +235,12 @@ pub fn load_side(path: &Path) -> Result<Vec<(PathBuf, Run)>> {
 
 /// A run folder's model: its `run.json`, else derived from its logs; `None` when it is neither.
 fn read_run_folder(dir: &Path) -> Result<Option<Run>> {
-    let json = dir.join(crate::run_folder::RUN_JSON);
+    let json = dir.join(crate::judging::run_folder::RUN_JSON);
     if json.is_file() {
         return read_run_json(&json).map(Some);
     }
     let has_boot = std::fs::read_dir(dir)
-        .map(|rd| rd.flatten().any(|e| e.path().join(crate::run_folder::VERDICT).is_file()))
+        .map(|rd| rd.flatten().any(|e| e.path().join(crate::judging::run_folder::VERDICT).is_file()))
         .unwrap_or(false);
     if has_boot {
         return super::collect::load(dir, jiff::Timestamp::now()).map(Some);
@@ -776,7 +776,7 @@ pub fn write(c: &Comparison, out: &Path) -> Result<Vec<PathBuf>> {
     json.push(b'\n');
     let files = [(out.join("compare.json"), json), (out.join("compare.md"), render_markdown(c))];
     for (path, bytes) in &files {
-        crate::files::write_atomic(path, bytes)?;
+        crate::support::files::write_atomic(path, bytes)?;
     }
     Ok(files.into_iter().map(|(p, _)| p).collect())
 }
@@ -794,7 +794,7 @@ pub fn report(b: &[(PathBuf, Run)], c: &[(PathBuf, Run)], out: &Path, metrics_ga
     print!("{}", render_text(&cmp, verbose));
     let written = write(&cmp, out)?;
     let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-    crate::progress::line(format!("comparison written to {}", names.join(", ")));
+    crate::support::progress::line(format!("comparison written to {}", names.join(", ")));
     Ok(cmp.exit_code(metrics_gate))
 }
 

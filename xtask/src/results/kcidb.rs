@@ -81,7 +81,7 @@ fn patchset_hash(arch: &ArchRun) -> String {
     for p in &k.patches {
         h.update(format!("{}\n", p.sha256));
     }
-    crate::files::hex(&h.finalize())
+    crate::support::files::hex(&h.finalize())
 }
 
 fn checkout_id(run: &Run, arch: &ArchRun) -> String {

@@ -12,8 +12,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::exit::{error, Kind};
-use crate::run_folder::{self, BootDir};
+use crate::judging::run_folder::{self, BootDir};
+use crate::support::exit::{error, Kind};
 
 /// One job's arch as found: the run folder, the arch, its boot folders (`x86_64`,
 /// `x86_64.isolated-1`) and what tells it apart from the same arch of another job.
@@ -201,7 +201,10 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<super::model::Run> {
     json.push(b'\n');
     std::fs::write(out.join("merged-from.json"), json)?;
     for o in &origins {
-        crate::progress::line(format!("{} <- {} ({}, {}, {})", o.folder, o.from, o.arch, o.profile, o.kernel_release));
+        crate::support::progress::line(format!(
+            "{} <- {} ({}, {}, {})",
+            o.folder, o.from, o.arch, o.profile, o.kernel_release
+        ));
     }
     super::publish(out, super::collect::load(out, jiff::Timestamp::now())?, None)
 }
@@ -301,7 +304,7 @@ mod tests {
         assert_eq!(again.arches.len(), 3);
         // Into a folder that is not empty: bad input, nothing touched.
         let e = merge(&inputs, &out).unwrap_err();
-        assert_eq!(crate::exit::code_for(&e), 128);
+        assert_eq!(crate::support::exit::code_for(&e), 128);
     }
 
     #[test]
@@ -309,9 +312,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join("a/b")).unwrap();
         let e = merge(&[tmp.path().join("a")], &tmp.path().join("out")).unwrap_err();
-        assert_eq!(crate::exit::code_for(&e), 128);
+        assert_eq!(crate::support::exit::code_for(&e), 128);
         assert!(e.to_string().contains("no run folder"), "{e}");
         let e = merge(&[tmp.path().join("missing")], &tmp.path().join("out")).unwrap_err();
-        assert_eq!(crate::exit::code_for(&e), 128);
+        assert_eq!(crate::support::exit::code_for(&e), 128);
     }
 }

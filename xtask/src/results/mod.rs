@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::progress::line;
+use crate::support::progress::line;
 use model::Run;
 
 /// One rendering: its file name in the run folder and its bytes.
@@ -34,7 +34,7 @@ pub struct Rendered {
 /// Every rendering of a run, in a fixed order.
 pub fn render_all(run: &Run) -> Result<Vec<Rendered>> {
     let mut out = vec![
-        Rendered { file: crate::run_folder::RUN_JSON.into(), bytes: json::render(run)? },
+        Rendered { file: crate::judging::run_folder::RUN_JSON.into(), bytes: json::render(run)? },
         Rendered { file: "junit.xml".into(), bytes: junit::render(run)? },
     ];
     for arch in &run.arches {
@@ -55,11 +55,11 @@ pub fn render_all(run: &Run) -> Result<Vec<Rendered>> {
 pub fn publish(run_dir: &Path, mut run: Run, live: Option<std::time::Instant>) -> Result<Run> {
     let write = |file: &str, bytes: &[u8]| {
         let path = run_dir.join(file);
-        crate::files::write_atomic(&path, bytes).with_context(|| format!("writing {}", path.display()))
+        crate::support::files::write_atomic(&path, bytes).with_context(|| format!("writing {}", path.display()))
     };
     let mut written: Vec<PathBuf> = Vec::new();
     for r in render_all(&run)? {
-        if live.is_none() || r.file != crate::run_folder::RUN_JSON {
+        if live.is_none() || r.file != crate::judging::run_folder::RUN_JSON {
             write(&r.file, &r.bytes)?;
         }
         written.push(run_dir.join(&r.file));
@@ -79,11 +79,11 @@ pub fn publish(run_dir: &Path, mut run: Run, live: Option<std::time::Instant>) -
     for a in &run.arches {
         line(format!("{}: {} ({})", a.arch, a.totals.describe(), a.verdict.kind));
     }
-    let verdict = crate::progress::tag(&run.verdict.kind.to_uppercase());
+    let verdict = crate::support::progress::tag(&run.verdict.kind.to_uppercase());
     line(format!("{verdict} run {}: {}", run.run_id, run.totals.describe()));
     if let Some(began) = live {
-        run.timings = crate::timings::finish(run_dir, began.elapsed())?;
-        write(crate::run_folder::RUN_JSON, &json::render(&run)?)?;
+        run.timings = crate::support::timings::finish(run_dir, began.elapsed())?;
+        write(crate::judging::run_folder::RUN_JSON, &json::render(&run)?)?;
     }
     Ok(run)
 }
@@ -162,16 +162,16 @@ pub mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("20260102-030405-00001");
         copy_dir(&fixture_dir(), &dir);
-        let boots: Vec<_> = crate::run_folder::boot_folders(&dir)
+        let boots: Vec<_> = crate::judging::run_folder::boot_folders(&dir)
             .unwrap()
             .into_iter()
-            .map(|f| crate::run_folder::read_boot(f).unwrap())
+            .map(|f| crate::judging::run_folder::read_boot(f).unwrap())
             .collect();
         let pinned: jiff::Timestamp = "2026-01-02T03:04:05Z".parse().unwrap();
         let live = collect::assemble(&dir, &boots.iter().collect::<Vec<_>>(), vec![], pinned).unwrap();
         let published = publish(&dir, live, Some(std::time::Instant::now())).unwrap();
         assert!(published.timings.iter().any(|p| p.phase == "render" && p.arch.is_none()), "{:?}", published.timings);
-        assert!(dir.join(crate::run_folder::TIMINGS).is_file());
+        assert!(dir.join(crate::judging::run_folder::TIMINGS).is_file());
         let written: Run = serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
         assert_eq!(written, published);
         assert_eq!(collect::load(&dir, pinned).unwrap(), published);

@@ -30,7 +30,7 @@ pub struct Run {
     /// How long each phase of the invocation that made the run took (`timings.json`); empty
     /// for runs saved before it was recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub timings: Vec<crate::timings::Phase>,
+    pub timings: Vec<crate::support::timings::Phase>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,8 +167,8 @@ impl RunVerdict {
     }
 
     /// A boot's verdict in the model's words (and with it the exit code, [`RunVerdict::exit_code`]).
-    pub fn of(v: &crate::verdict::BootVerdict) -> RunVerdict {
-        use crate::verdict::BootVerdict;
+    pub fn of(v: &crate::judging::verdict::BootVerdict) -> RunVerdict {
+        use crate::judging::verdict::BootVerdict;
         let detail = match v {
             BootVerdict::KernelPanic { scenario } => scenario.clone(),
             BootVerdict::InfraError(e) | BootVerdict::BootFailure(e) => Some(e.clone()),
@@ -193,9 +193,9 @@ impl RunVerdict {
     pub fn exit_code(&self) -> u8 {
         match self.severity() {
             0 => 0,
-            1..=4 => crate::exit::Kind::TestFailed.code(),
-            5 => crate::exit::Kind::Interrupted.code(),
-            _ => crate::exit::Kind::Infra.code(),
+            1..=4 => crate::support::exit::Kind::TestFailed.code(),
+            5 => crate::support::exit::Kind::Interrupted.code(),
+            _ => crate::support::exit::Kind::Infra.code(),
         }
     }
 

@@ -4,7 +4,7 @@
 /// Characters a report must not carry: ANSI escapes and control characters other than tab
 /// and newline (`console::strip_control`, the console scanner's own stripper).
 pub fn clean(text: &str) -> String {
-    crate::console::strip_control(text, &['\t', '\n'])
+    crate::judging::console::strip_control(text, &['\t', '\n'])
 }
 
 /// Text for one Markdown table cell or list item: one line, no pipes (`summary.md`,

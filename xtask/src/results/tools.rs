@@ -7,15 +7,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::cmd::{cmd, install, sh, succeeds};
-use crate::exit::{error, Kind};
+use crate::support::cmd::{cmd, install, sh, succeeds};
+use crate::support::exit::{error, Kind};
 
 /// The `kcidb-io` release installed and validated against (its schema v5.3).
 pub const KCIDB_IO_VERSION: &str = "141";
 
 /// The virtualenv holding `kcidb-io`.
 pub fn kcidb_venv() -> PathBuf {
-    crate::cache::root(None).join("python/kcidb-io")
+    crate::kernel::cache::root(None).join("python/kcidb-io")
 }
 
 /// Whether the virtualenv's Python imports the pinned `kcidb_io`.
@@ -68,7 +68,7 @@ pub fn kcidb_validate(doc: &[u8]) -> Result<()> {
 
 /// The kernel's `kunit.py` from a kernel source unpacked in the build cache.
 pub fn kunit_py() -> Result<PathBuf> {
-    let sources = crate::cache::root(None).join("sources");
+    let sources = crate::kernel::cache::root(None).join("sources");
     let mut found: Vec<PathBuf> = std::fs::read_dir(&sources)
         .into_iter()
         .flatten()
@@ -132,7 +132,7 @@ pub fn kunit_parse(kunit: &Path, ktap: &[u8]) -> Result<KunitParse> {
 /// each arch's KTAP with no parse error and the model's counts; `kcidb-io` must validate the
 /// KCIDB document. One result per check, named.
 pub fn check_consumers() -> Vec<(String, Result<()>)> {
-    let dir = crate::checkout::project_root().join("xtask/test_data/results/run-fixture");
+    let dir = crate::support::checkout::project_root().join("xtask/test_data/results/run-fixture");
     let pinned: jiff::Timestamp = "2026-01-02T03:04:05Z".parse().expect("a valid timestamp");
     let run = match super::collect::load(&dir, pinned) {
         Ok(r) => r,

@@ -86,10 +86,8 @@ pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled 
 /// path, as `initramfs::clients_for` finds them) that has no build for that arch.
 fn clients_missing(s: &ScenarioDef, label: &str) -> Option<String> {
     let arch = crate::arch::select(label).ok().filter(|a| a.len() == 1)?[0];
-    let text = serde_json::to_string(&s.steps).unwrap_or_default();
-    let why: Vec<String> = crate::initramfs::CLIENTS
-        .iter()
-        .filter(|c| text.contains(&format!("\"{}\"", c.guest_path)))
+    let why: Vec<String> = crate::vm::initramfs::clients_run_by(&s.steps)
+        .into_iter()
         .filter_map(|c| {
             (c.target)(arch)
                 .err()

@@ -52,7 +52,7 @@ pub fn files_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 
 /// How a path is named in diagnostics: relative to the checkout when inside it.
 pub fn shown(path: &Path) -> String {
-    let root = crate::checkout::project_root();
+    let root = crate::support::checkout::project_root();
     path.strip_prefix(&root).unwrap_or(path).display().to_string()
 }
 
@@ -398,7 +398,7 @@ mod tests {
     /// Tidy: every suite in the checkout validates (none at all is fine).
     #[test]
     fn repository_suites_validate() {
-        let files = files_in(&crate::checkout::project_root().join("suites")).unwrap();
+        let files = files_in(&crate::support::checkout::project_root().join("suites")).unwrap();
         if let Err(e) = load_all(&files) {
             panic!("{e}");
         }

@@ -80,7 +80,7 @@ mod tests {
     /// feature gives the steps); `UPDATE_SCHEMA=1 cargo test -p xtask schema` rewrites it.
     #[test]
     fn schema_json_is_current() {
-        let path = crate::checkout::project_root().join("suites/schema.json");
+        let path = crate::support::checkout::project_root().join("suites/schema.json");
         let want = serde_json::to_string_pretty(&schemars::schema_for!(Suite)).unwrap() + "\n";
         if std::env::var_os("UPDATE_SCHEMA").is_some() {
             std::fs::write(&path, &want).unwrap();

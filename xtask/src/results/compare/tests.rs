@@ -172,7 +172,7 @@ fn bad_input_names_the_file_and_the_field() {
     let check = |text: &str, want: &str| {
         std::fs::write(&file, text).unwrap();
         let e = load_side(&file).unwrap_err();
-        assert_eq!(crate::exit::code_for(&e), 128, "{e}");
+        assert_eq!(crate::support::exit::code_for(&e), 128, "{e}");
         let msg = format!("{e:#}");
         assert!(msg.contains(&file.display().to_string()) && msg.contains(want), "{msg}");
     };
@@ -181,7 +181,7 @@ fn bad_input_names_the_file_and_the_field() {
     check("{\"run_id\": 1}", "field `schema_version` is missing");
     check("{", "run.json:1:1");
     let e = load_side(tmp.path().join("nothing").as_path()).unwrap_err();
-    assert_eq!(crate::exit::code_for(&e), 128);
+    assert_eq!(crate::support::exit::code_for(&e), 128);
     std::fs::remove_file(&file).unwrap();
     let e = load_side(tmp.path()).unwrap_err();
     assert!(e.to_string().contains("not a run.json, a run folder"), "{e}");

@@ -1,0 +1,522 @@
+//! One verdict per boot from the plan, the result channel, the console scan and how the VM
+//! ended; every planned scenario is accounted for, with a reason when it has no result.
+//! Sans-IO: the caller reads the logs and watches QEMU.
+
+use std::collections::BTreeMap;
+
+use protocol::Outcome;
+use serde::Serialize;
+
+use crate::judging::channel::Stream;
+use crate::judging::console::{self, Finding, FindingKind, Scan};
+
+/// Console lines attached to scenarios that did not finish.
+const TAIL_LINES: usize = 40;
+
+/// How the VM ended, as the host saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostEnd {
+    /// QEMU exited by itself (the guest powered off or rebooted, or QEMU died).
+    Exited { code: Option<i32> },
+    /// The host killed QEMU: the guest hung (the progress watchdog, or the whole-boot backstop).
+    WatchdogFired { after_ms: u64, reason: String },
+    /// The host killed QEMU: the kernel did not reach /init in time.
+    NoBoot { reason: String },
+    /// A signal (SIGINT, SIGTERM, SIGHUP) stopped the run.
+    Interrupted { after_ms: u64 },
+    /// The boot could not go on (QEMU or virtiofsd failed on the host).
+    InfraError(String),
+}
+
+impl HostEnd {
+    /// What the judge makes of how QEMU ended.
+    pub fn of(ended: &crate::vm::qemu::Ended) -> HostEnd {
+        use crate::vm::qemu::{Ended, KillKind};
+        match ended {
+            Ended::Exited { code } => HostEnd::Exited { code: *code },
+            Ended::Killed { reason, kind: KillKind::NoBoot, .. } => HostEnd::NoBoot { reason: reason.clone() },
+            Ended::Killed { after_ms, kind: KillKind::Interrupted, .. } => HostEnd::Interrupted { after_ms: *after_ms },
+            Ended::Killed { after_ms, reason, .. } => {
+                HostEnd::WatchdogFired { after_ms: *after_ms, reason: reason.clone() }
+            }
+            Ended::Failed { error } => HostEnd::InfraError(error.clone()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "kebab-case")]
+pub enum BootVerdict {
+    Pass,
+    Fail,
+    KernelPanic {
+        scenario: Option<String>,
+    },
+    Timeout,
+    /// The kernel never reached /init, and why.
+    BootFailure(String),
+    /// A signal stopped the run before the boot ended.
+    Interrupted,
+    InfraError(String),
+}
+
+impl BootVerdict {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BootVerdict::Pass => "pass",
+            BootVerdict::Fail => "fail",
+            BootVerdict::KernelPanic { .. } => "kernel-panic",
+            BootVerdict::Timeout => "timeout",
+            BootVerdict::BootFailure(_) => "boot-failure",
+            BootVerdict::Interrupted => "interrupted",
+            BootVerdict::InfraError(_) => "infra-error",
+        }
+    }
+
+    /// Higher wins: infra-error > interrupted > boot-failure > kernel-panic > timeout > fail >
+    /// pass.
+    fn rank(&self) -> u8 {
+        match self {
+            BootVerdict::Pass => 0,
+            BootVerdict::Fail => 1,
+            BootVerdict::Timeout => 2,
+            BootVerdict::KernelPanic { .. } => 3,
+            BootVerdict::BootFailure(_) => 4,
+            BootVerdict::Interrupted => 5,
+            BootVerdict::InfraError(_) => 6,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Pass,
+    Fail,
+    Skip,
+    Timeout,
+    NotRun,
+    Crashed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Skip => "skip",
+            Status::Timeout => "timeout",
+            Status::NotRun => "not-run",
+            Status::Crashed => "crashed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScenarioResult {
+    /// 1-based, in plan order.
+    pub index: usize,
+    pub name: String,
+    pub status: Status,
+    /// `None` when the scenario has no result line.
+    pub time_ms: Option<u64>,
+    pub taint_before: Option<u64>,
+    pub taint_after: Option<u64>,
+    /// The scenario's own diagnostics, then the host's explanations.
+    pub diagnostics: Vec<String>,
+    /// Kernel reports attributed to this scenario.
+    pub findings: Vec<Finding>,
+    /// The end of the console log, for scenarios that did not finish.
+    pub console_tail: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BootResult {
+    pub verdict: BootVerdict,
+    pub scenarios: Vec<ScenarioResult>,
+    /// Kernel reports outside any planned scenario: boot, between scenarios, teardown.
+    pub findings: Vec<Finding>,
+    pub problems: Vec<String>,
+}
+
+/// Why the boot stopped early, if it did.
+enum Stop {
+    /// A panic, or an oops that killed init; the scenario it happened in, if any.
+    Crash { finding: Finding, scenario: Option<(usize, String)> },
+    /// The watchdog fired without a sentinel.
+    Hang { after_ms: u64, reason: String, scenario: Option<(usize, String)> },
+    /// The agent gave up the plan (`ue-abort`): a process stuck in the kernel, or the
+    /// supervisor itself blocked while `scenario` ran.
+    Abort { after: usize, reason: String, scenario: Option<(usize, String)> },
+    /// A signal stopped the run.
+    Interrupted { scenario: Option<(usize, String)> },
+    /// QEMU exited without a sentinel and without a panic on the console.
+    Vanished { code: Option<i32>, scenario: Option<(usize, String)> },
+}
+
+impl Stop {
+    fn scenario(&self) -> Option<usize> {
+        match self {
+            Stop::Crash { scenario, .. }
+            | Stop::Hang { scenario, .. }
+            | Stop::Abort { scenario, .. }
+            | Stop::Interrupted { scenario }
+            | Stop::Vanished { scenario, .. } => scenario.as_ref().map(|s| s.0),
+        }
+    }
+}
+
+/// Decides the boot's verdict. `planned` holds the scenario names in plan order;
+/// `expect_report` the scenarios that must provoke a kernel report including the given text.
+pub fn decide(
+    planned: &[String],
+    expect_report: &BTreeMap<String, String>,
+    stream: &Stream,
+    scan: &Scan,
+    console: &str,
+    end: &HostEnd,
+) -> BootResult {
+    let mut problems = stream.problems.clone();
+    check_names(planned, stream, scan, &mut problems);
+
+    let boot_failure = boot_failure(stream, scan, console, end);
+    let stop = if boot_failure.is_some() { None } else { stop(stream, scan, end) };
+    if let (HostEnd::WatchdogFired { after_ms, .. }, Some(_)) = (end, &stream.sentinel) {
+        problems.push(format!("the VM did not power off after the sentinel: the watchdog fired after {after_ms} ms"));
+    }
+    let not_run_reason = match (&stop, end) {
+        (_, HostEnd::InfraError(e)) => format!("not run: {e}"),
+        _ if boot_failure.is_some() => {
+            format!("not run: the kernel did not boot: {}", boot_failure.as_deref().unwrap_or_default())
+        }
+        (Some(Stop::Interrupted { .. }), _) => "not run: the run was interrupted by a signal".to_string(),
+        (Some(Stop::Abort { after, reason, .. }), _) => {
+            format!("not run: the agent gave up the boot after scenario {after}: {reason}")
+        }
+        (Some(Stop::Crash { scenario: Some((i, n)), .. }), _) => {
+            format!("not run: the kernel crashed during scenario {i} ({n})")
+        }
+        (Some(Stop::Crash { .. }), _) => "not run: the kernel crashed outside any scenario".to_string(),
+        (Some(Stop::Hang { reason, .. }), _) => format!("not run: the VM hung: {reason}"),
+        (Some(Stop::Vanished { .. }), _) => "not run: the agent ended without its sentinel".to_string(),
+        (None, _) => "not run: the result channel has no result for it".to_string(),
+    };
+    let tail = console::tail(console, TAIL_LINES);
+
+    let mut scenarios = Vec::new();
+    for (i, name) in planned.iter().enumerate() {
+        let index = i + 1;
+        let record = stream.record(index);
+        let running = stream.running.as_ref().is_some_and(|(i, _)| *i == index);
+        let mut r = ScenarioResult {
+            index,
+            name: name.clone(),
+            status: Status::NotRun,
+            time_ms: record.map(|r| r.time_ms),
+            taint_before: record.map_or(stream.running_taint.filter(|_| running), |r| r.taint_before),
+            taint_after: record.map(|r| r.taint_after),
+            diagnostics: match record {
+                Some(r) => r.diagnostics.clone(),
+                None if running => stream.running_diagnostics.clone(),
+                None => Vec::new(),
+            },
+            findings: scan
+                .findings
+                .iter()
+                .filter(|f| f.scenario.as_ref().is_some_and(|s| s.0 == index))
+                .cloned()
+                .collect(),
+            console_tail: Vec::new(),
+        };
+        if let Some(rec) = record {
+            r.status = match rec.outcome {
+                Outcome::Pass => Status::Pass,
+                Outcome::Fail => Status::Fail,
+                Outcome::Skip => Status::Skip,
+                Outcome::Timeout => Status::Timeout,
+            };
+        }
+        let stopped_here = stop.as_ref().filter(|s| s.scenario() == Some(index));
+        match stopped_here {
+            Some(Stop::Crash { finding, .. }) => {
+                r.status = Status::Crashed;
+                r.diagnostics
+                    .push(format!("the kernel crashed while this scenario ran (console line {})", finding.line));
+                r.console_tail = tail.clone();
+            }
+            Some(Stop::Hang { after_ms, reason, .. }) if record.is_none() => {
+                r.status = Status::Timeout;
+                r.diagnostics
+                    .push(format!("the VM hung while this scenario ran: {reason} (killed after {after_ms} ms)"));
+                r.console_tail = tail.clone();
+            }
+            Some(Stop::Abort { reason, .. }) => {
+                if record.is_none() {
+                    r.status = Status::Timeout;
+                }
+                r.diagnostics.push(format!("the agent gave up the boot: {reason}"));
+                r.console_tail = tail.clone();
+            }
+            Some(Stop::Interrupted { .. }) if record.is_none() => {
+                r.diagnostics.push("interrupted by a signal while it ran".to_string());
+                r.console_tail = tail.clone();
+            }
+            Some(Stop::Vanished { .. }) if record.is_none() => {
+                r.status = Status::Crashed;
+                r.diagnostics.push("the VM stopped while this scenario ran, with no panic on the console".to_string());
+                r.console_tail = tail.clone();
+            }
+            _ if record.is_none() => {
+                if stop.is_none() && stream.sentinel.is_some() {
+                    problems
+                        .push(format!("scenario {index} ({name}) has no result although the stream has its sentinel"));
+                }
+                r.diagnostics.push(not_run_reason.clone());
+                r.console_tail = tail.clone();
+            }
+            _ => {}
+        }
+        let upgradable = matches!(r.status, Status::Pass | Status::Skip);
+        for f in &r.findings {
+            r.diagnostics.push(format!("kernel {}: see findings", f.describe().trim_start_matches("Kernel ")));
+        }
+        // A scenario that provokes a known kernel bug on purpose: its report (and the taint that
+        // comes with it) is the expected outcome; any other report still fails it.
+        let wanted = expect_report.get(name);
+        let is_wanted = |f: &Finding| wanted.is_some_and(|w| f.summary.contains(w.as_str()));
+        let expected_seen = r.findings.iter().any(is_wanted);
+        if let Some(w) = wanted.filter(|_| r.status == Status::Pass) {
+            if expected_seen {
+                r.diagnostics.push(format!("the expected kernel report including {w:?} came"));
+            } else {
+                r.diagnostics.push(format!("expected a kernel report including {w:?}; none came during the scenario"));
+                r.status = Status::Fail;
+            }
+        }
+        if let (Some(before), Some(after)) = (r.taint_before, r.taint_after) {
+            if before != after {
+                r.diagnostics.push(format!("taint changed {before} -> {after}"));
+                if upgradable && !expected_seen {
+                    r.status = Status::Fail;
+                }
+            }
+        }
+        if upgradable && r.findings.iter().any(|f| !is_wanted(f)) {
+            r.status = Status::Fail;
+        }
+        scenarios.push(r);
+    }
+
+    let findings: Vec<Finding> = scan
+        .findings
+        .iter()
+        .filter(|f| f.scenario.as_ref().is_none_or(|s| s.0 == 0 || s.0 > planned.len()))
+        .cloned()
+        .collect();
+
+    let mut verdict = BootVerdict::Pass;
+    let mut raise = |v: BootVerdict| {
+        if v.rank() > verdict.rank() {
+            verdict = v;
+        }
+    };
+    if !problems.is_empty() || !findings.is_empty() {
+        raise(BootVerdict::Fail);
+    }
+    for r in &scenarios {
+        match r.status {
+            Status::Pass | Status::Skip => {}
+            Status::Fail | Status::NotRun | Status::Crashed => raise(BootVerdict::Fail),
+            Status::Timeout => raise(BootVerdict::Timeout),
+        }
+    }
+    match &stop {
+        Some(Stop::Crash { scenario, .. }) => {
+            raise(BootVerdict::KernelPanic { scenario: scenario.as_ref().map(|s| s.1.clone()) })
+        }
+        Some(Stop::Hang { .. } | Stop::Abort { .. }) => raise(BootVerdict::Timeout),
+        Some(Stop::Interrupted { .. }) => raise(BootVerdict::Interrupted),
+        Some(Stop::Vanished { code, scenario }) => {
+            let how = match code {
+                Some(c) => format!("QEMU exited with code {c}"),
+                None => "QEMU was killed by a signal".to_string(),
+            };
+            let when = match scenario {
+                Some((i, n)) => format!("while scenario {i} ({n}) ran"),
+                None => format!("after {} of {} results", stream.scenarios.len(), planned.len()),
+            };
+            let empty = if stream.header_seen { "" } else { "; the result channel was empty" };
+            raise(BootVerdict::InfraError(format!("the agent ended without its sentinel: {how} {when}{empty}")));
+        }
+        None => {}
+    }
+    if let Some(why) = boot_failure {
+        raise(BootVerdict::BootFailure(why));
+    }
+    if let HostEnd::InfraError(e) = end {
+        raise(BootVerdict::InfraError(e.clone()));
+    }
+
+    BootResult { verdict, scenarios, findings, problems }
+}
+
+/// A scenario the suite expects to fail, as it turned out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Expected {
+    /// It failed as expected: not a failure of the run.
+    Xfail,
+    /// It passed: the reason it was marked is gone, which is a failure until the mark goes.
+    Xpass,
+}
+
+/// A boot's verdict once expected failures are counted, and each scenario's mark (parallel to
+/// `result.scenarios`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WithXfail {
+    pub verdict: BootVerdict,
+    pub marks: Vec<Option<Expected>>,
+}
+
+/// Applies the suites' `xfail` marks (`suite/scenario` -> reason). Only an ordinary failure
+/// is forgiven: a timeout, a crash, a kernel finding or a taint change in an xfail scenario is
+/// still a failure, since the mark is about the ABI's answers, not about the kernel's health.
+pub fn with_xfail(result: &BootResult, xfail: &BTreeMap<String, String>) -> WithXfail {
+    let marks: Vec<Option<Expected>> = result
+        .scenarios
+        .iter()
+        .map(|s| {
+            if !xfail.contains_key(&s.name) {
+                return None;
+            }
+            match s.status {
+                Status::Pass => Some(Expected::Xpass),
+                Status::Fail if s.findings.is_empty() && s.taint_before == s.taint_after => Some(Expected::Xfail),
+                _ => None,
+            }
+        })
+        .collect();
+    let mut verdict = result.verdict.clone();
+    let only_xfails_failed = result.problems.is_empty()
+        && result.findings.is_empty()
+        && result
+            .scenarios
+            .iter()
+            .zip(&marks)
+            .all(|(s, m)| matches!(s.status, Status::Pass | Status::Skip) || *m == Some(Expected::Xfail));
+    if verdict == BootVerdict::Fail && only_xfails_failed {
+        verdict = BootVerdict::Pass;
+    }
+    if verdict == BootVerdict::Pass && marks.contains(&Some(Expected::Xpass)) {
+        verdict = BootVerdict::Fail;
+    }
+    WithXfail { verdict, marks }
+}
+
+/// A boot judged: the result channel as read, the verdict with every scenario's status, and the
+/// same with the suites' expected failures counted.
+#[derive(Debug, Clone)]
+pub struct Judgement {
+    pub stream: Stream,
+    pub result: BootResult,
+    /// The verdict that sets the exit code, and each scenario's xfail mark.
+    pub counted: WithXfail,
+}
+
+impl Judgement {
+    /// Judges a boot from its logs (the console and the result channel, as text), how QEMU ended
+    /// and the plan's scenario names in order, with the suites' `xfail` and `expect_report`
+    /// marks. The one way a boot is judged: live after its VM ends, and by `report --from`.
+    pub fn of(
+        planned: &[String],
+        xfail: &BTreeMap<String, String>,
+        expect_report: &BTreeMap<String, String>,
+        console: &str,
+        results: &str,
+        ended: &crate::vm::qemu::Ended,
+    ) -> Judgement {
+        let stream = crate::judging::channel::read(results);
+        let end = HostEnd::of(ended);
+        let result = decide(planned, expect_report, &stream, &console::scan(console), console, &end);
+        let counted = with_xfail(&result, xfail);
+        Judgement { stream, result, counted }
+    }
+}
+
+/// Why the kernel never reached /init, when it did not: the host's boot timeout, or the console
+/// (a panic before init, "No working init found") with no `Run /init` line and nothing on the
+/// result channel. An empty console is QEMU's failure, not the kernel's.
+fn boot_failure(stream: &Stream, scan: &Scan, console: &str, end: &HostEnd) -> Option<String> {
+    match end {
+        HostEnd::NoBoot { reason } => return Some(reason.clone()),
+        HostEnd::Interrupted { .. } | HostEnd::InfraError(_) => return None,
+        HostEnd::Exited { .. } | HostEnd::WatchdogFired { .. } => {}
+    }
+    if console.contains(crate::vm::qemu::BOOT_MARKER) || stream.header_seen || console.trim().is_empty() {
+        return None;
+    }
+    Some(match scan.findings.iter().find(|f| f.kind == FindingKind::Panic) {
+        Some(panic) => panic.summary.clone(),
+        None => match end {
+            HostEnd::Exited { code: Some(c) } => format!("QEMU exited (code {c}) before the kernel reached /init"),
+            _ => "the VM ended before the kernel reached /init".to_string(),
+        },
+    })
+}
+
+fn stop(stream: &Stream, scan: &Scan, end: &HostEnd) -> Option<Stop> {
+    let no_sentinel = stream.sentinel.is_none();
+    // An oops in init is fatal ("Attempted to kill init!"), even when the log stops before the
+    // panic line.
+    let crash = scan
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::Panic || (no_sentinel && f.kind == FindingKind::Oops && f.pid == Some(1)));
+    if let Some(f) = crash {
+        let scenario = f.scenario.clone().or_else(|| stream.running.clone());
+        return Some(Stop::Crash { finding: f.clone(), scenario });
+    }
+    if !no_sentinel {
+        return None;
+    }
+    // The result channel knows best what ran; the console fills in when the Begin line was lost.
+    let running = stream.running.clone().or_else(|| scan.last_begun().filter(|(i, _)| stream.record(*i).is_none()));
+    if let Some((after, reason)) = &stream.aborted {
+        // A stuck scenario has its result and is named by `after`; a guard's abort comes while
+        // the scenario runs.
+        let scenario = running.or_else(|| stream.record(*after).map(|r| (r.index, r.name.clone())));
+        return Some(Stop::Abort { after: *after, reason: reason.clone(), scenario });
+    }
+    match end {
+        HostEnd::WatchdogFired { after_ms, reason } => {
+            Some(Stop::Hang { after_ms: *after_ms, reason: reason.clone(), scenario: running })
+        }
+        HostEnd::Interrupted { .. } => Some(Stop::Interrupted { scenario: running }),
+        HostEnd::Exited { code } => Some(Stop::Vanished { code: *code, scenario: running }),
+        HostEnd::NoBoot { .. } | HostEnd::InfraError(_) => None,
+    }
+}
+
+fn check_names(planned: &[String], stream: &Stream, scan: &Scan, problems: &mut Vec<String>) {
+    if let Some(n) = stream.plan {
+        if n != planned.len() {
+            problems.push(format!("the plan has {} scenarios, the result channel announced {n}", planned.len()));
+        }
+    }
+    let seen = stream
+        .scenarios
+        .iter()
+        .map(|r| ("result channel", r.index, &r.name))
+        .chain(stream.running.iter().map(|(i, n)| ("result channel", *i, n)))
+        .chain(scan.timeline.iter().map(|s| ("console", s.index, &s.name)));
+    for (source, index, name) in seen {
+        match index.checked_sub(1).and_then(|i| planned.get(i)) {
+            Some(p) if p == name => {}
+            Some(p) => problems.push(format!("the plan says scenario {index} is {p}, the {source} says {name}")),
+            None => problems.push(format!("the {source} has scenario {index} ({name}), which is not in the plan")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,637 @@
+//! Kconfig data without IO beyond reading files: fragments, `.config` parsing, the
+//! requested-versus-effective check, and the `depends on` explanation for a dropped option.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::support::exit::{error, Kind};
+
+/// The name of the fragment made from `--kconfig` options.
+pub const CLI_FRAGMENT: &str = "command-line.config";
+
+/// One `CONFIG_X=value` request, remembering where it came from for error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub option: String,
+    /// The value as written; `n` stands for `# CONFIG_X is not set`.
+    pub value: String,
+    pub origin: String,
+}
+
+/// A Kconfig fragment: its name (for the merge order and provenance) and its text.
+#[derive(Debug, Clone)]
+pub struct Fragment {
+    pub name: String,
+    pub text: String,
+}
+
+impl Fragment {
+    pub fn read(path: &Path) -> Result<Fragment> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading config fragment {}", path.display()))?;
+        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let fragment = Fragment { name, text };
+        fragment.requests_at(&path.display().to_string())?;
+        Ok(fragment)
+    }
+
+    /// Builds the fragment for `--kconfig CONFIG_X=y` arguments.
+    pub fn from_cli(args: &[String]) -> Result<Option<Fragment>> {
+        if args.is_empty() {
+            return Ok(None);
+        }
+        let text: String = args.iter().map(|a| format!("{a}\n")).collect();
+        let fragment = Fragment { name: CLI_FRAGMENT.into(), text };
+        fragment.requests_at("--kconfig")?;
+        Ok(Some(fragment))
+    }
+
+    /// The requests in this fragment, or a bad-input error naming `origin:line`.
+    pub fn requests_at(&self, origin: &str) -> Result<Vec<Request>> {
+        let mut out = Vec::new();
+        for (i, raw) in self.text.lines().enumerate() {
+            let line = raw.trim();
+            let here = format!("{origin}:{}", i + 1);
+            if let Some(rest) = line.strip_prefix("# ").and_then(|r| r.strip_suffix(" is not set")) {
+                check_name(rest, &here, raw)?;
+                out.push(Request { option: rest.into(), value: "n".into(), origin: here });
+            } else if line.is_empty() || line.starts_with('#') {
+                continue;
+            } else if let Some((name, value)) = line.split_once('=') {
+                check_name(name, &here, raw)?;
+                if value.is_empty() {
+                    return Err(error(Kind::BadInput, format!("{here}: `{raw}` has no value after `=`")));
+                }
+                out.push(Request { option: name.into(), value: value.into(), origin: here });
+            } else {
+                return Err(error(
+                    Kind::BadInput,
+                    format!("{here}: `{raw}` is neither `CONFIG_X=value` nor `# CONFIG_X is not set`"),
+                ));
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn check_name(name: &str, here: &str, raw: &str) -> Result<()> {
+    let ok = name
+        .strip_prefix("CONFIG_")
+        .is_some_and(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'));
+    if ok {
+        Ok(())
+    } else {
+        Err(error(Kind::BadInput, format!("{here}: `{raw}`: `{name}` is not a CONFIG_ symbol name")))
+    }
+}
+
+/// The fragments for one build, in merge order: `common.config`, the arch's fragment, each
+/// profile from `profiles/`, the user's fragment files, then `--kconfig` options.
+pub fn fragments_for(
+    configs_dir: &Path,
+    arch_fragment: &str,
+    profiles: &[String],
+    files: &[PathBuf],
+    cli: &[String],
+) -> Result<Vec<Fragment>> {
+    let mut out =
+        vec![Fragment::read(&configs_dir.join("common.config"))?, Fragment::read(&configs_dir.join(arch_fragment))?];
+    for p in profiles {
+        let path = configs_dir.join("profiles").join(format!("{p}.config"));
+        if !path.is_file() {
+            let known: Vec<String> = std::fs::read_dir(configs_dir.join("profiles"))
+                .map(|d| {
+                    d.flatten()
+                        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".config").map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            return Err(error(
+                Kind::BadInput,
+                format!("--profile {p}: no {}; known profiles: {}", path.display(), known.join(", ")),
+            ));
+        }
+        out.push(Fragment::read(&path)?);
+    }
+    for f in files {
+        let frag =
+            Fragment::read(f).map_err(|e| error(Kind::BadInput, format!("--fragment {}: {e:#}", f.display())))?;
+        out.push(frag);
+    }
+    out.extend(Fragment::from_cli(cli)?);
+    Ok(out)
+}
+
+/// The final request per option after all fragments, later fragments overriding earlier ones
+/// (the `merge_config.sh` rule), in option order.
+pub fn merged_requests(fragments: &[Fragment]) -> Result<BTreeMap<String, Request>> {
+    let mut out = BTreeMap::new();
+    for f in fragments {
+        for r in f.requests_at(&f.name)? {
+            out.insert(r.option.clone(), r);
+        }
+    }
+    Ok(out)
+}
+
+/// Parses a `.config` into option -> value; `# CONFIG_X is not set` becomes `n`.
+pub fn parse_config(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("# ").and_then(|r| r.strip_suffix(" is not set")) {
+            out.insert(name.to_string(), "n".to_string());
+        } else if let Some((name, value)) = line.split_once('=').filter(|_| line.starts_with("CONFIG_")) {
+            out.insert(name.to_string(), value.to_string());
+        }
+    }
+    out
+}
+
+/// A requested option whose value did not survive into the final `.config`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Missing {
+    pub option: String,
+    pub wanted: String,
+    /// The value obtained, `None` when the symbol is absent from `.config` altogether.
+    pub got: Option<String>,
+    pub origin: String,
+    /// Why, when the Kconfig sources could be read: the symbol's unmet dependencies.
+    pub why: Option<String>,
+}
+
+impl fmt::Display for Missing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let got = self.got.as_deref().map_or("absent".to_string(), |g| format!("`{g}`"));
+        write!(f, "{}: asked for `{}` ({}), got {got}", self.option, self.wanted, self.origin)?;
+        if let Some(why) = &self.why {
+            write!(f, "; {why}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Compares requests with a final `.config`. A request for `n` is met when the option is
+/// absent or `n` (an unset symbol is not written at all when its dependencies are unmet).
+pub fn check(requested: &BTreeMap<String, Request>, effective: &BTreeMap<String, String>) -> Vec<Missing> {
+    requested
+        .values()
+        .filter_map(|r| {
+            let got = effective.get(&r.option);
+            let met = match (r.value.as_str(), got) {
+                ("n", None) => true,
+                (want, Some(have)) => want == have,
+                (_, None) => false,
+            };
+            (!met).then(|| Missing {
+                option: r.option.clone(),
+                wanted: r.value.clone(),
+                got: got.cloned(),
+                origin: r.origin.clone(),
+                why: None,
+            })
+        })
+        .collect()
+}
+
+/// Where and under which conditions a symbol is defined in the Kconfig sources.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Definition {
+    pub file: PathBuf,
+    pub line: usize,
+    /// Each `depends on` expression, including those of enclosing `if` blocks and menus.
+    pub depends_on: Vec<String>,
+    /// Whether the entry has a prompt; without one only a `select` or a default sets it.
+    pub has_prompt: bool,
+}
+
+/// Scans every Kconfig file of `srctree` that applies to `linux_arch` for `config SYMBOL`.
+pub fn find_definitions(srctree: &Path, linux_arch: &str, symbol: &str) -> Vec<Definition> {
+    let mut files = Vec::new();
+    collect_kconfig_files(srctree, srctree, linux_arch, &mut files);
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let rel = file.strip_prefix(srctree).unwrap_or(&file).to_path_buf();
+        out.extend(definitions_in(&text, symbol).into_iter().map(|mut d| {
+            d.file = rel.clone();
+            d
+        }));
+    }
+    out
+}
+
+fn collect_kconfig_files(root: &Path, dir: &Path, linux_arch: &str, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let Ok(ft) = entry.file_type() else { continue };
+        if ft.is_dir() {
+            let skip_arch = dir == root.join("arch") && name != linux_arch;
+            if !skip_arch && !name.starts_with('.') && name != "Documentation" {
+                collect_kconfig_files(root, &path, linux_arch, out);
+            }
+        } else if ft.is_file() && name.starts_with("Kconfig") {
+            out.push(path);
+        }
+    }
+}
+
+/// Finds `config SYMBOL` / `menuconfig SYMBOL` entries in one Kconfig file's text, with the
+/// dependencies from the entry itself and from enclosing `if` / `menu` blocks.
+pub fn definitions_in(text: &str, symbol: &str) -> Vec<Definition> {
+    // Each open block contributes its condition (possibly none) until its end keyword.
+    let mut blocks: Vec<(&str, Option<String>)> = Vec::new();
+    let mut out = Vec::new();
+    let mut current: Option<Definition> = None;
+    let mut pending_menu = false;
+    // Help text runs until the first non-blank line indented less than its first line.
+    let mut help_indent: Option<Option<usize>> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let line = strip_comment(raw.trim());
+        if let Some(indent) = help_indent {
+            if line.is_empty() {
+                continue;
+            }
+            let this = raw.chars().take_while(|c| c.is_whitespace()).map(|c| if c == '\t' { 8 } else { 1 }).sum();
+            match indent {
+                None => {
+                    help_indent = Some(Some(this));
+                    continue;
+                }
+                Some(first) if this >= first => continue,
+                Some(_) => help_indent = None,
+            }
+        }
+        let word = line.split_whitespace().next().unwrap_or("");
+        if word == "help" || word == "---help---" {
+            help_indent = Some(None);
+            continue;
+        }
+        let rest = line[word.len()..].trim();
+        let starts_entry = matches!(
+            word,
+            "config"
+                | "menuconfig"
+                | "choice"
+                | "endchoice"
+                | "menu"
+                | "endmenu"
+                | "if"
+                | "endif"
+                | "source"
+                | "comment"
+                | "mainmenu"
+        );
+        if starts_entry {
+            pending_menu = false;
+            if let Some(d) = current.take() {
+                out.push(d);
+            }
+        }
+        match word {
+            "if" => blocks.push(("if", Some(rest.to_string()))),
+            "menu" => {
+                blocks.push(("menu", None));
+                pending_menu = true;
+            }
+            "choice" => blocks.push(("choice", None)),
+            "endif" | "endmenu" | "endchoice" => {
+                blocks.pop();
+            }
+            "config" | "menuconfig" if rest == symbol => {
+                let depends_on = blocks.iter().filter_map(|(_, c)| c.clone()).collect();
+                current = Some(Definition { file: PathBuf::new(), line: i + 1, depends_on, has_prompt: false });
+            }
+            "bool" | "tristate" | "string" | "int" | "hex" | "prompt" if rest.starts_with('"') => {
+                if let Some(d) = current.as_mut() {
+                    d.has_prompt = true;
+                }
+            }
+            "depends" => {
+                let expr = rest.strip_prefix("on").map(str::trim).unwrap_or(rest).to_string();
+                if let Some(d) = current.as_mut() {
+                    d.depends_on.push(expr);
+                } else if pending_menu {
+                    if let Some(last) = blocks.last_mut() {
+                        last.1 = Some(expr);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out.extend(current);
+    out
+}
+
+/// A Kconfig line without its `#` comment (a `#` inside quotes is text).
+fn strip_comment(line: &str) -> &str {
+    let mut quoted = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '#' if !quoted => return line[..i].trim_end(),
+            _ => {}
+        }
+    }
+    line
+}
+
+/// Evaluates a Kconfig expression against a `.config` (tristate logic, `n` < `m` < `y`).
+pub fn eval(expr: &str, config: &BTreeMap<String, String>) -> u8 {
+    let tokens = tokenize(expr);
+    let mut p = Parser { tokens, pos: 0, config };
+    p.or()
+}
+
+fn tokenize(expr: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = expr.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
+        if c.is_whitespace() {
+            i += 1;
+        } else if ["&&", "||", "!=", "<=", ">="].contains(&two.as_str()) {
+            out.push(two);
+            i += 2;
+        } else if "()!=<>".contains(c) {
+            out.push(c.to_string());
+            i += 1;
+        } else if c == '"' {
+            let end = chars[i + 1..].iter().position(|&x| x == '"').map_or(chars.len(), |p| i + 1 + p);
+            out.push(chars[i + 1..end].iter().collect());
+            i = end + 1;
+        } else {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            if i == start {
+                i += 1;
+            }
+            out.push(chars[start..i].iter().collect());
+        }
+    }
+    out
+}
+
+struct Parser<'a> {
+    tokens: Vec<String>,
+    pos: usize,
+    config: &'a BTreeMap<String, String>,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<&str> {
+        self.tokens.get(self.pos).map(String::as_str)
+    }
+    fn or(&mut self) -> u8 {
+        let mut v = self.and();
+        while self.peek() == Some("||") {
+            self.pos += 1;
+            v = v.max(self.and());
+        }
+        v
+    }
+    fn and(&mut self) -> u8 {
+        let mut v = self.unary();
+        while self.peek() == Some("&&") {
+            self.pos += 1;
+            v = v.min(self.unary());
+        }
+        v
+    }
+    fn unary(&mut self) -> u8 {
+        match self.peek() {
+            Some("!") => {
+                self.pos += 1;
+                2 - self.unary()
+            }
+            Some("(") => {
+                self.pos += 1;
+                let v = self.or();
+                if self.peek() == Some(")") {
+                    self.pos += 1;
+                }
+                v
+            }
+            _ => self.comparison(),
+        }
+    }
+    fn comparison(&mut self) -> u8 {
+        let left = self.atom();
+        match self.peek() {
+            Some(op @ ("=" | "!=")) => {
+                let eq = op == "=";
+                self.pos += 1;
+                let right = self.atom();
+                if (self.value(&left) == self.value(&right)) == eq {
+                    2
+                } else {
+                    0
+                }
+            }
+            _ => tristate(&self.value(&left)),
+        }
+    }
+    fn atom(&mut self) -> String {
+        let t = self.tokens.get(self.pos).cloned().unwrap_or_default();
+        self.pos += 1;
+        t
+    }
+    /// A symbol's value, or the token itself for literals (`y`, `m`, `n`, numbers, strings).
+    fn value(&self, token: &str) -> String {
+        match token {
+            "y" | "m" | "n" => token.to_string(),
+            _ => match self.config.get(&format!("CONFIG_{token}")) {
+                Some(v) => v.trim_matches('"').to_string(),
+                None if token.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                    && token.chars().any(|c| c.is_ascii_uppercase()) =>
+                {
+                    "n".to_string()
+                }
+                None => token.to_string(),
+            },
+        }
+    }
+}
+
+fn tristate(v: &str) -> u8 {
+    match v {
+        "y" => 2,
+        "m" => 1,
+        _ => 0,
+    }
+}
+
+/// Explains why `option` did not get its value: the definition site and each unmet
+/// `depends on`, with the current value of every symbol it names.
+pub fn explain(srctree: &Path, linux_arch: &str, option: &str, config: &BTreeMap<String, String>) -> String {
+    let symbol = option.trim_start_matches("CONFIG_");
+    let defs = find_definitions(srctree, linux_arch, symbol);
+    if defs.is_empty() {
+        return format!("no `config {symbol}` entry exists for ARCH={linux_arch} in this source tree");
+    }
+    let mut parts = Vec::new();
+    for d in &defs {
+        let unmet: Vec<String> = d
+            .depends_on
+            .iter()
+            .filter(|e| eval(e, config) == 0)
+            .map(|e| format!("depends on {e} [{}]", annotate(e, config)))
+            .collect();
+        let site = format!("{}:{}", d.file.display(), d.line);
+        if unmet.is_empty() {
+            parts.push(format!("defined at {site}; its dependencies are met, so a `select` or a `choice` decided"));
+        } else {
+            parts.push(format!("defined at {site}; unmet: {}", unmet.join(", ")));
+        }
+    }
+    parts.join("; ")
+}
+
+fn annotate(expr: &str, config: &BTreeMap<String, String>) -> String {
+    let mut seen = Vec::new();
+    for t in tokenize(expr) {
+        let is_symbol = t.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            && t.chars().any(|c| c.is_ascii_uppercase());
+        if is_symbol && !seen.iter().any(|s: &String| s.starts_with(&format!("{t}="))) {
+            let v = config.get(&format!("CONFIG_{t}")).map_or("n", String::as_str);
+            seen.push(format!("{t}={v}"));
+        }
+    }
+    seen.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (format!("CONFIG_{k}"), v.to_string())).collect()
+    }
+
+    #[test]
+    fn fragments_parse_and_later_ones_override() {
+        let a = Fragment { name: "common.config".into(), text: "CONFIG_A=y\n# CONFIG_B is not set\n".into() };
+        let b = Fragment { name: "debug.config".into(), text: "# comment\n\nCONFIG_B=y\nCONFIG_C=\"x y\"\n".into() };
+        let merged = merged_requests(&[a, b]).unwrap();
+        let flat: Vec<_> = merged.values().map(|r| (r.option.as_str(), r.value.as_str(), r.origin.as_str())).collect();
+        assert_eq!(
+            flat,
+            [
+                ("CONFIG_A", "y", "common.config:1"),
+                ("CONFIG_B", "y", "debug.config:3"),
+                ("CONFIG_C", "\"x y\"", "debug.config:4"),
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_fragment_lines_name_file_and_line() {
+        let f = Fragment { name: "x.config".into(), text: "CONFIG_A=y\nUSER_EVENTS=y\n".into() };
+        let err = f.requests_at("kernel-configs/x.config").unwrap_err().to_string();
+        assert!(err.contains("kernel-configs/x.config:2") && err.contains("USER_EVENTS=y"), "{err}");
+        let f = Fragment { name: "x.config".into(), text: "CONFIG_A\n".into() };
+        assert!(f.requests_at("x").unwrap_err().to_string().contains("x:1"));
+        assert_eq!(crate::support::exit::code_for(&f.requests_at("x").unwrap_err()), 128);
+        assert!(Fragment::from_cli(&["CONFIG_KASAN".into()]).is_err());
+    }
+
+    #[test]
+    fn check_reports_dropped_and_changed_options() {
+        let f = Fragment {
+            name: "f".into(),
+            text: "CONFIG_USER_EVENTS=y\nCONFIG_FTRACE=y\n# CONFIG_GONE is not set\nCONFIG_NR_CPUS=4\n".into(),
+        };
+        let req = merged_requests(&[f]).unwrap();
+        let eff = parse_config("CONFIG_FTRACE=y\nCONFIG_NR_CPUS=8\n");
+        let missing = check(&req, &eff);
+        assert_eq!(missing.len(), 2);
+        assert_eq!(missing[0].option, "CONFIG_NR_CPUS");
+        assert_eq!(missing[0].got.as_deref(), Some("8"));
+        assert_eq!(missing[1].option, "CONFIG_USER_EVENTS");
+        assert_eq!(missing[1].got, None);
+        assert_eq!(missing[1].to_string(), "CONFIG_USER_EVENTS: asked for `y` (f:1), got absent");
+    }
+
+    const TRACE_KCONFIG: &str = "\
+menuconfig FTRACE
+\tbool \"Tracers\"
+\tdepends on TRACING_SUPPORT
+\tdefault y if DEBUG_KERNEL
+
+if FTRACE
+
+config USER_EVENTS
+\tbool \"User trace events\"
+\tselect TRACING
+\thelp
+\t  depends on nothing, this is help text.
+
+menu \"Probes\"
+\tdepends on KPROBES
+
+config EPROBE_EVENTS
+\tbool
+\tdepends on TRACING && !FOO # a comment, and \"#\" in it
+endmenu
+
+endif # FTRACE
+";
+
+    #[test]
+    fn definitions_carry_enclosing_if_and_menu_conditions() {
+        let d = definitions_in(TRACE_KCONFIG, "USER_EVENTS");
+        assert_eq!(
+            d,
+            [Definition { file: PathBuf::new(), line: 8, depends_on: vec!["FTRACE".into()], has_prompt: true }]
+        );
+        let d = definitions_in(TRACE_KCONFIG, "EPROBE_EVENTS");
+        assert_eq!(d[0].depends_on, ["FTRACE", "KPROBES", "TRACING && !FOO"]);
+        assert!(!d[0].has_prompt);
+        let d = definitions_in(TRACE_KCONFIG, "FTRACE");
+        assert_eq!(d[0].depends_on, ["TRACING_SUPPORT"]);
+    }
+
+    #[test]
+    fn expressions_evaluate_with_tristate_logic() {
+        let c = cfg(&[("A", "y"), ("B", "m"), ("S", "\"virt\"")]);
+        assert_eq!(eval("A && B", &c), 1);
+        assert_eq!(eval("A && !C", &c), 2);
+        assert_eq!(eval("C || (A && B)", &c), 1);
+        assert_eq!(eval("S = \"virt\"", &c), 2);
+        assert_eq!(eval("A != y", &c), 0);
+        assert_eq!(eval("C", &c), 0);
+    }
+
+    #[test]
+    fn explain_names_the_unmet_dependency() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("kernel/trace")).unwrap();
+        std::fs::create_dir_all(dir.path().join("arch/x86")).unwrap();
+        std::fs::write(dir.path().join("kernel/trace/Kconfig"), TRACE_KCONFIG).unwrap();
+        // A definition under another arch must not be reported for arm64.
+        std::fs::write(dir.path().join("arch/x86/Kconfig"), "config USER_EVENTS\n\tdepends on X86\n").unwrap();
+        let c = cfg(&[("TRACING_SUPPORT", "y")]);
+        let why = explain(dir.path(), "arm64", "CONFIG_USER_EVENTS", &c);
+        assert_eq!(why, "defined at kernel/trace/Kconfig:8; unmet: depends on FTRACE [FTRACE=n]");
+        let c_on = cfg(&[("TRACING_SUPPORT", "y"), ("FTRACE", "y"), ("KPROBES", "y")]);
+        let why = explain(dir.path(), "arm64", "CONFIG_EPROBE_EVENTS", &c_on);
+        assert_eq!(why, "defined at kernel/trace/Kconfig:17; unmet: depends on TRACING && !FOO [TRACING=n FOO=n]");
+        let why = explain(dir.path(), "arm64", "CONFIG_NOPE", &c);
+        assert!(why.contains("no `config NOPE` entry"), "{why}");
+    }
+}

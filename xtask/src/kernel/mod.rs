@@ -1,0 +1,18 @@
+//! The kernel phase: a source (the default Debian package, another Debian version, a tree, a
+//! tarball, a git commit; patches on top) mirrored, configured from fragments, built into the
+//! cache and checked. Its main type is `build::Built` (the image, its effective `.config`, its
+//! metadata), which the VM and run phases boot.
+//!
+//! - `source`: what a source is and its identity; the private mirror and patches;
+//! - `debian`: `linux-source-X` through a private apt configuration;
+//! - `git`: a user's git tree, read only;
+//! - `kconfig`: fragments, `.config` parsing, requested against effective;
+//! - `cache`: the cache's location and a build's key;
+//! - `build`: configure, build, check, install (and prebuilt images).
+
+pub mod build;
+pub mod cache;
+pub mod debian;
+pub mod git;
+pub mod kconfig;
+pub mod source;

@@ -1,0 +1,29 @@
+//! The host orchestrator of the user_events conformance suite, as a library: one folder per
+//! phase, imported in one direction only (`xtask/tests/tidy.rs` checks it), from the leaves up:
+//!
+//! - `support/`: leaves every phase uses (the checkout, external commands, exit codes, files,
+//!   progress lines, phase timings);
+//! - `arch.rs`: per-arch facts as a data table;
+//! - `kernel/`: a kernel source made into a built, checked kernel (`kernel::build::Built`);
+//! - `vm/`: QEMU, the guest's initramfs and the host's hang watchdog (`vm::qemu::Ended`);
+//! - `suites/`: the scenario language, compiled into a plan per kernel;
+//! - `flags.rs`: the command line's vocabulary (clap), for the layers above;
+//! - `judging/`: a boot's logs into a verdict, and the run folder's records (`JudgedBoot`);
+//! - `results/`: the one run model, its renderers, `compare` and `merge`;
+//! - `coverage/`: what the suites cover;
+//! - `run/`: one run in order: kernels, plans, boots in lanes, reports;
+//! - `setup/`: provisioning, from what a verb needs;
+//! - `verbs/`: one module per `cargo xtask` verb, called only by `main.rs`.
+
+pub mod arch;
+pub mod coverage;
+pub mod flags;
+pub mod judging;
+pub mod kernel;
+pub mod results;
+pub mod run;
+pub mod setup;
+pub mod suites;
+pub mod support;
+pub mod verbs;
+pub mod vm;

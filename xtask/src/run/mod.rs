@@ -1,0 +1,13 @@
+//! One run, in order: the kernels built or fetched, the scenarios chosen and compiled into a
+//! plan per kernel, the boots in one lane per arch (each judged as its VM ends), then the
+//! reports. Its main type is `boot::BootRun` (a boot's outcome with its `JudgedBoot`), which
+//! `pipeline::publish` hands to `results/`. `validate`, `bisect` and `test` run their sides
+//! through the same steps.
+//!
+//! - `pipeline`: the steps of a run, from the flags to the published reports;
+//! - `select`: `--filter` globs and `--rerun-failed`;
+//! - `boot`: the boots of a plan (shared, isolated, resume), `exec` and `shell`.
+
+pub mod boot;
+pub mod pipeline;
+pub mod select;

@@ -1,0 +1,357 @@
+//! One run, in order: the kernels (built or fetched), the plan (the suites chosen and compiled
+//! per kernel), the boots (each judged as its VM ends), then the reports. `main.rs` dispatches
+//! the verbs here; `validate`, `bisect` and `test` run their sides through the same steps.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::coverage::catalogue as coverage;
+use crate::flags::{KernelArgs, SelectArgs};
+use crate::judging::run_folder;
+use crate::kernel::{build as kernel, cache, debian, kconfig, source};
+use crate::run::{boot, select};
+use crate::support::checkout::project_root;
+use crate::support::exit::{error, Kind};
+use crate::support::{progress, timings};
+use crate::{arch, results, suites};
+
+/// Builds or fetches the kernel for each requested arch.
+pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
+    let arches = arch::select(&args.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
+    let cache_dir = cache::root(args.cache_dir.as_deref());
+    let configs = project_root().join("kernel-configs");
+    let src = &args.source;
+    let mut out = Vec::new();
+    let c = &args.config;
+    let fragments_for =
+        |arch: &arch::Arch| kconfig::fragments_for(&configs, arch.fragment, &c.profiles, &c.fragments, &c.kconfig);
+
+    if let Some(image) = &src.kernel_image {
+        if arches.len() != 1 {
+            return Err(error(
+                Kind::BadInput,
+                "--kernel-image needs a single --arch (x86_64, arm64, s390x or riscv64)",
+            ));
+        }
+        let arch = arches[0];
+        out.push(kernel::prebuilt(arch, image, src.kernel_config.as_deref(), &fragments_for(arch)?, None)?);
+        return Ok(out);
+    }
+
+    let spec = match &src.git_commit {
+        Some((repo, commit)) => source::Spec::GitCommit { repo: repo.clone(), commit: commit.clone() },
+        None => match (&src.kernel_src, &src.kernel_tarball, &src.kernel_version) {
+            (Some(dir), _, _) => source::Spec::Tree(dir.clone()),
+            (_, Some(t), _) => source::Spec::Tarball(t.clone()),
+            (_, _, Some(v)) => source::Spec::DebianVersion(debian::fetch(v, &cache_dir)?),
+            _ => source::Spec::Debian,
+        },
+    };
+    let identity = source::identify(&spec, &cache_dir)?;
+    let patches = src.patches.iter().map(|p| source::Patch::read(p)).collect::<Result<Vec<_>>>()?;
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let started = std::time::Instant::now();
+    for arch in arches {
+        let fragments = fragments_for(arch)?;
+        let req = kernel::Request {
+            arch,
+            spec: &spec,
+            source: &identity,
+            patches: &patches,
+            fragments: &fragments,
+            jobs,
+            cache_dir: &cache_dir,
+            config_only: args.config_only,
+        };
+        out.push(kernel::build(&req)?);
+    }
+    timings::record(None, "kernels", started.elapsed());
+    Ok(out)
+}
+
+/// Every `suites/*.yaml` of the checkout.
+pub fn suite_files() -> Result<Vec<PathBuf>> {
+    let dir = project_root().join("suites");
+    suites::files_in(&dir).map_err(|e| error(Kind::BadInput, format!("{}: {e}", dir.display())))
+}
+
+/// Loads and validates suites; every error of every file ends the command as bad input (128).
+pub fn load_suites(files: &[PathBuf]) -> Result<Vec<suites::Suite>> {
+    suites::load_all(files).map_err(|e| error(Kind::BadInput, format!("invalid suite files:\n{e}")))
+}
+
+/// `cargo xtask check-suites`: one line per good file, every error of the bad ones.
+pub fn check_suites(files: &[PathBuf]) -> u8 {
+    if files.is_empty() {
+        println!("no suite files (suites/*.yaml) to check");
+        return 0;
+    }
+    let mut bad = 0;
+    for file in files {
+        match suites::load_all(std::slice::from_ref(file)) {
+            Ok(s) => println!("ok {}: {} scenarios", suites::shown(file), s[0].scenarios.len()),
+            Err(e) => {
+                bad += 1;
+                eprintln!("{e}\n");
+            }
+        }
+    }
+    // Two good files may still clash on their suite name.
+    if bad == 0 {
+        if let Err(e) = suites::load_all(files) {
+            eprintln!("{e}");
+            bad += 1;
+        }
+    }
+    if bad == 0 {
+        0
+    } else {
+        eprintln!("{bad} of {} suite file(s) have errors", files.len());
+        Kind::BadInput.code()
+    }
+}
+
+/// The suites a command runs and which of their scenarios: `--suite` files (default: every
+/// suites/*.yaml), `--filter`, `--rerun-failed`.
+pub struct Chosen {
+    pub suites: Vec<suites::Suite>,
+    pub select: select::Selection,
+    /// The catalogue's summary of each item (`suites/catalogue.tsv`), for the reports.
+    pub catalogue: std::collections::BTreeMap<String, String>,
+}
+
+/// `--rerun-failed` without `--arch`: the arches of the run that have something to rerun (the
+/// default pair would leave out an `--arch all` run's s390x and riscv64 failures).
+pub fn rerun_arches(chosen: &Chosen, kernel: KernelArgs) -> KernelArgs {
+    match chosen.select.rerun_arches() {
+        Some(arches) if kernel.arch == crate::arch::DEFAULT && !arches.is_empty() => {
+            KernelArgs { arch: arches.join(","), ..kernel }
+        }
+        _ => kernel,
+    }
+}
+
+/// Suites that measure rather than judge: out of the default (gating) plan; `--bench` or
+/// `--suite suites/performance.yaml` runs them.
+pub const MEASURING_SUITES: &[&str] = &["performance"];
+
+pub fn choose(args: &SelectArgs, results: &Path) -> Result<Chosen> {
+    let files = if args.suites.is_empty() {
+        let all = suite_files()?;
+        let measuring = |f: &PathBuf| f.file_stem().is_some_and(|s| MEASURING_SUITES.iter().any(|m| s == *m));
+        if args.bench {
+            all
+        } else {
+            all.into_iter().filter(|f| !measuring(f)).collect()
+        }
+    } else {
+        args.suites.clone()
+    };
+    let suites = load_suites(&files)?;
+    let select = select::Selection::new(&args.filters, args.rerun_failed.as_deref(), results)?;
+    let catalogue = coverage::load(&project_root())
+        .map(|(items, _)| items.into_iter().map(|i| (i.id, i.summary)).collect())
+        .unwrap_or_default();
+    Ok(Chosen { suites, select, catalogue })
+}
+
+/// The suites compiled against one kernel (its release and `.config`), narrowed to the chosen
+/// scenarios.
+pub fn compile_for(chosen: &Chosen, b: &kernel::Built) -> Result<suites::Compiled> {
+    let text = std::fs::read_to_string(&b.config)
+        .map_err(|e| error(Kind::Infra, format!("{}: reading the kernel's .config: {e}", b.config.display())))?;
+    let config = kconfig::parse_config(&text);
+    let facts = suites::KernelFacts { release: &b.metadata.kernelrelease, config: &config };
+    let mut compiled = suites::compile(&chosen.suites, &facts, b.arch.name);
+    // The catalogue's words for each item a scenario covers, for the reports.
+    for about in compiled.marks.about.values_mut() {
+        for (id, summary) in &mut about.covers {
+            if let Some(words) = chosen.catalogue.get(id) {
+                summary.clone_from(words);
+            }
+        }
+    }
+    let arch = b.arch.name;
+    compiled.plan.scenarios.retain(|s| chosen.select.wants(arch, &s.name));
+    compiled.isolated.retain(|s| chosen.select.wants(arch, &s.name));
+    compiled.skipped.retain(|s| chosen.select.wants(arch, &s.name));
+    Ok(compiled)
+}
+
+/// `--list`: each arch's selected plan (isolated scenarios marked) and what it skips and why;
+/// nothing boots.
+pub fn list_plans(chosen: &Chosen, built: &[kernel::Built]) -> Result<u8> {
+    let mut any = false;
+    for b in built {
+        let c = compile_for(chosen, b)?;
+        let arch = b.arch.name;
+        println!(
+            "{arch}: {}: {} scenario(s), {} isolated, {} skipped",
+            b.metadata.kernelrelease,
+            c.plan.scenarios.len() + c.isolated.len(),
+            c.isolated.len(),
+            c.skipped.len()
+        );
+        for s in &c.plan.scenarios {
+            println!("{arch} {}", s.name);
+        }
+        for s in &c.isolated {
+            println!("{arch} {} [isolated: a boot of its own]", s.name);
+        }
+        for s in &c.skipped {
+            println!("{arch} {} [skipped: {}]", s.name, s.reason);
+        }
+        any |= !c.plan.scenarios.is_empty() || !c.isolated.is_empty() || !c.skipped.is_empty();
+    }
+    if !any && chosen.select.narrows() {
+        return Err(nothing_selected(chosen));
+    }
+    Ok(0)
+}
+
+fn nothing_selected(chosen: &Chosen) -> anyhow::Error {
+    let total: usize = chosen.suites.iter().map(|s| s.scenarios.len()).sum();
+    error(Kind::BadInput, format!("{} selects none of the {total} scenario(s) of the suites", chosen.select.describe()))
+}
+
+/// Compiles the suites against each kernel, prints what is skipped and why, boots every kernel
+/// with its plan, writes the reports and returns the exit code.
+pub fn run_and_publish(chosen: &Chosen, built: &[kernel::Built], opts: &boot::Options) -> Result<u8> {
+    let judged = run(chosen, built, opts)?;
+    publish(&judged, built)?;
+    Ok(boot::exit_code(&judged))
+}
+
+/// The plan and the boots: the suites compiled against each kernel (what is skipped and why
+/// printed and kept), then every plan booted and each boot judged. The boots' `out_dir` is
+/// `results/<run-id>/<arch>`. With `--rerun-failed` on a run that has no failure, nothing
+/// boots and the list is empty.
+pub fn run(chosen: &Chosen, built: &[kernel::Built], opts: &boot::Options) -> Result<Vec<boot::BootRun>> {
+    if chosen.select.rerun_count() == Some(0) {
+        progress::line(format!(
+            "{}: that run has no failed, timed-out or not-run scenario: nothing to rerun",
+            chosen.select.describe()
+        ));
+        return Ok(vec![]);
+    }
+    let boots = plan_boots(chosen, built, opts.vms)?;
+    if boots.plans.is_empty() {
+        if chosen.select.narrows() && boots.skipped.is_empty() {
+            return Err(nothing_selected(chosen));
+        }
+        progress::line("every selected scenario is skipped on every kernel: nothing to boot");
+        return Ok(vec![]);
+    }
+    let judged = boot::run_plans(boots.plans, &[], opts)?;
+    if let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) {
+        save_skipped(run_dir, built, &boots.skipped)?;
+    }
+    Ok(judged)
+}
+
+/// The boots the chosen suites need on these kernels, and what each kernel's plan leaves out.
+pub struct Boots<'a> {
+    pub plans: Vec<boot::PlanFor<'a>>,
+    pub skipped: Vec<(&'static str, run_folder::Skipped)>,
+}
+
+/// Compiles the chosen suites for each kernel: its shared plan cut into `vms` parts (`--vms`),
+/// a boot per isolated scenario, and the skipped scenarios (printed as they are found).
+pub fn plan_boots<'a>(chosen: &Chosen, built: &'a [kernel::Built], vms: usize) -> Result<Boots<'a>> {
+    let mut plans = Vec::new();
+    let mut isolated = Vec::new();
+    let mut skipped = Vec::new();
+    for b in built {
+        let compiled = compile_for(chosen, b)?;
+        for s in &compiled.skipped {
+            progress::line(format!("{} {}/{}: {}", progress::tag("SKIPPED"), b.arch.name, s.name, s.reason));
+            let s = run_folder::Skipped { name: s.name.clone(), reason: s.reason.clone() };
+            skipped.push((b.arch.name, s));
+        }
+        for (n, scenario) in compiled.isolated.into_iter().enumerate() {
+            let mut plan = protocol::Plan::empty(b.arch.name);
+            plan.scenarios.push(scenario);
+            let dir = run_folder::BootDir::Isolated(n as u32 + 1).name(b.arch.name);
+            isolated.push(boot::PlanFor { built: b, plan, marks: compiled.marks.clone(), dir });
+        }
+        // No shared boot when every planned scenario of this kernel is isolated, or when the
+        // selection left this arch nothing.
+        let nothing_here = compiled.plan.scenarios.is_empty()
+            && (chosen.select.narrows() || isolated.iter().any(|p| p.built.arch.name == b.arch.name));
+        if !nothing_here {
+            for (k, plan) in boot::split_plan(compiled.plan, vms).into_iter().enumerate() {
+                let dir = boot::shared_dir(b.arch.name, k + 1);
+                plans.push(boot::PlanFor { built: b, plan, marks: compiled.marks.clone(), dir });
+            }
+        }
+    }
+    plans.extend(isolated);
+    Ok(Boots { plans, skipped })
+}
+
+/// What each arch's plan left out, for the run's reports (`<run>/<arch>/skipped.json`).
+pub fn save_skipped(
+    run_dir: &Path,
+    built: &[kernel::Built],
+    skipped: &[(&'static str, run_folder::Skipped)],
+) -> Result<()> {
+    for b in built {
+        let mine: Vec<_> = skipped.iter().filter(|(a, _)| *a == b.arch.name).map(|(_, s)| s.clone()).collect();
+        run_folder::save_skipped(&run_dir.join(b.arch.name), &mine)?;
+    }
+    Ok(())
+}
+
+/// The reports: the run's provenance recorded beside its logs, the model made from the boots as
+/// judged (not judged again), and every report written into the run folder with the
+/// invocation's timings. The run's model, `None` when nothing booted.
+pub fn publish(judged: &[boot::BootRun], built: &[kernel::Built]) -> Result<Option<results::model::Run>> {
+    let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) else { return Ok(None) };
+    let began = std::time::Instant::now();
+    let boots: Vec<&run_folder::JudgedBoot> = judged.iter().map(|j| &j.boot).collect();
+    results::collect::save_facts(run_dir, &boots, built)?;
+    let run = results::collect::assemble(run_dir, &boots, vec![], jiff::Timestamp::now())?;
+    results::publish(run_dir, run, Some(began)).map(Some)
+}
+
+/// `boot --plan FILE`: a compiled plan (the agent's JSON input), its version and names checked.
+pub fn read_plan(path: &Path) -> Result<protocol::Plan> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| error(Kind::BadInput, format!("--plan {}: {e}", path.display())))?;
+    let plan: protocol::Plan = serde_json::from_str(&text)
+        .map_err(|e| error(Kind::BadInput, format!("--plan {}:{}:{}: {e}", path.display(), e.line(), e.column())))?;
+    if plan.version != protocol::PROTOCOL_VERSION {
+        return Err(error(
+            Kind::BadInput,
+            format!(
+                "--plan {}: version {} but this agent speaks {}",
+                path.display(),
+                plan.version,
+                protocol::PROTOCOL_VERSION
+            ),
+        ));
+    }
+    if let Some(bad) = plan.scenarios.iter().find(|s| s.name.is_empty() || s.name.contains(char::is_whitespace)) {
+        return Err(error(
+            Kind::BadInput,
+            format!("--plan {}: scenario name {:?} is empty or has spaces", path.display(), bad.name),
+        ));
+    }
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_suites_exits_2_on_any_bad_file() {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/suites");
+        let good = data.join("good/registration.yaml");
+        assert_eq!(check_suites(std::slice::from_ref(&good)), 0);
+        assert_eq!(check_suites(&[good.clone(), data.join("bad/bad-hex.yaml")]), 128);
+        assert_eq!(check_suites(&[good.clone(), good]), 128, "one suite name in two files");
+        assert_eq!(check_suites(&[]), 0);
+    }
+}

@@ -1,0 +1,174 @@
+//! Picking scenarios: `--filter GLOB` on `suite/scenario` names (repeatable; `!GLOB` excludes)
+//! and `--rerun-failed [RUN]` (the failed, timed-out and not-run scenarios of a run, per arch),
+//! applied to each arch's compiled plan; `--list` prints what was picked.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::support::exit::{error, Kind};
+
+/// Which scenarios a command runs. The default picks every one.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    include: Vec<String>,
+    exclude: Vec<String>,
+    /// `--rerun-failed`: per arch, the names to run again, and the run they came from.
+    rerun: Option<(PathBuf, BTreeMap<String, BTreeSet<String>>)>,
+}
+
+impl Selection {
+    /// From the flags; `results` is where `--rerun-failed latest` (or a bare run id) is looked up.
+    pub fn new(filters: &[String], rerun_failed: Option<&Path>, results: &Path) -> Result<Selection> {
+        let mut sel = Selection::default();
+        for f in filters {
+            let (list, glob) = match f.strip_prefix('!') {
+                Some(g) => (&mut sel.exclude, g),
+                None => (&mut sel.include, f.as_str()),
+            };
+            if glob.is_empty() {
+                return Err(error(Kind::BadInput, format!("--filter {f:?}: an empty pattern")));
+            }
+            list.push(glob.to_string());
+        }
+        if let Some(run) = rerun_failed {
+            let dir = if run.exists() { run.to_path_buf() } else { results.join(run) };
+            let file = dir.join(crate::judging::run_folder::RUN_JSON);
+            let model = crate::results::compare::read_run_json(&file)
+                .map_err(|e| error(Kind::BadInput, format!("--rerun-failed {}: {e:#}", run.display())))?;
+            let failed = model
+                .arches
+                .iter()
+                .map(|a| {
+                    let names = a.scenarios.iter().filter(|s| s.status.is_failure()).map(|s| s.name.clone());
+                    (a.arch.clone(), names.collect())
+                })
+                .collect();
+            sel.rerun = Some((dir, failed));
+        }
+        Ok(sel)
+    }
+
+    /// Whether `arch` runs scenario `name` (`suite/scenario`).
+    pub fn wants(&self, arch: &str, name: &str) -> bool {
+        let included = self.include.is_empty() || self.include.iter().any(|g| glob(g, name));
+        let excluded = self.exclude.iter().any(|g| glob(g, name));
+        let rerun = self.rerun.as_ref().is_none_or(|(_, by_arch)| by_arch.get(arch).is_some_and(|s| s.contains(name)));
+        included && !excluded && rerun
+    }
+
+    /// Whether anything narrows the choice.
+    pub fn narrows(&self) -> bool {
+        !self.include.is_empty() || !self.exclude.is_empty() || self.rerun.is_some()
+    }
+
+    /// What picked the scenarios, for messages: `--filter 'process/*'`, `--rerun-failed RUN`.
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self.include.iter().map(|g| format!("--filter '{g}'")).collect();
+        parts.extend(self.exclude.iter().map(|g| format!("--filter '!{g}'")));
+        if let Some((dir, _)) = &self.rerun {
+            parts.push(format!("--rerun-failed {}", dir.display()));
+        }
+        parts.join(" ")
+    }
+
+    /// The failed scenarios `--rerun-failed` found, over every arch.
+    /// `--rerun-failed`: the arches that have something to rerun.
+    pub fn rerun_arches(&self) -> Option<Vec<&str>> {
+        self.rerun
+            .as_ref()
+            .map(|(_, by_arch)| by_arch.iter().filter(|(_, s)| !s.is_empty()).map(|(a, _)| a.as_str()).collect())
+    }
+
+    pub fn rerun_count(&self) -> Option<usize> {
+        self.rerun.as_ref().map(|(_, by_arch)| by_arch.values().map(BTreeSet::len).sum())
+    }
+}
+
+/// Shell-style glob over the whole text: `*` any run of characters (`/` included), `?` one
+/// character, anything else itself.
+pub fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    // Iterative matching with one backtrack point for the last `*`.
+    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_whole_names() {
+        assert!(glob("process/*", "process/fork-copies-bits"));
+        assert!(!glob("process/*", "processes/x"));
+        assert!(glob("*fork*", "process/fork-copies-bits"));
+        assert!(glob("a/?", "a/b"));
+        assert!(!glob("a/?", "a/bc"));
+        assert!(glob("*", ""));
+        assert!(glob("a*b*c", "a-x-b-y-c"));
+        assert!(!glob("a*b*c", "a-x-b-y"));
+        assert!(glob("limits/the-count-drops-when-an-event-goes", "limits/the-count-drops-when-an-event-goes"));
+    }
+
+    #[test]
+    fn filters_include_then_exclude() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = |v: &[&str]| Selection::new(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>(), None, dir.path());
+        let all = f(&[]).unwrap();
+        assert!(all.wants("x86_64", "a/b") && !all.narrows());
+        let s = f(&["process/*", "writes/*", "!*/fork-*"]).unwrap();
+        assert!(s.wants("x86_64", "process/exec-clears") && s.wants("arm64", "writes/x"));
+        assert!(!s.wants("x86_64", "process/fork-copies") && !s.wants("x86_64", "limits/x"));
+        assert_eq!(s.describe(), "--filter 'process/*' --filter 'writes/*' --filter '!*/fork-*'");
+        let only_out = f(&["!perf*"]).unwrap();
+        assert!(only_out.wants("x86_64", "registration/a") && !only_out.wants("x86_64", "performance/b"));
+        assert_eq!(crate::support::exit::code_for(&f(&["!"]).unwrap_err()), 128);
+    }
+
+    #[test]
+    fn rerun_failed_reads_a_run_per_arch() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/results/golden");
+        let s = Selection::new(&[], Some(&fixture), Path::new("/nonexistent")).unwrap();
+        let model = crate::results::compare::read_run_json(&fixture.join("run.json")).unwrap();
+        for a in &model.arches {
+            for sc in &a.scenarios {
+                assert_eq!(s.wants(&a.arch, &sc.name), sc.status.is_failure(), "{} {}", a.arch, sc.name);
+            }
+        }
+        assert!(s.rerun_count().unwrap() > 0);
+        // The arches with a failure, which `run --rerun-failed` boots when --arch is not given.
+        let failing: Vec<&str> = model
+            .arches
+            .iter()
+            .filter(|a| a.scenarios.iter().any(|sc| sc.status.is_failure()))
+            .map(|a| a.arch.as_str())
+            .collect();
+        let mut got = s.rerun_arches().unwrap();
+        got.sort_unstable();
+        let mut want = failing.clone();
+        want.sort_unstable();
+        assert_eq!(got, want);
+        assert_eq!(Selection::new(&[], None, Path::new("/nonexistent")).unwrap().rerun_arches(), None);
+        let err = Selection::new(&[], Some(Path::new("no-such-run")), Path::new("/nonexistent")).unwrap_err();
+        assert_eq!(crate::support::exit::code_for(&err), 128);
+        assert!(err.to_string().starts_with("--rerun-failed no-such-run: "), "{err}");
+    }
+}

@@ -1,0 +1,94 @@
+//! Files written safely and named by content: atomic writes, the advisory lock that keeps two
+//! invocations apart, and sha256 digests in hex. A leaf: it depends on no other module but
+//! `progress`, so `cache`, `source` and the rest share it without depending on each other.
+
+use std::fs::{File, TryLockError};
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+
+/// Writes a file through a temporary sibling and a rename, so readers never see half of it.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().context("path has no parent")?;
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, bytes)?;
+    tmp.persist(path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// An exclusive advisory lock on a file, released on drop (also when the process dies).
+pub struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    pub fn acquire(path: &Path) -> Result<Lock> {
+        std::fs::create_dir_all(path.parent().context("lock path has no parent")?)?;
+        let file = File::create(path).with_context(|| format!("creating lock {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                crate::support::progress::line(format!("waiting for another xtask that holds {}", path.display()));
+                file.lock().with_context(|| format!("locking {}", path.display()))?;
+            }
+            Err(TryLockError::Error(e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
+        }
+        Ok(Lock { _file: file })
+    }
+}
+
+/// Lower-case hex of bytes (a digest's usual spelling).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The sha256 of some bytes, in hex.
+pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// The sha256 of a file's content, in hex, read in 1 MiB pieces.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_excludes_a_second_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l/lock");
+        let held = Lock::acquire(&path).unwrap();
+        let other = File::create(&path).unwrap();
+        assert!(matches!(other.try_lock(), Err(TryLockError::WouldBlock)));
+        drop(held);
+        assert!(other.try_lock().is_ok());
+    }
+
+    #[test]
+    fn digests_are_hex_sha256() {
+        let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        assert_eq!(sha256_hex(b""), empty);
+        assert_eq!(hex(&[0, 0xab, 0x7f]), "00ab7f");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        write_atomic(&file, b"abc").unwrap();
+        assert_eq!(sha256_file(&file).unwrap(), sha256_hex(b"abc"));
+        assert_eq!(std::fs::read(&file).unwrap(), b"abc");
+    }
+}

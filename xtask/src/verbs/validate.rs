@@ -1,0 +1,361 @@
+//! `validate`: the kernel developer's flow. Builds and runs the suites on the baseline (the
+//! source without the patches) and on the patched source, on every arch asked for, then prints
+//! the `compare` report between the two run folders and exits as `compare` does (3 when either
+//! side's boots failed for infrastructure reasons). `--repeat N` runs each side N times, so
+//! `compare` can tell a flaky scenario from a regression. The build cache makes the baseline a hit
+//! when it was built before, and the patched build an incremental rebuild of it.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::flags::{KernelArgs, ValidateArgs};
+use crate::results::model::Run;
+use crate::support::exit::{error, Kind};
+use crate::support::progress::line;
+
+impl ValidateArgs {
+    pub fn run(self) -> Result<u8> {
+        validate(&self)
+    }
+}
+
+fn validate(args: &ValidateArgs) -> Result<u8> {
+    let src = &args.kernel.source;
+    if src.patches.is_empty() && args.base.is_none() {
+        return Err(error(
+            Kind::BadInput,
+            "validate needs the change to validate: --patch FILE, or --kernel-src TREE --base REF [--head REF]",
+        ));
+    }
+    if args.head.is_some() && args.base.is_none() {
+        return Err(error(Kind::BadInput, "--head REF goes with --base REF"));
+    }
+    if src.kernel_image.is_some() {
+        return Err(error(Kind::BadInput, "validate builds from source: --kernel-image cannot be patched"));
+    }
+    let chosen = crate::run::pipeline::choose(&args.select, &args.vm.results_root())?;
+    if chosen.suites.is_empty() {
+        return Err(error(Kind::BadInput, "validate has no suite to run: suites/ has no *.yaml and no --suite given"));
+    }
+    if args.select.list {
+        return Err(error(Kind::BadInput, "validate --list: use `run --list` with the same flags to see the plan"));
+    }
+    let clients = crate::setup::provision::clients_of_chosen(&chosen);
+    let needs = crate::setup::provision::Needs::boot(&args.kernel, &args.vm, false, &clients);
+    crate::setup::provision::ensure(&crate::setup::provision::Needs {
+        git: needs.git || args.base.is_some(),
+        ..needs
+    })?;
+    let (base_args, head_args, base_label, head_label) = sides(args)?;
+    line(format!("validate: the baseline: {base_label}"));
+    let base_built = crate::run::pipeline::kernels(&base_args)?;
+    let index = baseline_index(&chosen, &base_built, &base_args, args)?;
+    let (mut base, mut base_code) = remembered_runs(&index, args)?;
+    let (current, cur_code) = if base.len() >= args.repeat.max(1) {
+        line(format!("validate: the change: {head_label}"));
+        patched_side(&chosen, &head_args, args, &lane_order(&base))?
+    } else {
+        // The baseline has to run: it boots while the patched kernels build beside it (measured
+        // on 2 cores: 62-66 s against 75-91 s one after the other, BENCHMARKS.md).
+        line(format!("validate: the change: {head_label}, built while the baseline runs"));
+        let (ran, head_built) = std::thread::scope(|s| {
+            let baseline = s.spawn(|| run_repeats(&chosen, &base_built, &base_args, args, Some(&index), base.len()));
+            crate::support::timings::hold();
+            let started = std::time::Instant::now();
+            let head_built = crate::run::pipeline::kernels(&head_args);
+            let ran = baseline.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the baseline's thread panicked")));
+            crate::support::timings::release(started);
+            (ran, head_built)
+        });
+        let (runs, code) = ran?;
+        base.extend(runs);
+        base_code = base_code.max(code);
+        let head_built = head_built?;
+        run_repeats(&chosen, &head_built, &head_args, args, None, 0)?
+    };
+    if let Some(dir) = base.iter().find(|(d, _)| current.iter().any(|(c, _)| c == d)) {
+        return Err(error(Kind::Infra, format!("both sides wrote into {}", dir.0.display())));
+    }
+    let folders = |s: &[(PathBuf, Run)]| s.iter().map(|(d, _)| d.display().to_string()).collect::<Vec<_>>().join(", ");
+    line(format!("validate: comparing {} (base) with {} (patched)", folders(&base), folders(&current)));
+    let last = current.last().map(|(d, _)| d.clone()).expect("at least one repeat");
+    let out = args.report.out.clone().unwrap_or(last);
+    let code =
+        crate::results::compare::report(&base, &current, &out, args.report.fail_on_metrics, args.report.verbose)?;
+    let infra = Kind::Infra.code();
+    if base_code == infra || cur_code == infra {
+        line("validate: a boot failed for infrastructure reasons, so the comparison is incomplete");
+        return Ok(infra);
+    }
+    Ok(code)
+}
+
+/// What determines a run's results: each kernel's build key, the plan compiled for it, the
+/// guest agent and clients that run it, and the VM options.
+fn results_key(
+    chosen: &crate::run::pipeline::Chosen,
+    built: &[crate::kernel::build::Built],
+    vm: &crate::flags::VmArgs,
+) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(format!(
+        "v1\0{:?}\0{}\0{}\0{}\0{:?}\0{:?}\0{:?}\0",
+        vm.accel, vm.cpus, vm.memory, vm.vms, vm.kernel_args, vm.qemu_args, vm.share
+    ));
+    for b in built {
+        h.update(b.metadata.key.as_bytes());
+        let compiled = crate::run::pipeline::compile_for(chosen, b)?;
+        let mut plans = vec![compiled.plan.clone()];
+        plans.extend(
+            compiled.isolated.iter().map(|s| protocol::Plan { scenarios: vec![s.clone()], ..compiled.plan.clone() }),
+        );
+        h.update(serde_json::to_vec(&plans)?);
+        h.update(format!("{:?}{:?}", compiled.marks.xfail, compiled.marks.expect_report));
+        h.update(std::fs::read(crate::vm::initramfs::build_agent(b.arch)?)?);
+        for p in &plans {
+            for (path, bytes) in crate::vm::initramfs::clients_for(b.arch, p, false)? {
+                h.update(path.as_bytes());
+                h.update(&bytes);
+            }
+        }
+    }
+    Ok(crate::support::files::hex(&h.finalize()))
+}
+
+/// The run folders recorded under a results key that still hold their run.json, oldest first.
+fn remembered(index: &std::path::Path) -> Vec<PathBuf> {
+    let dirs: Vec<PathBuf> =
+        std::fs::read(index).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    dirs.into_iter().filter(|d| d.join("run.json").is_file()).collect()
+}
+
+fn remember(index: &std::path::Path, dir: &std::path::Path) -> Result<()> {
+    let mut dirs = remembered(index);
+    dirs.push(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()));
+    std::fs::create_dir_all(index.parent().expect("an index file has a folder"))?;
+    crate::support::files::write_atomic(index, &serde_json::to_vec_pretty(&dirs)?)
+}
+
+/// The two sides' kernel flags and what each is. With `--patch` only: the source without and
+/// with the patches. With `--base REF`: that commit of the `--kernel-src` git tree, exported
+/// into the cache, against the same export plus the change to `--head REF` (or to the working
+/// tree, uncommitted and untracked files included) as a patch, so the second side is an
+/// incremental build of the first in one private mirror; `--patch` files apply on top of both.
+fn sides(args: &ValidateArgs) -> Result<(KernelArgs, KernelArgs, String, String)> {
+    let src = &args.kernel.source;
+    let patch_names = || src.patches.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    let Some(base_ref) = &args.base else {
+        let mut base = args.kernel.clone();
+        base.source.patches.clear();
+        return Ok((
+            base,
+            args.kernel.clone(),
+            "the source without the patches".into(),
+            format!("patched with {}", patch_names()),
+        ));
+    };
+    let dir = src
+        .kernel_src
+        .as_ref()
+        .ok_or_else(|| error(Kind::BadInput, "--base REF needs --kernel-src TREE, the git checkout REF belongs to"))?;
+    let cache_dir = crate::kernel::cache::root(args.kernel.cache_dir.as_deref());
+    let repo = crate::kernel::git::repo(dir)?;
+    let base_commit = crate::kernel::git::commit(&repo, base_ref, "--base")?;
+    let head_commit = args.head.as_deref().map(|h| crate::kernel::git::commit(&repo, h, "--head")).transpose()?;
+    let change = crate::kernel::git::diff_patch(&repo, &base_commit, head_commit.as_deref(), &cache_dir)?;
+    let head_label = match &head_commit {
+        Some(h) => crate::kernel::git::describe(&repo, h),
+        None if crate::kernel::git::dirty(&repo) => {
+            format!("{} with the working tree's uncommitted changes", crate::kernel::git::describe(&repo, "HEAD"))
+        }
+        None => crate::kernel::git::describe(&repo, "HEAD"),
+    };
+    if change.is_none() {
+        line(format!("validate: no change between {base_ref} and {head_label}: both sides are the same kernel"));
+    }
+    let with = |extra: Option<&PathBuf>| {
+        let mut k = args.kernel.clone();
+        k.source.kernel_src = None;
+        k.source.git_commit = Some((repo.clone(), base_commit.clone()));
+        k.source.patches = extra.into_iter().cloned().chain(src.patches.iter().cloned()).collect();
+        k
+    };
+    let extra = if src.patches.is_empty() { String::new() } else { format!(", plus {}", patch_names()) };
+    Ok((
+        with(None),
+        with(change.as_ref()),
+        format!("{}{extra}", crate::kernel::git::describe(&repo, &base_commit)),
+        format!("{head_label}{extra}"),
+    ))
+}
+
+/// The arches of the patched side in the order that gives the earliest verdict: the arch whose
+/// boots took longest on the baseline first, so its boots start while the others still build
+/// (builds take turns; boots run beside them). Without a baseline time, the table's order.
+fn lane_order(base: &[(PathBuf, Run)]) -> Vec<&'static str> {
+    let mut took: std::collections::BTreeMap<&str, u64> = Default::default();
+    for (_, run) in base {
+        for a in &run.arches {
+            let ms: u64 = a.boots.iter().map(|b| b.wall_ms).sum();
+            if let Some(arch) = crate::arch::ARCHES.iter().find(|x| x.name == a.arch) {
+                *took.entry(arch.name).or_default() += ms;
+            }
+        }
+    }
+    let mut order: Vec<&'static str> = crate::arch::ARCHES.iter().map(|a| a.name).collect();
+    order.sort_by_key(|a| std::cmp::Reverse(took.get(a).copied().unwrap_or(0)));
+    order
+}
+
+/// The patched side: its first run is a pipeline, each arch's kernel built in turn (in
+/// `order`) and its boots started as soon as it is built, beside the next arch's build; more
+/// repeats run as the baseline's do.
+fn patched_side(
+    chosen: &crate::run::pipeline::Chosen,
+    kernel: &KernelArgs,
+    args: &ValidateArgs,
+    order: &[&'static str],
+) -> Result<(Vec<(PathBuf, Run)>, u8)> {
+    let arches = crate::arch::select(&kernel.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
+    if chosen.select.rerun_count() == Some(0) {
+        return run_repeats(chosen, &crate::run::pipeline::kernels(kernel)?, kernel, args, None, 0);
+    }
+    let mut arches: Vec<&'static str> = arches.iter().map(|a| a.name).collect();
+    arches.sort_by_key(|a| order.iter().position(|o| o == a));
+    let run_dir = crate::judging::run_folder::new_run_dir(&args.vm.results_root())?;
+    let opts = crate::run::boot::Options::of(&args.vm, kernel.cache_dir.as_deref())?;
+    let lanes = std::thread::scope(|s| -> Result<Vec<_>> {
+        let mut lanes = Vec::new();
+        for arch in arches {
+            let built = crate::run::pipeline::kernels(&KernelArgs { arch: arch.to_string(), ..kernel.clone() })?;
+            let (run_dir, opts) = (&run_dir, &opts);
+            lanes.push(s.spawn(move || -> Result<_> {
+                let boots = crate::run::pipeline::plan_boots(chosen, &built, opts.vms)?;
+                let judged = crate::run::boot::run_plans_in(boots.plans, &[], opts, run_dir)?;
+                crate::run::pipeline::save_skipped(run_dir, &built, &boots.skipped)?;
+                Ok((judged, built))
+            }));
+        }
+        lanes.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a lane panicked")))).collect()
+    })?;
+    let (mut judged, mut built) = (Vec::new(), Vec::new());
+    for (j, b) in lanes {
+        judged.extend(j);
+        built.extend(b);
+    }
+    if judged.is_empty() {
+        return Err(error(Kind::BadInput, "the selection leaves the patched kernels nothing to boot"));
+    }
+    crate::run::boot::finish_run(&judged, &run_dir);
+    crate::run::pipeline::publish(&judged, &built)?;
+    let mut code = crate::run::boot::exit_code(&judged);
+    let mut runs = vec![(run_dir.clone(), crate::results::compare::read_run_json(&run_dir.join("run.json"))?)];
+    if args.repeat > 1 {
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let (rest, c) = run_repeats(chosen, &built, kernel, args, None, 1)?;
+        runs.extend(rest);
+        code = code.max(c);
+    }
+    Ok((runs, code))
+}
+
+/// Where the baseline's runs are remembered: by what determines them (`results_key`).
+fn baseline_index(
+    chosen: &crate::run::pipeline::Chosen,
+    built: &[crate::kernel::build::Built],
+    kernel: &KernelArgs,
+    args: &ValidateArgs,
+) -> Result<PathBuf> {
+    let cache_dir = crate::kernel::cache::root(kernel.cache_dir.as_deref());
+    Ok(cache_dir.join("results").join(format!("{}.json", results_key(chosen, built, &args.vm)?)))
+}
+
+/// The baseline's runs already made with the same kernel, plan, agent and VM (up to
+/// `--repeat`), read back instead of run again; none with `--fresh-baseline`.
+fn remembered_runs(index: &std::path::Path, args: &ValidateArgs) -> Result<(Vec<(PathBuf, Run)>, u8)> {
+    let mut runs = Vec::new();
+    let mut code = 0;
+    if args.fresh_baseline {
+        return Ok((runs, code));
+    }
+    for dir in remembered(index).into_iter().take(args.repeat.max(1)) {
+        let run = crate::results::compare::read_run_json(&dir.join("run.json"))?;
+        code = code.max(run.verdict.exit_code());
+        line(format!(
+            "validate: the baseline was run before with the same kernel, plan, agent and VM: {}",
+            dir.display()
+        ));
+        runs.push((dir, run));
+    }
+    Ok((runs, code))
+}
+
+/// Runs the suites on built kernels until there are `--repeat` runs (counting `done` made
+/// before) and writes the reports; returns each run folder with its model, and the worst exit
+/// code. A complete run of the baseline is remembered under `index`.
+fn run_repeats(
+    chosen: &crate::run::pipeline::Chosen,
+    built: &[crate::kernel::build::Built],
+    kernel: &KernelArgs,
+    args: &ValidateArgs,
+    index: Option<&PathBuf>,
+    done: usize,
+) -> Result<(Vec<(PathBuf, Run)>, u8)> {
+    let mut runs = Vec::new();
+    let mut code = 0;
+    let wanted = args.repeat.max(1);
+    for n in done + 1..=wanted {
+        if wanted > 1 {
+            line(format!("validate: repeat {n} of {wanted}"));
+        }
+        let judged = crate::run::pipeline::run(
+            chosen,
+            built,
+            &crate::run::boot::Options::of(&args.vm, kernel.cache_dir.as_deref())?,
+        )?;
+        crate::run::pipeline::publish(&judged, built)?;
+        let dir = judged
+            .first()
+            .and_then(|j| j.outcome.out_dir.parent())
+            .map(PathBuf::from)
+            .ok_or_else(|| error(Kind::Infra, "no boot ran, so there is no run folder"))?;
+        let this = crate::run::boot::exit_code(&judged);
+        code = code.max(this);
+        let run = crate::results::compare::read_run_json(&dir.join("run.json"))?;
+        // Only a complete run is worth reusing: no infrastructure failure, no interrupt.
+        if let (Some(index), true) = (index, this <= Kind::TestFailed.code()) {
+            remember(index, &dir)?;
+        }
+        runs.push((dir, run));
+        // Run folders are named by the second: the next run must not land in this one.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+    }
+    Ok((runs, code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(argv: &[&str]) -> ValidateArgs {
+        let mut all = vec!["x", "validate"];
+        all.extend_from_slice(argv);
+        match crate::flags::Xtask::try_parse_from(all).unwrap().command {
+            crate::flags::Cmd::Validate(v) => v,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn bad_input_ends_before_any_build() {
+        let e = validate(&args(&["--arch", "x86_64"])).unwrap_err();
+        assert_eq!(crate::support::exit::code_for(&e), 128);
+        assert!(e.to_string().contains("--patch"), "{e}");
+        let bad = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/suites/bad/bad-hex.yaml");
+        let e = validate(&args(&["--patch", "p.patch", "--suite", bad.to_str().unwrap()])).unwrap_err();
+        assert_eq!(crate::support::exit::code_for(&e), 128, "{e:#}");
+    }
+}

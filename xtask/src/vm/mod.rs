@@ -1,0 +1,12 @@
+//! The VM phase: the guest's initramfs (the agent as /init, the plan, the clients), QEMU and
+//! virtiofsd spawned in their own process groups, and the host's progress watchdog. Its main
+//! type is `qemu::Ended` (how a VM ended, with its logs in the boot folder), which `judging/`
+//! turns into a verdict.
+//!
+//! - `initramfs`: the agent and clients built, and the cpio packed;
+//! - `qemu`: the only place that spawns QEMU and virtiofsd; command lines, kill reasons;
+//! - `hang`: sans-IO, when a silent guest counts as hung.
+
+pub mod hang;
+pub mod initramfs;
+pub mod qemu;

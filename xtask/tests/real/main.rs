@@ -1,0 +1,657 @@
+//! The real checks of `cargo xtask test` (a test target with its own harness that plain
+//! `cargo test` leaves out, so it stays fast; `cargo xtask test` runs it after
+//! provisioning): kernel builds for every arch (cached across runs), the dropped-option gate,
+//! the result consumers, real boots with fault injection, hygiene, `exec` and shares, the debug
+//! profile (`debug.rs`), and the checks that run the xtask binary as a user would
+//! (`as_user.rs`). Each check prints a PASSED or FAILED line; the exit code is 1 when any failed.
+
+mod as_user;
+mod debug;
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use protocol::Step;
+
+use xtask::flags::{ConfigArgs, KernelArgs, SourceArgs, TestArgs, VmArgs};
+use xtask::judging::verdict::Status;
+use xtask::support::cmd::{cmd, sh, stdout};
+use xtask::support::exit::{self, Kind};
+use xtask::support::progress::line;
+use xtask::vm::qemu::AccelChoice;
+
+/// The real checks' command line: what `cargo xtask test` passes after `--`.
+#[derive(Parser)]
+struct Cli {
+    /// Cache directory for sources, build trees and built kernels.
+    #[arg(long, env = "XTASK_CACHE_DIR")]
+    cache_dir: Option<std::path::PathBuf>,
+}
+
+struct Outcome {
+    name: String,
+    error: Option<String>,
+}
+
+fn main() -> std::process::ExitCode {
+    xtask::support::timings::start();
+    xtask::vm::qemu::install_signal_handler();
+    let cli = Cli::parse();
+    match run(&TestArgs { unit_only: false, cache_dir: cli.cache_dir }) {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::from(exit::code_for(&e))
+        }
+    }
+}
+
+fn run(args: &TestArgs) -> Result<u8> {
+    let root = xtask::support::checkout::project_root();
+    let mut outcomes = Vec::new();
+    let base = KernelArgs {
+        arch: "all".into(),
+        source: SourceArgs::default(),
+        config: ConfigArgs::default(),
+        jobs: None,
+        cache_dir: args.cache_dir.clone(),
+        config_only: false,
+        json: false,
+    };
+
+    for arch in xtask::arch::ARCHES {
+        let started = Instant::now();
+        let args = KernelArgs { arch: arch.name.into(), ..base.clone() };
+        let result = xtask::run::pipeline::kernels(&args).and_then(|built| {
+            let b = &built[0];
+            anyhow::ensure!(b.image.is_file(), "no image at {}", b.image.display());
+            let eff = &b.metadata.config.effective;
+            anyhow::ensure!(
+                eff.get("CONFIG_USER_EVENTS").map(String::as_str) == Some("y"),
+                "CONFIG_USER_EVENTS is {:?} in {}",
+                eff.get("CONFIG_USER_EVENTS"),
+                b.config.display()
+            );
+            anyhow::ensure!(
+                b.metadata.config.missing.is_empty(),
+                "missing options recorded: {:?}",
+                b.metadata.config.missing
+            );
+            anyhow::ensure!(
+                b.metadata.kernelrelease.starts_with("6.12"),
+                "kernelrelease {:?} is not 6.12",
+                b.metadata.kernelrelease
+            );
+            let repro = b.image.with_file_name("reproducer.sh");
+            anyhow::ensure!(repro.is_file(), "no reproducer.sh beside {}", b.image.display());
+            Ok(())
+        });
+        record(&mut outcomes, &format!("{}: kernel builds with every requested option", arch.name), started, result);
+
+        let started = Instant::now();
+        let result = xtask::run::pipeline::kernels(&args).and_then(|built| {
+            anyhow::ensure!(built[0].cache_hit, "the second identical request ran make (cache miss)");
+            Ok(())
+        });
+        record(&mut outcomes, &format!("{}: an identical request is a cache hit", arch.name), started, result);
+    }
+
+    let started = Instant::now();
+    let dropping = KernelArgs {
+        arch: "arm64".into(),
+        config_only: true,
+        config: ConfigArgs {
+            fragments: vec![root.join("xtask/test_data/arm64-without-ftrace.config")],
+            ..ConfigArgs::default()
+        },
+        ..base.clone()
+    };
+    let result = match xtask::run::pipeline::kernels(&dropping) {
+        Ok(_) => Err(anyhow::anyhow!("the configuration was accepted although CONFIG_USER_EVENTS cannot be set")),
+        Err(e) => {
+            let msg = format!("{e:#}");
+            let code = exit::code_for(&e);
+            if code == Kind::CannotBuild.code()
+                && msg.contains("CONFIG_USER_EVENTS: asked for `y`")
+                && msg.contains("unmet: depends on FTRACE [FTRACE=n]")
+            {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!("wrong failure (exit code {code}): {msg}"))
+            }
+        }
+    };
+    record(&mut outcomes, "arm64: a fragment that drops CONFIG_USER_EVENTS fails naming FTRACE", started, result);
+
+    // The renderings read by their real consumers: the kernel's kunit.py (from the source the
+    // builds above unpacked) and kcidb-io (installed by setup).
+    for (name, result) in xtask::results::tools::check_consumers() {
+        record(&mut outcomes, &format!("results: {name}"), Instant::now(), result);
+    }
+
+    // The debug profile configures on every arch; debug::ARCH's is built and run below.
+    for arch in xtask::arch::ARCHES.iter().filter(|a| a.name != debug::ARCH) {
+        let started = Instant::now();
+        let debug = KernelArgs {
+            arch: arch.name.into(),
+            config_only: true,
+            config: ConfigArgs { profiles: vec!["debug".into()], ..ConfigArgs::default() },
+            ..base.clone()
+        };
+        let result = xtask::run::pipeline::kernels(&debug).and_then(|b| {
+            let eff = &b[0].metadata.config.effective;
+            anyhow::ensure!(
+                eff.get("CONFIG_KASAN").map(String::as_str) == Some("y"),
+                "KASAN is {:?}",
+                eff.get("CONFIG_KASAN")
+            );
+            Ok(())
+        });
+        record(
+            &mut outcomes,
+            &format!("{}: the debug profile configures with every option", arch.name),
+            started,
+            result,
+        );
+    }
+
+    let started = Instant::now();
+    let result = other_debian_version_configures(&base);
+    record(
+        &mut outcomes,
+        "arm64: --kernel-version 7.3 fetches Debian's linux-source-7.3 (private apt) and configures with every option",
+        started,
+        result,
+    );
+
+    boot_checks(args, &base, &mut outcomes)?;
+    Ok(summary(&outcomes))
+}
+
+/// A Debian version other than the default, as far as `--config-only`: `linux-source-7.3`
+/// fetched with the private apt configuration (or found in the cache, with no network), its
+/// tarball unpacked, configured for arm64 with every requested option present.
+fn other_debian_version_configures(base: &KernelArgs) -> Result<()> {
+    let version = xtask::kernel::debian::parse_kernel_version("7.3").map_err(anyhow::Error::msg)?;
+    let args = KernelArgs {
+        arch: "arm64".into(),
+        config_only: true,
+        source: SourceArgs { kernel_version: Some(version), ..SourceArgs::default() },
+        ..base.clone()
+    };
+    let built = xtask::run::pipeline::kernels(&args)?;
+    let m = &built[0].metadata;
+    // This request's identity (a cache hit's metadata holds the one of the build that made it).
+    let source = &built[0].source.as_ref().context("no source recorded")?.identity;
+    anyhow::ensure!(source.kind == "debian-package", "source kind {:?}", source.kind);
+    let version = source.package_version.as_deref().unwrap_or("");
+    anyhow::ensure!(version.starts_with("7.3."), "package version {version:?} is not 7.3");
+    anyhow::ensure!(m.kernelrelease.starts_with("7.3."), "kernelrelease {:?} is not 7.3", m.kernelrelease);
+    anyhow::ensure!(m.config.missing.is_empty(), "missing options: {:?}", m.config.missing);
+    let user_events = m.config.effective.get("CONFIG_USER_EVENTS").map(String::as_str);
+    anyhow::ensure!(user_events == Some("y"), "CONFIG_USER_EVENTS is {user_events:?}");
+    Ok(())
+}
+
+/// Real boots on every arch: the empty plan, fault injection, a missing QEMU and Ctrl-C.
+fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) -> Result<()> {
+    let results = tempfile::Builder::new().prefix("xtask-test-results-").tempdir()?;
+    let vm = VmArgs {
+        accel: AccelChoice::Auto,
+        share: None,
+        cpus: 2,
+        vms: 1,
+        memory: 512,
+        kernel_args: None,
+        qemu_args: None,
+        results: Some(results.path().to_path_buf()),
+    };
+    let opts = xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?;
+    for arch in xtask::arch::ARCHES {
+        let kargs = KernelArgs { arch: arch.name.into(), ..base.clone() };
+        let built = xtask::run::pipeline::kernels(&kargs)?;
+        let boot = |plan: &protocol::Plan| xtask::run::boot::run_plan_on(&built, plan, &[], &opts);
+
+        let started = Instant::now();
+        let result = boot(&protocol::Plan::empty("empty")).and_then(|j| {
+            let j = &j[0];
+            let stream = xtask::judging::channel::read(&std::fs::read_to_string(
+                j.boot.folder.file(xtask::judging::run_folder::RESULTS_LOG),
+            )?);
+            anyhow::ensure!(j.result().verdict.as_str() == "pass", "verdict {:?}", j.result().verdict);
+            let sentinel = stream.sentinel.context("no sentinel on the result channel")?;
+            anyhow::ensure!(sentinel.total == 0, "sentinel {sentinel:?}");
+            Ok(())
+        });
+        record(outcomes, &format!("{}: an empty plan boots and the sentinel arrives", arch.name), started, result);
+
+        let started = Instant::now();
+        let mut plan = protocol::Plan::empty("faults");
+        plan.scenarios = vec![
+            as_user::scenario("fault/ok-before", 5_000, vec![Step::Sleep { ms: 1 }]),
+            as_user::scenario("fault/warn", 5_000, vec![Step::Lkdtm { point: "WARNING".into() }]),
+            as_user::scenario("fault/hang", 3_000, vec![Step::Sleep { ms: 600_000 }]),
+            as_user::scenario("fault/ok-after", 5_000, vec![Step::Sleep { ms: 1 }]),
+            as_user::scenario("fault/panic", 5_000, vec![Step::Lkdtm { point: "PANIC".into() }]),
+            as_user::scenario("fault/never", 5_000, vec![Step::Sleep { ms: 1 }]),
+        ];
+        let result = boot(&plan).and_then(|j| {
+            check_faults(j[0].result())?;
+            // What the panic left unrun goes to a fresh boot of the same kernel.
+            let resume = j.get(1).context("no resume boot after the panic")?;
+            let name = resume.outcome.out_dir.file_name().map(|n| n.to_string_lossy().into_owned());
+            anyhow::ensure!(name == Some(format!("{}.resume-1", arch.name)), "resume boot named {name:?}");
+            let got: Vec<(&str, Status)> =
+                resume.result().scenarios.iter().map(|s| (s.name.as_str(), s.status)).collect();
+            anyhow::ensure!(got == [("fault/never", Status::Pass)], "resume boot ran {got:?}");
+            Ok(())
+        });
+        record(
+            outcomes,
+            &format!("{}: WARN attributed, hang times out, panic named, the rest run in a resume boot", arch.name),
+            started,
+            result,
+        );
+
+        let started = Instant::now();
+        let mut plan = protocol::Plan::empty("hang");
+        plan.scenarios = vec![
+            as_user::scenario("hang/sleeps", 2_000, vec![Step::Sleep { ms: 600_000 }]),
+            as_user::scenario("hang/next", 5_000, vec![Step::Sleep { ms: 1 }]),
+        ];
+        let result = boot(&plan).and_then(|j| {
+            let r = j[0].result();
+            anyhow::ensure!(r.verdict.as_str() == "timeout", "verdict {:?}", r.verdict);
+            let hang = &r.scenarios[0];
+            anyhow::ensure!(hang.status == Status::Timeout, "hang/sleeps is {:?}", hang.status);
+            let t = hang.time_ms.unwrap_or(0);
+            anyhow::ensure!((2_000..4_000).contains(&t), "timed out after {t} ms, deadline 2000 ms");
+            anyhow::ensure!(r.scenarios[1].status == Status::Pass, "hang/next is {:?}", r.scenarios[1].status);
+            Ok(())
+        });
+        record(
+            outcomes,
+            &format!("{}: a hang gives a timeout verdict and the next scenario runs", arch.name),
+            started,
+            result,
+        );
+    }
+
+    let started = Instant::now();
+    let result = hygiene_check(&vm, base, args);
+    record(outcomes, "x86_64: a failing scenario's leftovers are undone and reported against it", started, result);
+
+    let started = Instant::now();
+    let result = (|| {
+        // The measuring suite too: it must keep working, though it never gates.
+        let every = xtask::flags::SelectArgs { bench: true, ..Default::default() };
+        let chosen = xtask::run::pipeline::choose(&every, results.path())?;
+        let count: usize = chosen.suites.iter().map(|s| s.scenarios.len()).sum();
+        anyhow::ensure!(count > 0, "suites/ holds no scenario");
+        let built = xtask::run::pipeline::kernels(&KernelArgs { arch: "all".into(), ..base.clone() })?;
+        let code = xtask::run::pipeline::run_and_publish(
+            &chosen,
+            &built,
+            &xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?,
+        )?;
+        anyhow::ensure!(code == 0, "the suites ended with exit code {code} (see the lines above)");
+        Ok(())
+    })();
+    record(outcomes, "every suite in suites/ passes on every arch", started, result);
+
+    let started = Instant::now();
+    let result = enable_bit_branches(&vm, base, args, results.path());
+    record(
+        outcomes,
+        "s390x, riscv64: enable-bits and registration pass scenario by scenario; each align_addr_bit branch is reached",
+        started,
+        result,
+    );
+
+    debug_profile(&opts, base, results.path(), outcomes);
+
+    let started = Instant::now();
+    let result = exec_and_share(&vm, base, args, results.path());
+    record(outcomes, "exec returns the binary's status; --share and artifacts cross virtio-fs", started, result);
+
+    let started = Instant::now();
+    let result = as_user::missing_qemu(results.path());
+    record(outcomes, "a missing QEMU binary fails naming its package", started, result);
+
+    let started = Instant::now();
+    let result = as_user::ctrl_c_leaves_nothing(results.path());
+    record(outcomes, "Ctrl-C during a boot leaves no QEMU or virtiofsd behind", started, result);
+
+    let started = Instant::now();
+    let result = as_user::sigterm_keeps_the_evidence(results.path());
+    record(
+        outcomes,
+        "SIGTERM mid-boot keeps console.log and the partial KTAP, writes run.json `interrupted`, leaves no process",
+        started,
+        result,
+    );
+
+    let started = Instant::now();
+    let result = as_user::hang_to_verdict(results.path());
+    record(
+        outcomes,
+        "x86_64: a deadlocked ioctl (patched kernel) is a timeout with blocked-task evidence within 60 s, \
+         the rest passes in a resume boot; --rerun-failed reruns exactly it",
+        started,
+        result,
+    );
+
+    let started = Instant::now();
+    let result = as_user::git_tree_validate_and_bisect(results.path(), args);
+    record(
+        outcomes,
+        "x86_64: a git tree's breaking commit: validate --base HEAD~2 names the broken scenario and exits 1, bisect finds the commit",
+        started,
+        result,
+    );
+
+    let started = Instant::now();
+    let result = as_user::filter_list(results.path());
+    record(
+        outcomes,
+        "run --filter 'process/*' --list prints exactly the process scenarios, boots nothing",
+        started,
+        result,
+    );
+
+    let started = Instant::now();
+    let result = as_user::never_calls_apt(base);
+    record(
+        outcomes,
+        "with apt and dpkg hidden, as root and as nobody, verbs whose needs are present run and never call them; \
+         setup --check names what nobody lacks and exits 129",
+        started,
+        result,
+    );
+    Ok(())
+}
+
+/// The debug profile on `debug::ARCH`: its kernel built with the checkers on, the whole
+/// gating plan run and judged on it, then a deliberately racy patch caught by `validate
+/// --profile debug` through lockdep.
+fn debug_profile(opts: &xtask::run::boot::Options, base: &KernelArgs, scratch: &Path, outcomes: &mut Vec<Outcome>) {
+    let arch = debug::ARCH;
+    let started = Instant::now();
+    let built = debug::build(base);
+    let result = built.as_ref().map(|_| ()).map_err(|e| anyhow::anyhow!("{e:#}"));
+    record(
+        outcomes,
+        &format!(
+            "{arch} (debug profile): the kernel builds with KASAN, lockdep, DEBUG_ATOMIC_SLEEP and hung-task detection"
+        ),
+        started,
+        result,
+    );
+    let Ok(built) = built else { return };
+
+    let started = Instant::now();
+    let plain = xtask::run::pipeline::kernels(&KernelArgs { arch: arch.into(), ..base.clone() });
+    let result = plain.and_then(|plain| debug::run_gating_plan(&built, &plain, opts, scratch));
+    record(
+        outcomes,
+        &format!(
+            "{arch} (debug profile): every gating scenario runs; K4 shows its KASAN use-after-free, \
+             no other scenario or boot has a kernel finding"
+        ),
+        started,
+        result,
+    );
+
+    let started = Instant::now();
+    let result = as_user::racy_patch_under_debug(scratch, arch);
+    record(
+        outcomes,
+        &format!(
+            "{arch} (debug profile): validate --profile debug names exactly the scenarios a patch made racy \
+             (event_mutex dropped), through lockdep, and exits 1"
+        ),
+        started,
+        result,
+    );
+}
+
+/// Between-scenario hygiene in a real guest: a scenario registers an event, enables it in
+/// ftrace and fails on purpose; the next one needs `Active: 0` in user_events_status. The
+/// first must fail with a `cleanup:` line naming the event, the second must pass.
+fn hygiene_check(vm: &VmArgs, base: &KernelArgs, args: &TestArgs) -> Result<()> {
+    let status = "/sys/kernel/tracing/user_events_status";
+    let read = |equals: &str| -> Result<Step> {
+        Ok(serde_json::from_value(serde_json::json!({ "read_file": { "path": status, "equals": equals } }))?)
+    };
+    let mut plan = protocol::Plan::empty("hygiene");
+    plan.scenarios = vec![
+        as_user::scenario(
+            "hygiene/leaves-an-event-enabled",
+            10_000,
+            vec![
+                serde_json::from_value(serde_json::json!({ "register": { "format": "hy_left u32 a", "word": "w" } }))?,
+                Step::WriteFile {
+                    path: "/sys/kernel/tracing/events/user_events/hy_left/enable".into(),
+                    data: "1".into(),
+                    create: false,
+                    append: false,
+                    expect: Default::default(),
+                    within_ms: 0,
+                },
+                read("hy_left # Used by ftrace\n\nActive: 1\nBusy: 1\n")?,
+                // Fails on purpose, with the event still enabled.
+                read("deliberately wrong")?,
+            ],
+        ),
+        as_user::scenario("hygiene/needs-active-0", 10_000, vec![read("\nActive: 0\nBusy: 0\n")?]),
+    ];
+    let built = xtask::run::pipeline::kernels(&KernelArgs { arch: "x86_64".into(), ..base.clone() })?;
+    let judged = xtask::run::boot::run_plan_on(
+        &built,
+        &plan,
+        &[],
+        &xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?,
+    )?;
+    let r = judged[0].result();
+    let got: Vec<(&str, Status)> = r.scenarios.iter().map(|s| (s.name.as_str(), s.status)).collect();
+    let want = [("hygiene/leaves-an-event-enabled", Status::Fail), ("hygiene/needs-active-0", Status::Pass)];
+    anyhow::ensure!(
+        got == want,
+        "statuses {got:?}: {:?}",
+        r.scenarios.iter().map(|s| &s.diagnostics).collect::<Vec<_>>()
+    );
+    let first = &r.scenarios[0].diagnostics;
+    anyhow::ensure!(
+        first.iter().any(|d| d.contains("cleanup: user event hy_left was enabled in ftrace (disabled)")),
+        "no cleanup line naming hy_left in {first:?}"
+    );
+    anyhow::ensure!(!first.iter().any(|d| d.contains("cleanup failed")), "the cleanup failed: {first:?}");
+    Ok(())
+}
+
+/// The enable-bit and registration suites on the two arches the others cannot stand in for:
+/// every planned scenario passes (the only skips are the two `requires` that split A10 by
+/// address-space layout), and the register lines of the two every-bit scenarios show, for each
+/// bit, the `align_addr_bit` branch that the address, the size and the byte order select: the
+/// big-endian ones on s390x, the little-endian ones on riscv64.
+fn enable_bit_branches(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, results: &Path) -> Result<()> {
+    let root = xtask::support::checkout::project_root();
+    let select = xtask::flags::SelectArgs {
+        suites: vec![root.join("suites/enable-bits.yaml"), root.join("suites/registration.yaml")],
+        ..Default::default()
+    };
+    let chosen = xtask::run::pipeline::choose(&select, results)?;
+    let built = xtask::run::pipeline::kernels(&KernelArgs { arch: "s390x,riscv64".into(), ..base.clone() })?;
+    let judged =
+        xtask::run::pipeline::run(&chosen, &built, &xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?)?;
+    let every: Vec<String> =
+        chosen.suites.iter().flat_map(|s| s.scenarios.iter().map(move |c| format!("{}/{}", s.suite, c.name))).collect();
+    for (arch, skipped, big) in [
+        ("s390x", "registration/kernel-enable-address-is-efault", true),
+        ("riscv64", "registration/kernel-half-address-is-enomem-where-user-space-is-separate", false),
+    ] {
+        let j = judged.iter().find(|j| j.outcome.arch.name == arch).with_context(|| format!("no {arch} boot"))?;
+        let r = j.result();
+        anyhow::ensure!(r.verdict.as_str() == "pass", "{arch}: verdict {:?}", r.verdict);
+        let ran: Vec<&str> = r.scenarios.iter().map(|s| s.name.as_str()).collect();
+        let want: Vec<&str> = every.iter().map(String::as_str).filter(|n| *n != skipped).collect();
+        anyhow::ensure!(ran == want, "{arch}: planned {ran:?}, expected {want:?}");
+        for s in &r.scenarios {
+            anyhow::ensure!(s.status == Status::Pass, "{arch}: {} is {:?}: {:?}", s.name, s.status, s.diagnostics);
+        }
+        let order = if big { "big-endian" } else { "little-endian" };
+        for (scenario, at, branch) in [
+            (
+                "enable-bits/four-byte-word-8-aligned-every-bit-keeps-its-neighbours",
+                0,
+                if big { "aligned, 32-on-64 big-endian, bit += 32" } else { "aligned, as is" },
+            ),
+            (
+                "enable-bits/four-byte-word-4-aligned-every-bit-keeps-its-neighbours",
+                4,
+                if big { "unaligned, address - 4, bit as is" } else { "unaligned, address - 4, bit += 32" },
+            ),
+        ] {
+            let s =
+                r.scenarios.iter().find(|s| s.name == scenario).with_context(|| format!("{arch}: no {scenario}"))?;
+            for bit in 0..32u32 {
+                // The long's bit: +32 for an aligned word on big-endian and an unaligned one on little-endian.
+                let long_bit = if big == (at == 0) { bit + 32 } else { bit };
+                let register = format!("word w{bit} bit {bit} size 4");
+                let path = format!(
+                    "[enable addr % 8 = {at}, 4 bytes, {order}: align_addr_bit {branch}: bit {long_bit} of the long]"
+                );
+                anyhow::ensure!(
+                    s.diagnostics.iter().any(|d| d.contains(&register) && d.contains(&path)),
+                    "{arch}: {scenario} has no register line for bit {bit} with `{path}`"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_faults(r: &xtask::judging::verdict::BootResult) -> Result<()> {
+    use xtask::judging::console::FindingKind;
+    let status: Vec<(&str, Status)> = r.scenarios.iter().map(|s| (s.name.as_str(), s.status)).collect();
+    let want = [
+        ("fault/ok-before", Status::Pass),
+        ("fault/warn", Status::Fail),
+        ("fault/hang", Status::Timeout),
+        ("fault/ok-after", Status::Pass),
+        ("fault/panic", Status::Crashed),
+        ("fault/never", Status::NotRun),
+    ];
+    anyhow::ensure!(status == want, "statuses {status:?}");
+    anyhow::ensure!(
+        r.verdict == xtask::judging::verdict::BootVerdict::KernelPanic { scenario: Some("fault/panic".into()) },
+        "verdict {:?}",
+        r.verdict
+    );
+    let warn = &r.scenarios[1];
+    anyhow::ensure!(
+        warn.findings.iter().any(|f| f.kind == FindingKind::Warning && f.summary.contains("lkdtm")),
+        "no lkdtm WARNING attributed to fault/warn: {:?}",
+        warn.findings
+    );
+    anyhow::ensure!(r.scenarios[0].findings.is_empty() && r.scenarios[3].findings.is_empty(), "findings leaked");
+    let hang = r.scenarios[2].time_ms.unwrap_or(0);
+    anyhow::ensure!((3_000..5_000).contains(&hang), "fault/hang timed out after {hang} ms, deadline 3000 ms");
+    anyhow::ensure!(
+        r.scenarios[4].findings.iter().any(|f| f.kind == FindingKind::Panic),
+        "the panic is not attributed to fault/panic"
+    );
+    anyhow::ensure!(!r.scenarios[5].console_tail.is_empty(), "fault/never has no console tail");
+    Ok(())
+}
+
+/// `exec` on every arch, then one arm64 boot that runs a binary from a shared folder and
+/// writes into the share and the artifacts folder.
+fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Path) -> Result<()> {
+    let src = xtask::support::checkout::project_root().join("xtask/test_data/exit7.c");
+    for arch in xtask::arch::ARCHES {
+        let bin = scratch.join(format!("exit7-{}", arch.name));
+        let (sh, cc) = (sh()?, arch.compiler());
+        stdout(cmd!(sh, "{cc} -static -O2 -o {bin} {src}"))
+            .with_context(|| format!("{cc} building {}", src.display()))?;
+        let built = xtask::run::pipeline::kernels(&KernelArgs { arch: arch.name.into(), ..base.clone() })?;
+        let cmd = [bin.display().to_string(), "one".into(), "two words".into()];
+        let code = xtask::run::boot::exec(
+            &built[0],
+            &cmd,
+            60,
+            &xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?,
+        )?;
+        anyhow::ensure!(code == 7, "{}: exec returned {code}, expected 7", arch.name);
+    }
+    let share = tempfile::tempdir_in(scratch)?;
+    std::fs::copy(scratch.join("exit7-arm64"), share.path().join("exit7"))?;
+    let mut plan = protocol::Plan::empty("share");
+    plan.scenarios = vec![as_user::scenario(
+        "share/roundtrip",
+        20_000,
+        vec![
+            Step::Exec { argv: vec!["/mnt/host/exit7".into(), "x".into()], expect_exit: 7 },
+            Step::WriteFile {
+                path: "/mnt/host/from-guest.txt".into(),
+                data: "written in the guest\n".into(),
+                create: true,
+                append: false,
+                expect: Default::default(),
+                within_ms: 0,
+            },
+            Step::WriteFile {
+                path: format!("{}/raw.dat", protocol::ARTIFACTS_DIR),
+                data: "artifact bytes".into(),
+                create: true,
+                append: false,
+                expect: Default::default(),
+                within_ms: 0,
+            },
+        ],
+    )];
+    let vm = VmArgs { share: Some(format!("{}:/mnt/host", share.path().display())), ..vm.clone() };
+    let built = xtask::run::pipeline::kernels(&KernelArgs { arch: "arm64".into(), ..base.clone() })?;
+    let judged = xtask::run::boot::run_plan_on(
+        &built,
+        &plan,
+        &[],
+        &xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?,
+    )?;
+    let j = &judged[0];
+    anyhow::ensure!(
+        j.result().verdict.as_str() == "pass",
+        "verdict {:?}: {:?}",
+        j.result().verdict,
+        j.result().scenarios
+    );
+    let written = std::fs::read_to_string(share.path().join("from-guest.txt"))?;
+    anyhow::ensure!(written == "written in the guest\n", "share holds {written:?}");
+    let artifact = std::fs::read_to_string(j.outcome.out_dir.join("artifacts/raw.dat"))?;
+    anyhow::ensure!(artifact == "artifact bytes", "artifact holds {artifact:?}");
+    Ok(())
+}
+
+fn record(outcomes: &mut Vec<Outcome>, name: &str, started: Instant, result: Result<()>) {
+    let secs = started.elapsed().as_secs_f64();
+    match &result {
+        Ok(()) => line(format!("[PASSED] {name} ({secs:.1} s)")),
+        Err(e) => line(format!("[FAILED] {name} ({secs:.1} s): {e:#}")),
+    }
+    outcomes.push(Outcome { name: name.to_string(), error: result.err().map(|e| format!("{e:#}")) });
+}
+
+fn summary(outcomes: &[Outcome]) -> u8 {
+    let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.error.is_some()).collect();
+    for f in &failed {
+        eprintln!("FAILED: {}\n  {}", f.name, f.error.as_deref().unwrap_or_default().replace('\n', "\n  "));
+    }
+    println!("{} passed, {} failed", outcomes.len() - failed.len(), failed.len());
+    if failed.is_empty() {
+        0
+    } else {
+        Kind::TestFailed.code()
+    }
+}
