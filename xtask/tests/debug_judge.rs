@@ -80,7 +80,8 @@ mod tests {
         let (mut run, expect) = clean();
         let a = run.arches.iter_mut().find(|a| a.arch == "x86_64").unwrap();
         a.scenarios[0].findings = vec![finding("lockdep", "WARNING: possible circular locking dependency detected")];
-        a.scenarios[2].findings.push(finding("ubsan", "UBSAN: array-index-out-of-bounds in kernel/trace/x.c:1:2"));
+        let hz = a.scenarios.iter_mut().find(|s| s.name == "hazards/slow-write").unwrap();
+        hz.findings.push(finding("ubsan", "UBSAN: array-index-out-of-bounds in kernel/trace/x.c:1:2"));
         a.boots[0].findings = vec![finding("kasan", "BUG: KASAN: wild-memory-access in do_raw_spin_lock+0x130/0x1de")];
         assert_eq!(
             problems(&run, &expect),

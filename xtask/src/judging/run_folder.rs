@@ -21,7 +21,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::judging::verdict::{BootResult, BootVerdict, Expected, Judgement};
+use crate::judging::verdict::{BootResult, BootVerdict, Expected, Judgement, XfailMarks};
 use crate::support::exit::{error, Kind};
 use crate::vm::qemu::{Accel, Ended, VmSpec};
 
@@ -202,12 +202,22 @@ pub struct BootFacts {
     /// The suites' expected failures: scenario -> reason.
     #[serde(default)]
     pub xfail: BTreeMap<String, String>,
+    /// Of the xfail scenarios, those whose known kernel bug has a fix: scenario -> the patch.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fixed_by: BTreeMap<String, String>,
     /// Scenarios that must provoke a kernel report including the text.
     #[serde(default)]
     pub expect_report: BTreeMap<String, String>,
     /// Each scenario's catalogue items and note, for the reports.
     #[serde(default)]
     pub about: BTreeMap<String, crate::suites::About>,
+}
+
+impl BootFacts {
+    /// The suites' marks this boot is judged with.
+    pub fn marks(&self) -> XfailMarks<'_> {
+        XfailMarks { xfail: &self.xfail, fixed_by: &self.fixed_by, expect_report: &self.expect_report }
+    }
 }
 
 /// A boot with its judgement: what the live run hands to the reports, and what reading a boot
@@ -280,7 +290,7 @@ impl JudgedBoot {
             Ok(String::from_utf8_lossy(&bytes).into_owned())
         };
         let (console, results) = (read_log(CONSOLE_LOG)?, read_log(RESULTS_LOG)?);
-        let judgement = Judgement::of(planned, &facts.xfail, &facts.expect_report, &console, &results, &facts.ended);
+        let judgement = Judgement::of(planned, &facts.marks(), &console, &results, &facts.ended);
         Ok(JudgedBoot { folder, facts, judgement })
     }
 

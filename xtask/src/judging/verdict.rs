@@ -368,6 +368,20 @@ pub enum Expected {
     Xfail,
     /// It passed: the reason it was marked is gone, which is a failure until the mark goes.
     Xpass,
+    /// It passed, and its mark names a known kernel bug and its fix (`fixed_by`): this kernel
+    /// carries the fix. Not a failure.
+    Fixed,
+}
+
+/// The suites' marks a boot is judged with, by `suite/scenario`.
+#[derive(Debug, Clone, Copy)]
+pub struct XfailMarks<'a> {
+    /// Expected to fail: the reason.
+    pub xfail: &'a BTreeMap<String, String>,
+    /// Of those, the ones whose known kernel bug has a fix: the patch.
+    pub fixed_by: &'a BTreeMap<String, String>,
+    /// Expected to provoke a kernel report including this text.
+    pub expect_report: &'a BTreeMap<String, String>,
 }
 
 /// A boot's verdict once expected failures are counted, and each scenario's mark (parallel to
@@ -381,7 +395,11 @@ pub struct WithXfail {
 /// Applies the suites' `xfail` marks (`suite/scenario` -> reason). Only an ordinary failure
 /// is forgiven: a timeout, a crash, a kernel finding or a taint change in an xfail scenario is
 /// still a failure, since the mark is about the ABI's answers, not about the kernel's health.
-pub fn with_xfail(result: &BootResult, xfail: &BTreeMap<String, String>) -> WithXfail {
+pub fn with_xfail(
+    result: &BootResult,
+    xfail: &BTreeMap<String, String>,
+    fixed_by: &BTreeMap<String, String>,
+) -> WithXfail {
     let marks: Vec<Option<Expected>> = result
         .scenarios
         .iter()
@@ -390,6 +408,7 @@ pub fn with_xfail(result: &BootResult, xfail: &BTreeMap<String, String>) -> With
                 return None;
             }
             match s.status {
+                Status::Pass if fixed_by.contains_key(&s.name) => Some(Expected::Fixed),
                 Status::Pass => Some(Expected::Xpass),
                 Status::Fail if s.findings.is_empty() && s.taint_before == s.taint_after => Some(Expected::Xfail),
                 _ => None,
@@ -404,6 +423,7 @@ pub fn with_xfail(result: &BootResult, xfail: &BTreeMap<String, String>) -> With
             .iter()
             .zip(&marks)
             .all(|(s, m)| matches!(s.status, Status::Pass | Status::Skip) || *m == Some(Expected::Xfail));
+    // A fixed known bug (`Expected::Fixed`) passed, and passing is not a failure.
     if verdict == BootVerdict::Fail && only_xfails_failed {
         verdict = BootVerdict::Pass;
     }
@@ -429,16 +449,15 @@ impl Judgement {
     /// marks. The one way a boot is judged: live after its VM ends, and by `report --from`.
     pub fn of(
         planned: &[String],
-        xfail: &BTreeMap<String, String>,
-        expect_report: &BTreeMap<String, String>,
+        marks: &XfailMarks,
         console: &str,
         results: &str,
         ended: &crate::vm::qemu::Ended,
     ) -> Judgement {
         let stream = crate::judging::channel::read(results);
         let end = HostEnd::of(ended);
-        let result = decide(planned, expect_report, &stream, &console::scan(console), console, &end);
-        let counted = with_xfail(&result, xfail);
+        let result = decide(planned, marks.expect_report, &stream, &console::scan(console), console, &end);
+        let counted = with_xfail(&result, marks.xfail, marks.fixed_by);
         Judgement { stream, result, counted }
     }
 }

@@ -185,7 +185,7 @@ fn boot_model(b: &JudgedBoot) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
         .map(|(s, mark)| {
             let record = j.stream.record(s.index);
             let skip_reason = record.map(|r| r.reason.trim().to_string()).filter(|r| !r.is_empty());
-            let mut scenario = scenario(s, *mark, &b.folder.name, skip_reason, &facts.xfail, &facts.expect_report);
+            let mut scenario = scenario(s, *mark, &b.folder.name, skip_reason, &facts.marks());
             if let Some(a) = facts.about.get(&s.name) {
                 scenario.covers.clone_from(&a.covers);
                 scenario.note.clone_from(&a.note);
@@ -297,6 +297,7 @@ pub fn status_of(status: judge::Status, mark: Option<Expected>) -> (Status, Opti
     match (mark, status) {
         (Some(Expected::Xfail), _) => (Status::Xfail, None),
         (Some(Expected::Xpass), _) => (Status::Xpass, None),
+        (Some(Expected::Fixed), _) => (Status::Fixed, None),
         (None, judge::Status::Pass) => (Status::Pass, None),
         (None, judge::Status::Fail) => (Status::Fail, None),
         (None, judge::Status::Skip) => (Status::Skip, None),
@@ -311,13 +312,17 @@ fn scenario(
     mark: Option<Expected>,
     boot: &str,
     skip_reason: Option<String>,
-    xfail: &BTreeMap<String, String>,
-    expect_report: &BTreeMap<String, String>,
+    marks: &crate::judging::verdict::XfailMarks,
 ) -> Scenario {
+    let (xfail, expect_report) = (marks.xfail, marks.expect_report);
     let (status, judged) = status_of(s.status, mark);
     let reason = match status {
         Status::Xfail => xfail.get(&s.name).cloned(),
         Status::Xpass => xfail.get(&s.name).map(|r| format!("marked xfail ({r}) but passed; remove the mark")),
+        Status::Fixed => marks.fixed_by.get(&s.name).map(|fix| {
+            let bug = xfail.get(&s.name).map_or(String::new(), |r| format!(" of the known bug ({r})"));
+            format!("fixed: the kernel carries the fix{bug}: {fix}")
+        }),
         Status::Skip => skip_reason,
         Status::NotRun | Status::Error => s.diagnostics.last().cloned(),
         Status::Fail if judged == Some("timeout") => Some(

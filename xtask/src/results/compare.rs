@@ -386,6 +386,16 @@ pub fn classify(base: &[Status], current: &[Status]) -> (Class, Option<String>) 
         return (Class::Flaky, Some(format!("repeats on {side} disagree on whether it failed")));
     }
     let has = |s: &[Status], x: Status| s.contains(&x);
+    // A known kernel bug (xfail with `fixed_by`): its fix arrived, or went.
+    if base.iter().all(|s| *s == Status::Xfail) && current.iter().all(|s| *s == Status::Fixed) {
+        return (Class::Fixed, Some("a known kernel bug: the current kernel carries its fix".to_string()));
+    }
+    if base.iter().all(|s| *s == Status::Fixed) && current.iter().all(|s| *s == Status::Xfail) {
+        return (
+            Class::Regressed,
+            Some("a known kernel bug: the base kernel carries its fix, the current one not".to_string()),
+        );
+    }
     if (has(base, Status::Xfail) && has(current, Status::Xpass))
         || (has(base, Status::Xpass) && has(current, Status::Xfail))
     {

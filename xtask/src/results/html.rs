@@ -11,7 +11,7 @@ use super::text::{clean, number};
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}\
-th{background:#eee}.pass{background:#cfc}.fail,.xpass{background:#f99}.error,.not-run{background:#fc9}\
+th{background:#eee}.pass,.fixed{background:#cfc}.fail,.xpass{background:#f99}.error,.not-run{background:#fc9}\
 .skip,.xfail{background:#ffc}.none{color:#999}pre{background:#f6f6f6;padding:.5em;overflow-x:auto;font-size:12px}\
 code{font-size:13px}h1 .verdict{padding:0 .3em}details{margin:.3em 0}summary{cursor:pointer}";
 

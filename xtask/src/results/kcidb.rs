@@ -149,7 +149,7 @@ fn environment(b: &super::model::Boot) -> Value {
 
 fn kcidb_status(s: Status) -> &'static str {
     match s {
-        Status::Pass | Status::Xpass => "PASS",
+        Status::Pass | Status::Xpass | Status::Fixed => "PASS",
         Status::Fail | Status::Xfail => "FAIL",
         Status::Skip => "SKIP",
         Status::NotRun => "MISS",

@@ -61,6 +61,8 @@ pub fn render(run: &Run, arch: &str) -> Vec<u8> {
                 Status::Skip => (true, format!(" # SKIP {reason}")),
                 Status::Xfail => (true, format!(" # XFAIL {reason}")),
                 Status::Xpass => (false, format!(" # XPASS {reason}")),
+                // kselftest's expected pass: `ok` with the XPASS directive and why it is fine.
+                Status::Fixed => (true, format!(" # XPASS {reason}")),
                 Status::Fail => (false, String::new()),
                 Status::NotRun => (false, " # not run".to_string()),
                 Status::Error => (false, " # error: the kernel crashed".to_string()),

@@ -15,15 +15,18 @@ pub fn render(run: &Run) -> Vec<u8> {
     let icon = if run.verdict.kind == "pass" { "✅" } else { "❌" };
     let _ = writeln!(out, "## {icon} user_events conformance: {} (run `{}`)\n", run.verdict.kind, run.run_id);
     let _ = writeln!(out, "{}\n", run.totals.describe());
-    let _ = writeln!(out, "| arch | kernel | verdict | passed | failed | skipped | xfail | xpass | not run | errors |");
-    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        out,
+        "| arch | kernel | verdict | passed | failed | skipped | xfail | xpass | fixed | not run | errors |"
+    );
+    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for a in &run.arches {
         let kernel = a.kernel.as_ref().map_or("unknown".to_string(), |k| k.release.clone());
         let t = &a.totals;
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            a.arch, kernel, a.verdict.kind, t.pass, t.fail, t.skip, t.xfail, t.xpass, t.not_run, t.error
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            a.arch, kernel, a.verdict.kind, t.pass, t.fail, t.skip, t.xfail, t.xpass, t.fixed, t.not_run, t.error
         );
     }
 
@@ -62,6 +65,18 @@ pub fn render(run: &Run) -> Vec<u8> {
                 lines.iter().map(|l| format!("  {}", l.replace("```", "'''"))).collect::<Vec<_>>().join("\n")
             );
         }
+    }
+
+    let fixed: Vec<_> = run
+        .arches
+        .iter()
+        .flat_map(|a| a.scenarios.iter().filter(|s| s.status == Status::Fixed).map(move |s| (a, s)))
+        .collect();
+    if !fixed.is_empty() {
+        let _ = writeln!(out, "\n### Known kernel bugs this kernel fixes\n");
+    }
+    for (a, s) in &fixed {
+        let _ = writeln!(out, "- **{}** `{}`: {}", a.arch, s.name, cell(s.reason.as_deref().unwrap_or("fixed")));
     }
 
     metrics(run, &mut out);

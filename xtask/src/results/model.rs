@@ -273,6 +273,9 @@ pub enum Status {
     Xfail,
     /// Marked `xfail` but passed: a failure of the run until the mark goes.
     Xpass,
+    /// Marked `xfail` for a known kernel bug with a fix (`fixed_by`), and passed: the kernel
+    /// carries the fix. An expected pass, not a failure.
+    Fixed,
     /// Never started: the boot ended before it (crash, hang, lost result channel).
     NotRun,
     /// Started but did not complete: the kernel crashed while it ran.
@@ -280,8 +283,16 @@ pub enum Status {
 }
 
 impl Status {
-    pub const ALL: [Status; 7] =
-        [Status::Pass, Status::Fail, Status::Skip, Status::Xfail, Status::Xpass, Status::NotRun, Status::Error];
+    pub const ALL: [Status; 8] = [
+        Status::Pass,
+        Status::Fail,
+        Status::Skip,
+        Status::Xfail,
+        Status::Xpass,
+        Status::Fixed,
+        Status::NotRun,
+        Status::Error,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -290,6 +301,7 @@ impl Status {
             Status::Skip => "skip",
             Status::Xfail => "xfail",
             Status::Xpass => "xpass",
+            Status::Fixed => "fixed",
             Status::NotRun => "not-run",
             Status::Error => "error",
         }
@@ -298,7 +310,7 @@ impl Status {
     /// Whether it makes the run fail.
     pub fn is_failure(self) -> bool {
         match self {
-            Status::Pass | Status::Skip | Status::Xfail => false,
+            Status::Pass | Status::Skip | Status::Xfail | Status::Fixed => false,
             Status::Fail | Status::Xpass | Status::NotRun | Status::Error => true,
         }
     }
@@ -332,6 +344,10 @@ pub struct Finding {
     pub truncated: bool,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// How many scenarios ended in each status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Totals {
@@ -340,6 +356,9 @@ pub struct Totals {
     pub skip: usize,
     pub xfail: usize,
     pub xpass: usize,
+    /// Known kernel bugs this kernel carries the fix of (left out of `run.json` when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fixed: usize,
     pub not_run: usize,
     pub error: usize,
 }
@@ -360,6 +379,7 @@ impl Totals {
             Status::Skip => self.skip,
             Status::Xfail => self.xfail,
             Status::Xpass => self.xpass,
+            Status::Fixed => self.fixed,
             Status::NotRun => self.not_run,
             Status::Error => self.error,
         }
@@ -372,6 +392,7 @@ impl Totals {
             Status::Skip => &mut self.skip,
             Status::Xfail => &mut self.xfail,
             Status::Xpass => &mut self.xpass,
+            Status::Fixed => &mut self.fixed,
             Status::NotRun => &mut self.not_run,
             Status::Error => &mut self.error,
         }
@@ -395,6 +416,7 @@ impl Totals {
             (Status::Skip, "skipped"),
             (Status::Xfail, "xfail"),
             (Status::Xpass, "xpass"),
+            (Status::Fixed, "fixed"),
             (Status::NotRun, "not run"),
             (Status::Error, "errors"),
         ];

@@ -635,6 +635,7 @@ impl BootRun {
             artifacts_shared: outcome.artifacts_shared,
             vm: Some(VmRecord::of(&outcome.spec)),
             xfail: marks.xfail,
+            fixed_by: marks.fixed_by,
             expect_report: marks.expect_report,
             about: marks.about,
         };
@@ -676,6 +677,7 @@ pub fn print_boot(j: &BootRun) {
         let tag = match (mark, s.status) {
             (Some(Expected::Xfail), _) => "XFAIL",
             (Some(Expected::Xpass), _) => "XPASS",
+            (Some(Expected::Fixed), _) => "FIXED",
             (None, Status::Pass) => "PASSED",
             (None, Status::Fail) => "FAILED",
             (None, Status::Skip) => "SKIPPED",
@@ -687,6 +689,9 @@ pub fn print_boot(j: &BootRun) {
         let why = match (mark, facts.xfail.get(&s.name), facts.expect_report.get(&s.name)) {
             (Some(Expected::Xfail), Some(r), _) => format!(": {r}"),
             (Some(Expected::Xpass), Some(r), _) => format!(": marked xfail ({r}) but passed; remove the mark"),
+            (Some(Expected::Fixed), Some(r), _) => {
+                format!(": the kernel carries the fix of the known bug ({r}): {}", facts.fixed_by[&s.name])
+            }
             (None, _, Some(text)) if s.status == Status::Pass => format!(": the expected kernel report ({text}) came"),
             _ => String::new(),
         };
@@ -712,9 +717,10 @@ pub fn print_boot(j: &BootRun) {
     }
     let boot = j.outcome.vm.boot.map_or("never".to_string(), |b| format!("{:.2} s", b.as_secs_f64()));
     let count = |e: Expected| counted.marks.iter().filter(|m| **m == Some(e)).count();
-    let expected = match (count(Expected::Xfail), count(Expected::Xpass)) {
-        (0, 0) => String::new(),
-        (f, p) => format!(", {f} xfail, {p} xpass"),
+    let expected = match (count(Expected::Xfail), count(Expected::Xpass), count(Expected::Fixed)) {
+        (0, 0, 0) => String::new(),
+        (f, p, 0) => format!(", {f} xfail, {p} xpass"),
+        (f, p, x) => format!(", {f} xfail, {p} xpass, {x} fixed"),
     };
     // `x86_64`, or `x86_64.isolated-1` for a scenario's own boot.
     let boot_name = j.outcome.out_dir.file_name().map_or(arch.into(), |n| n.to_string_lossy().into_owned());

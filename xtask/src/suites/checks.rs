@@ -212,6 +212,16 @@ impl Checker<'_> {
             if s.xfail.as_deref().is_some_and(|r| r.trim().is_empty()) {
                 self.error(&at(&[Key("xfail")]), "xfail needs the reason the scenario fails");
             }
+            if let Some(fix) = &s.fixed_by {
+                if s.xfail.is_none() {
+                    self.error(
+                        &at(&[Key("fixed_by")]),
+                        "fixed_by names the fix of the bug an xfail names: add the xfail",
+                    );
+                } else if !crate::support::checkout::project_root().join(fix).is_file() {
+                    self.error(&at(&[Key("fixed_by")]), format!("fixed_by: no file {fix} in the checkout"));
+                }
+            }
             if s.expect_report.as_deref().is_some_and(|r| r.trim().is_empty()) {
                 self.error(
                     &at(&[Key("expect_report")]),

@@ -30,6 +30,8 @@ pub struct Compiled {
 pub struct Marks {
     /// Expected to fail: the reason.
     pub xfail: BTreeMap<String, String>,
+    /// Of those, the ones whose known kernel bug has a fix: the patch (`fixed_by`).
+    pub fixed_by: BTreeMap<String, String>,
     /// Expected to provoke a kernel report including this text.
     pub expect_report: BTreeMap<String, String>,
     /// What each scenario checks: its catalogue items and its `note:` (for the reports).
@@ -62,6 +64,9 @@ pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled 
             }
             if let Some(reason) = &s.xfail {
                 marks.xfail.insert(name.clone(), reason.clone());
+            }
+            if let Some(fix) = &s.fixed_by {
+                marks.fixed_by.insert(name.clone(), fix.clone());
             }
             if let Some(text) = &s.expect_report {
                 marks.expect_report.insert(name.clone(), text.clone());

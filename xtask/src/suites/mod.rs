@@ -215,6 +215,17 @@ mod tests {
     }
 
     #[test]
+    fn fixed_by_needs_an_xfail_and_a_file_of_the_checkout() {
+        let got = headlines("fixed-by");
+        let want = [
+            "4:15: fixed_by names the fix of the bug an xfail names: add the xfail",
+            "8:15: fixed_by: no file patches/upstream/no-such.patch in the checkout",
+        ];
+        let want: Vec<String> = want.iter().map(|w| format!("test_data/suites/bad/fixed-by.yaml:{w}")).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
     fn every_error_of_a_file_is_reported_in_order() {
         let got = headlines("many");
         let want = [

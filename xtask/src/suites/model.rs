@@ -42,6 +42,11 @@ pub struct ScenarioDef {
     /// Why the scenario is expected to fail on the kernels we test.
     #[serde(default)]
     pub xfail: Option<String>,
+    /// With `xfail` naming a known kernel bug: the fix (a patch in the checkout, such as
+    /// `patches/upstream/0001-....patch`). On a kernel that carries it the scenario passes and
+    /// is reported `fixed`, which does not fail the run; without it, it stays an `xfail`.
+    #[serde(default)]
+    pub fixed_by: Option<String>,
     /// Text a kernel report (KASAN, WARNING, ...) attributed to this scenario must include: for
     /// a scenario that provokes a known kernel bug on purpose. It passes only when its steps
     /// pass and such a report appears; that report and the taint it brings do not fail it.

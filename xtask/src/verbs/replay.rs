@@ -99,7 +99,12 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
                 steps: vec![],
             })
             .collect();
-        let marks = crate::suites::Marks { xfail: facts.xfail, expect_report: facts.expect_report, about: facts.about };
+        let marks = crate::suites::Marks {
+            xfail: facts.xfail,
+            fixed_by: facts.fixed_by,
+            expect_report: facts.expect_report,
+            about: facts.about,
+        };
         let outcome = crate::run::boot::Outcome {
             arch,
             accel: vm.accel,

@@ -105,8 +105,8 @@ pub fn judge(
             (S::Pass, Some(text)) => {
                 problems.push(format!("{}: expected only {text:?} reports, got {findings:?}", s.name))
             }
-            (S::Pass | S::Xfail, None) if findings.is_empty() => {}
-            (S::Pass | S::Xfail, None) => problems.push(format!("{}: kernel findings {findings:?}", s.name)),
+            (S::Pass | S::Xfail | S::Fixed, None) if findings.is_empty() => {}
+            (S::Pass | S::Xfail | S::Fixed, None) => problems.push(format!("{}: kernel findings {findings:?}", s.name)),
             (S::Skip, _) if skipped_anyway.contains(&s.name) => {}
             (S::Skip, _) => problems.push(format!("{}: skipped ({})", s.name, why())),
             (status, _) => {

@@ -33,6 +33,9 @@ fn the_rules() {
     assert_eq!(classify(&[Xpass], &[Xfail]).0, Class::Flaky);
     assert_eq!(classify(&[Xfail, Xpass], &[Xfail, Xfail]).0, Class::Flaky, "churn within a side");
     assert_eq!(classify(&[Xfail], &[Xfail]).0, Class::Unchanged);
+    assert_eq!(classify(&[Xfail], &[Fixed, Fixed]).0, Class::Fixed, "a known bug's fix arrived");
+    assert_eq!(classify(&[Fixed], &[Xfail]).0, Class::Regressed, "a known bug's fix went");
+    assert_eq!(classify(&[Fixed], &[Fixed]).0, Class::Unchanged);
     assert_eq!(classify(&[Fail, Error], &[Fail]).0, Class::StillFailing, "failed either way is not flaky");
 }
 
