@@ -168,6 +168,41 @@ pub fn render(run: &Run) -> Vec<u8> {
         let _ = writeln!(o, "<h3>{}</h3>\n{}", esc(name), svg_bars(bars));
     }
 
+    if let Some(c) = &run.coverage {
+        let _ = writeln!(
+            o,
+            "<h2>Coverage</h2>\n<p>What the scenarios executed of {}: <a href=\"{}\">the annotated sources</a> \
+             (each line's count per arch and the scenarios that executed it); lcov tracefiles per arch, per \
+             scenario (<code>coverage/&lt;arch&gt;/&lt;suite&gt;/&lt;scenario&gt;.info</code>) and for all arches.</p>\n\
+             <table><tr><th>arch</th><th>scenarios</th><th>lines</th><th>branches</th><th>functions</th><th>tracefile</th></tr>",
+            esc(&c.files.join(", ")),
+            esc(&c.index)
+        );
+        let pct = |h: u64, f: u64| if f == 0 { 0.0 } else { 100.0 * h as f64 / f as f64 };
+        for r in &c.rows {
+            let _ = writeln!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{}/{} ({:.1}%)</td><td>{}/{} ({:.1}%)</td><td>{}/{}</td><td><a href=\"{}\">{}</a></td></tr>",
+                esc(&r.arch),
+                r.scenarios,
+                r.lines_hit,
+                r.lines_found,
+                pct(r.lines_hit, r.lines_found),
+                r.branches_hit,
+                r.branches_found,
+                pct(r.branches_hit, r.branches_found),
+                r.functions_hit,
+                r.functions_found,
+                esc(&r.tracefile),
+                esc(&r.tracefile)
+            );
+        }
+        o.push_str("</table>\n");
+        for p in &c.problems {
+            let _ = writeln!(o, "<p>coverage: {}</p>", esc(p));
+        }
+    }
+
     // Boots and provenance.
     o.push_str("<h2>Boots</h2>\n<table><tr><th>boot</th><th>health</th><th>verdict</th><th>accel</th><th>QEMU</th><th>ended</th><th>VM</th><th>/init at</th></tr>\n");
     for b in run.arches.iter().flat_map(|a| &a.boots) {

@@ -27,6 +27,34 @@ pub fn render(run: &Run) -> Vec<u8> {
         );
     }
 
+    if let Some(c) = &run.coverage {
+        let _ = writeln!(
+            out,
+            "\n### Coverage of {}\n",
+            c.files.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+        );
+        let _ = writeln!(out, "| arch | scenarios | lines | line % | branches | branch % | functions |");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+        let pct = |h: u64, f: u64| if f == 0 { 0.0 } else { 100.0 * h as f64 / f as f64 };
+        for r in &c.rows {
+            let arch = if r.arch == "all" { "all arches".to_string() } else { r.arch.clone() };
+            let _ = writeln!(
+                out,
+                "| {arch} | {} | {}/{} | {:.1}% | {}/{} | {:.1}% | {}/{} |",
+                r.scenarios,
+                r.lines_hit,
+                r.lines_found,
+                pct(r.lines_hit, r.lines_found),
+                r.branches_hit,
+                r.branches_found,
+                pct(r.branches_hit, r.branches_found),
+                r.functions_hit,
+                r.functions_found
+            );
+        }
+        let _ = writeln!(out, "\nAnnotated sources: `{}`; lcov tracefiles: `coverage/*.info`.", c.index);
+    }
+
     let failures: Vec<_> = run
         .arches
         .iter()
