@@ -453,12 +453,20 @@ pub struct ConfigArgs {
     /// A kernel source file to build with GCOV (repeatable; implies --coverage).
     #[arg(long = "coverage-file", value_name = "PATH")]
     pub coverage_files: Vec<String>,
+    /// With --patch (or validate's change): exit 2 when a line the patch adds or changes in an
+    /// instrumented source compiles to code that no scenario executed on any arch (implies
+    /// --coverage).
+    #[arg(long)]
+    pub fail_on_blind_spots: bool,
 }
 
 impl ConfigArgs {
     /// The sources a coverage kernel instruments; empty for a normal kernel.
     pub fn gcov_files(&self) -> Vec<String> {
-        let on = self.coverage || !self.coverage_files.is_empty() || self.profiles.iter().any(|p| p == COVERAGE);
+        let on = self.coverage
+            || self.fail_on_blind_spots
+            || !self.coverage_files.is_empty()
+            || self.profiles.iter().any(|p| p == COVERAGE);
         match (on, self.coverage_files.is_empty()) {
             (false, _) => vec![],
             (true, true) => vec![crate::kernel::gcov::DEFAULT_FILE.to_string()],

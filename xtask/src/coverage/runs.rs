@@ -15,7 +15,7 @@ use crate::coverage::lcov::{self, FileCov, Totals};
 use crate::judging::run_folder::JudgedBoot;
 use crate::kernel::build::Built;
 use crate::kernel::gcov::STORE_DIR;
-use crate::results::model::{CoverageRow, CoverageSummary, COVERAGE_SUMMARY};
+use crate::results::model::{BlindSpot, CoverageRow, CoverageSummary, PatchLines, COVERAGE_SUMMARY};
 
 /// The folder of a run's coverage files.
 pub const DIR: &str = "coverage";
@@ -29,6 +29,8 @@ pub struct RunData {
     pub arches: Vec<(String, ArchData)>,
     /// Each source's text, as the kernel was built from it.
     pub sources: BTreeMap<String, String>,
+    /// With patches: each source's added or changed lines.
+    pub changed: BTreeMap<String, BTreeSet<u32>>,
     pub problems: Vec<String>,
 }
 
@@ -40,6 +42,7 @@ pub fn read(boots: &[&JudgedBoot], built: &[Built]) -> Result<Option<RunData>> {
         files: first.metadata.gcov_files.clone(),
         arches: vec![],
         sources: BTreeMap::new(),
+        changed: BTreeMap::new(),
         problems: vec![],
     };
     for k in kernels {
@@ -54,6 +57,11 @@ pub fn read(boots: &[&JudgedBoot], built: &[Built]) -> Result<Option<RunData>> {
             let src = store.join(STORE_DIR).join(f);
             if !data.sources.contains_key(f) {
                 let text = std::fs::read_to_string(&src).with_context(|| format!("reading {}", src.display()))?;
+                // The pristine source, kept when the patches changed this one.
+                let orig = store.join(STORE_DIR).join(format!("{f}.orig"));
+                if let Ok(before) = std::fs::read_to_string(&orig) {
+                    data.changed.insert(f.clone(), crate::coverage::diff::changed_lines(&before, &text));
+                }
                 data.sources.insert(f.clone(), text);
             }
             notes.insert(f.clone(), gcno);
@@ -180,6 +188,30 @@ fn row(arch: &str, scenarios: usize, t: Totals, tracefile: String) -> CoverageRo
     }
 }
 
+/// The patch's changed lines against every arch's counts: a blind spot is executable on some
+/// arch and executed on none.
+fn patch_lines(data: &RunData, arch_totals: &[(&str, Vec<FileCov>)]) -> PatchLines {
+    let mut p = PatchLines { changed: 0, executable: 0, executed: 0, blind_spots: vec![] };
+    for (i, f) in data.files.iter().enumerate() {
+        let text: Vec<&str> = data.sources.get(f).map_or(vec![], |t| t.lines().collect());
+        for &line in data.changed.get(f).into_iter().flatten() {
+            p.changed += 1;
+            let counts: Vec<u64> = arch_totals.iter().filter_map(|(_, t)| t[i].lines.get(&line).copied()).collect();
+            if counts.is_empty() {
+                continue;
+            }
+            p.executable += 1;
+            if counts.iter().any(|c| *c > 0) {
+                p.executed += 1;
+            } else {
+                let text = text.get(line as usize - 1).unwrap_or(&"").to_string();
+                p.blind_spots.push(BlindSpot { file: f.clone(), line, text });
+            }
+        }
+    }
+    p
+}
+
 /// A scenario's tracefile, relative to the run folder.
 pub fn scenario_tracefile(arch: &str, scenario: &str) -> String {
     format!("{DIR}/{arch}/{scenario}.info")
@@ -236,7 +268,8 @@ pub fn write(run_dir: &Path, data: &RunData) -> Result<CoverageSummary> {
     }
     let index = format!("{DIR}/index.html");
     write(&index, &annotate::page("Coverage of the scenarios", &summary_rows, &sources))?;
-    let summary = CoverageSummary { files: data.files.clone(), rows, index, problems: data.problems.clone() };
+    let patch = (!data.changed.is_empty()).then(|| patch_lines(data, &arch_totals));
+    let summary = CoverageSummary { files: data.files.clone(), rows, index, problems: data.problems.clone(), patch };
     write(COVERAGE_SUMMARY, &serde_json::to_string_pretty(&summary)?)?;
     Ok(summary)
 }
@@ -273,6 +306,7 @@ mod tests {
             files: files.clone(),
             arches: vec![("x86_64".into(), x86), ("arm64".into(), arm)],
             sources: [("a.c".to_string(), "a\nb\nc\n".to_string())].into(),
+            changed: BTreeMap::new(),
             problems: vec![],
         };
         let dir = tempfile::tempdir().unwrap();
@@ -290,5 +324,25 @@ mod tests {
         let back: CoverageSummary =
             serde_json::from_slice(&std::fs::read(dir.path().join(COVERAGE_SUMMARY)).unwrap()).unwrap();
         assert_eq!(back, s);
+        assert_eq!(s.patch, None, "no patch, no patch lines");
+    }
+
+    #[test]
+    fn a_patch_line_no_scenario_executed_is_a_blind_spot() {
+        let mut x86: ArchData = BTreeMap::new();
+        // Line 2 ran; line 3 is executable and never ran; line 4 compiles to nothing.
+        x86.entry("s/one".into()).or_default().insert("a.c".into(), cov(&[(1, 1), (2, 4), (3, 0)]));
+        let data = RunData {
+            files: vec!["a.c".into()],
+            arches: vec![("x86_64".into(), x86)],
+            sources: [("a.c".to_string(), "a\nnew_ran();\n\tnew_never();\n/* new */\n".to_string())].into(),
+            changed: [("a.c".to_string(), [2, 3, 4].into())].into(),
+            problems: vec![],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), &data).unwrap().patch.unwrap();
+        assert_eq!((p.changed, p.executable, p.executed), (3, 2, 1));
+        assert_eq!(p.blind_spots, [BlindSpot { file: "a.c".into(), line: 3, text: "\tnew_never();".into() }]);
+        assert_eq!(p.describe()[1], "blind spot a.c:3: new_never();");
     }
 }

@@ -516,7 +516,8 @@ fn install(store: &Path, build_dir: &Path, metadata: &mut Metadata, req: &Reques
     copy(&build_dir.join("vmlinux"), "vmlinux")?;
     copy(&build_dir.join("build.log"), "build.log")?;
     let mirror = req.cache_dir.join("trees").join(location(req.source)).join("src");
-    super::gcov::keep(tmp.path(), build_dir, &mirror, req.gcov_files)?;
+    let pristine = source::pristine_root(req.spec, req.source, req.cache_dir)?;
+    super::gcov::keep(tmp.path(), build_dir, (&mirror, &pristine), req.gcov_files)?;
     let frag_dir = tmp.path().join("fragments");
     write_fragments(&frag_dir, req.fragments)?;
     std::fs::create_dir_all(tmp.path().join("patches"))?;

@@ -60,8 +60,9 @@ pub fn check_sources(srctree: &Path, files: &[String]) -> Result<()> {
 }
 
 /// Copies each file's `.gcno` (from the `O=` build directory) and its source (from the mirror,
-/// which a later patch set may change) into `dest/gcov/<path>`.
-pub fn keep(dest: &Path, build_dir: &Path, srctree: &Path, files: &[String]) -> Result<()> {
+/// which a later patch set may change) into `dest/gcov/<path>`; when the patches changed the
+/// source, the pristine one too, as `<path>.orig` (what a patch's blind spots are found from).
+pub fn keep(dest: &Path, build_dir: &Path, (srctree, pristine): (&Path, &Path), files: &[String]) -> Result<()> {
     for f in files {
         let stem = f.trim_end_matches(".c");
         let gcno = build_dir.join(format!("{stem}.gcno"));
@@ -78,6 +79,12 @@ pub fn keep(dest: &Path, build_dir: &Path, srctree: &Path, files: &[String]) -> 
         std::fs::create_dir_all(to.parent().context("a path with a parent")?)?;
         std::fs::copy(&gcno, to.with_extension("gcno")).with_context(|| format!("copying {}", gcno.display()))?;
         std::fs::copy(srctree.join(f), &to).with_context(|| format!("copying {}", srctree.join(f).display()))?;
+        let orig = pristine.join(f);
+        // A file the patches added has no pristine side: every line is new.
+        let before = std::fs::read(&orig).unwrap_or_default();
+        if before != std::fs::read(&to)? {
+            std::fs::write(dest.join(STORE_DIR).join(format!("{f}.orig")), before)?;
+        }
     }
     Ok(())
 }
@@ -110,11 +117,18 @@ mod tests {
         check_sources(&src, &files).unwrap();
         let e = check_sources(&src, &["kernel/trace/nope.c".into()]).unwrap_err().to_string();
         assert!(e.contains("no such file"), "{e}");
-        let e = keep(&dest, &build, &src, &files).unwrap_err().to_string();
+        let e = keep(&dest, &build, (&src, &src), &files).unwrap_err().to_string();
         assert!(e.contains("trace_events_user.gcno"), "{e}");
         std::fs::write(build.join("kernel/trace/trace_events_user.gcno"), "oncg").unwrap();
-        keep(&dest, &build, &src, &files).unwrap();
+        keep(&dest, &build, (&src, &src), &files).unwrap();
         assert!(dest.join("gcov/kernel/trace/trace_events_user.gcno").is_file());
         assert_eq!(std::fs::read_to_string(dest.join("gcov").join(DEFAULT_FILE)).unwrap(), "int x;\n");
+        let orig = dest.join("gcov/kernel/trace/trace_events_user.c.orig");
+        assert!(!orig.exists(), "unpatched: no pristine copy");
+        let pristine = t.path().join("p");
+        std::fs::create_dir_all(pristine.join("kernel/trace")).unwrap();
+        std::fs::write(pristine.join(DEFAULT_FILE), "int y;\n").unwrap();
+        keep(&dest, &build, (&src, &pristine), &files).unwrap();
+        assert_eq!(std::fs::read_to_string(orig).unwrap(), "int y;\n");
     }
 }

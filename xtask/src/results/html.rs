@@ -39,6 +39,29 @@ pub fn render(run: &Run) -> Vec<u8> {
         esc(&run.totals.describe())
     );
 
+    // A patch's blind spots before anything else: the lines it adds that no scenario executed.
+    if let Some(p) = run.coverage.as_ref().and_then(|c| c.patch.as_ref()) {
+        let lines = p.describe();
+        let _ = writeln!(o, "<h2>Patch coverage</h2>\n<p>{}</p>", esc(&lines[0]));
+        if !p.blind_spots.is_empty() {
+            o.push_str("<table><tr><th>blind spot</th><th>source</th></tr>\n");
+            let index = run.coverage.as_ref().map_or("", |c| c.index.as_str());
+            for b in &p.blind_spots {
+                let _ = writeln!(
+                    o,
+                    "<tr><td><a href=\"{}#{}:{}\">{}:{}</a></td><td><code>{}</code></td></tr>",
+                    esc(index),
+                    esc(&b.file),
+                    b.line,
+                    esc(&b.file),
+                    b.line,
+                    esc(b.text.trim())
+                );
+            }
+            o.push_str("</table>\n");
+        }
+    }
+
     // The answer first: each failure with its failing step, its log and the kernel's words.
     let failing: Vec<_> = run
         .arches

@@ -15,6 +15,18 @@ pub fn render(run: &Run) -> Vec<u8> {
     let icon = if run.verdict.kind == "pass" { "✅" } else { "❌" };
     let _ = writeln!(out, "## {icon} user_events conformance: {} (run `{}`)\n", run.verdict.kind, run.run_id);
     let _ = writeln!(out, "{}\n", run.totals.describe());
+    // A patch's blind spots first: the lines it adds that no scenario executed.
+    if let Some(p) = run.coverage.as_ref().and_then(|c| c.patch.as_ref()) {
+        let lines = p.describe();
+        let icon = if p.blind_spots.is_empty() { "✅" } else { "⚠️" };
+        let _ = writeln!(out, "{icon} **Patch coverage:** {}\n", lines[0]);
+        for b in &p.blind_spots {
+            let _ = writeln!(out, "- blind spot `{}:{}`: `{}`", b.file, b.line, cell(b.text.trim()));
+        }
+        if !p.blind_spots.is_empty() {
+            out.push('\n');
+        }
+    }
     let _ = writeln!(out, "| arch | kernel | verdict | passed | failed | skipped | xfail | xpass | not run | errors |");
     let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for a in &run.arches {

@@ -51,6 +51,53 @@ pub struct CoverageSummary {
     /// Problems met reading the data (a scenario without a snapshot), one sentence each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+    /// A patched kernel's: what its patches add or change in the instrumented sources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<PatchLines>,
+}
+
+/// The lines a patch set adds or changes in the instrumented sources, against what ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatchLines {
+    /// Added or changed lines.
+    pub changed: u64,
+    /// Of those, the ones that compile to code on some arch of the run.
+    pub executable: u64,
+    /// Of those, the ones some scenario executed on some arch.
+    pub executed: u64,
+    /// The executable ones no scenario executed on any arch: where a bug would go unseen.
+    pub blind_spots: Vec<BlindSpot>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlindSpot {
+    pub file: String,
+    pub line: u32,
+    pub text: String,
+}
+
+impl Run {
+    /// A coverage run's patch lines that no scenario executed (none without a patch).
+    pub fn blind_spots(&self) -> &[BlindSpot] {
+        self.coverage.as_ref().and_then(|c| c.patch.as_ref()).map_or(&[], |p| p.blind_spots.as_slice())
+    }
+}
+
+impl PatchLines {
+    /// `3 of the patch's 5 executable changed lines ran; 2 blind spots`, and each blind spot as
+    /// `file:line: text`.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "the patch adds or changes {} line(s) in the instrumented sources, {} executable: {} executed by some \
+             scenario, {} by none",
+            self.changed,
+            self.executable,
+            self.executed,
+            self.blind_spots.len()
+        )];
+        out.extend(self.blind_spots.iter().map(|b| format!("blind spot {}:{}: {}", b.file, b.line, b.text.trim())));
+        out
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

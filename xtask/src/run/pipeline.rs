@@ -340,6 +340,9 @@ pub fn publish(judged: &[boot::BootRun], built: &[kernel::Built]) -> Result<Opti
         for p in &summary.problems {
             progress::line(format!("coverage: {p}"));
         }
+        for l in summary.patch.iter().flat_map(|p| p.describe()) {
+            progress::line(l);
+        }
     }
     let run = results::collect::assemble(run_dir, &boots, vec![], jiff::Timestamp::now())?;
     results::publish(run_dir, run, Some(began)).map(Some)
