@@ -239,4 +239,40 @@ mod tests {
             "{text}"
         );
     }
+
+    #[test]
+    fn coverage_rows_and_a_patch_s_blind_spots_come_first() {
+        use super::super::model::{BlindSpot, CoverageRow, CoverageSummary, PatchLines};
+        let mut run = fixture();
+        let row = |arch: &str| CoverageRow {
+            arch: arch.into(),
+            scenarios: 3,
+            lines_found: 200,
+            lines_hit: 150,
+            branches_found: 100,
+            branches_hit: 40,
+            functions_found: 20,
+            functions_hit: 18,
+            tracefile: format!("coverage/{arch}.info"),
+        };
+        let blind =
+            BlindSpot { file: "kernel/trace/trace_events_user.c".into(), line: 42, text: "\treturn -EPERM;".into() };
+        run.coverage = Some(CoverageSummary {
+            files: vec!["kernel/trace/trace_events_user.c".into()],
+            rows: vec![row("x86_64"), row("all")],
+            index: "coverage/index.html".into(),
+            problems: vec![],
+            patch: Some(PatchLines { changed: 3, executable: 2, executed: 1, blind_spots: vec![blind] }),
+        });
+        let text = String::from_utf8(render(&run)).unwrap();
+        assert!(text.contains("| x86_64 | 3 | 150/200 | 75.0% | 40/100 | 40.0% | 18/20 |"), "{text}");
+        assert!(text.contains("| all arches | 3 |"), "{text}");
+        let spot = text.find("blind spot `kernel/trace/trace_events_user.c:42`: `return -EPERM;`").expect("listed");
+        assert!(spot < text.find("| arch | kernel |").unwrap(), "before everything else: {text}");
+        assert_eq!(run.blind_spots().len(), 1);
+        let html = String::from_utf8(super::super::html::render(&run)).unwrap();
+        let at = html.find("href=\"coverage/index.html#kernel/trace/trace_events_user.c:42\"").expect("linked");
+        assert!(at < html.find("No failure").or_else(|| html.find("Failures")).unwrap(), "first in the page");
+        assert!(html.contains("<a href=\"coverage/index.html\">the annotated sources</a>"));
+    }
 }
