@@ -2,7 +2,9 @@
 //! scenarios run on it, and their lcov tracefiles read by Debian's `lcov --summary` and checked
 //! against what the scenarios do: the one that deletes an event executes
 //! `user_events_ioctl_del()`, the one that never deletes does not, and the one whose enable bit
-//! is written by the kernel's fault-in worker (a workqueue) executes that worker.
+//! is written by the kernel's fault-in worker (a workqueue) executes that worker; then a patch
+//! that adds a line no scenario runs (`test_data/patches/blind-spot.patch`) gets that line
+//! named as a blind spot first in the summary, and `--fail-on-blind-spots` exits 2.
 
 use std::path::Path;
 
@@ -117,5 +119,49 @@ pub fn run_and_check(built: &[Built], opts: &xtask::run::boot::Options, results:
     anyhow::ensure!(html.contains(DELETES), "{} does not name {DELETES}", c.index);
     let report = std::fs::read_to_string(run_dir.join("report.html"))?;
     anyhow::ensure!(report.contains(&c.index), "report.html does not link {}", c.index);
+    Ok(())
+}
+
+/// `run --patch blind-spot.patch --fail-on-blind-spots` on [`ARCH`] with the three scenarios:
+/// exit 2, and the patch's `pr_warn()` line, which only a failed allocation reaches, named first.
+pub fn blind_spot(results: &Path) -> Result<()> {
+    let root = xtask::support::checkout::project_root();
+    let patch = root.join("xtask/test_data/patches/blind-spot.patch");
+    let results = results.join("blind-spot");
+    let argv = [
+        "xtask".to_string(),
+        "run".into(),
+        "--arch".into(),
+        ARCH.into(),
+        "--patch".into(),
+        patch.display().to_string(),
+        "--fail-on-blind-spots".into(),
+        "--results".into(),
+        results.display().to_string(),
+        "--filter".into(),
+        DELETES.into(),
+        "--filter".into(),
+        NEVER_DELETES.into(),
+        "--filter".into(),
+        FAULTS_IN.into(),
+    ];
+    let cli = <xtask::flags::Xtask as clap::Parser>::try_parse_from(argv)?;
+    let xtask::flags::Cmd::Run(args) = cli.command else { anyhow::bail!("not a run") };
+    let code = args.run()?;
+    anyhow::ensure!(code == xtask::support::exit::BLIND_SPOTS, "exit code {code}, expected 2");
+    let run_dir = std::fs::read_dir(&results)?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("run.json").is_file())
+        .context("no run folder")?;
+    let run = xtask::results::compare::read_run_json(&run_dir.join("run.json"))?;
+    let spots = run.blind_spots();
+    let pr_warn = spots.iter().find(|b| b.text.contains("pr_warn(\"user_events: no memory"));
+    let b = pr_warn.with_context(|| format!("the pr_warn line is not a blind spot: {spots:?}"))?;
+    anyhow::ensure!(b.file == DEFAULT_FILE && b.line == 2163, "blind spot at {}:{}", b.file, b.line);
+    anyhow::ensure!(spots.len() == 1, "more blind spots than the one line: {spots:?}");
+    let md = std::fs::read_to_string(run_dir.join("summary.md"))?;
+    let at = md.find(&format!("blind spot `{DEFAULT_FILE}:2163`")).context("summary.md does not name it")?;
+    anyhow::ensure!(at < md.find("| arch |").unwrap_or(usize::MAX), "summary.md does not name it first");
     Ok(())
 }

@@ -695,6 +695,14 @@ fn coverage_checks(opts: &xtask::run::boot::Options, base: &KernelArgs, scratch:
         started,
         result,
     );
+    let started = Instant::now();
+    let result = coverage::blind_spot(scratch);
+    record(
+        outcomes,
+        &format!("{arch} (coverage): a patch's line no scenario runs is named first as a blind spot; --fail-on-blind-spots exits 2"),
+        started,
+        result,
+    );
 }
 
 fn record(outcomes: &mut Vec<Outcome>, name: &str, started: Instant, result: Result<()>) {
