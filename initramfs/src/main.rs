@@ -6,6 +6,7 @@ mod bpf;
 mod files;
 mod format;
 mod fuzz;
+mod gcov;
 mod hygiene;
 mod measure;
 mod memory;

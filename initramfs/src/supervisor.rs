@@ -113,6 +113,10 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
     // The boot state each scenario must leave as it found it, and what restoring it cost.
     let baseline = paths.hygiene.as_ref().map(Baseline::take);
     let mut hygiene = HygieneCost::default();
+    // A coverage kernel's counters, zeroed before each scenario and sent after it, before the
+    // hygiene (whose own deletes must not count as the scenario's).
+    let gcov = plan.gcov.as_ref().map(crate::gcov::Collector::new);
+    let mut gcov_wait = HygieneCost::default();
     for (i, scenario) in plan.scenarios.iter().enumerate() {
         let index = i + 1;
         let name = scenario.name.clone();
@@ -122,7 +126,19 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
         }
         emit(out, &ResultLine::Begin { index, name: name.clone(), taint: read_taint(&paths.tainted) });
         kmsg(paths, &Marker::Begin { index, name: &name }.line());
+        if let Some(Err(e)) = gcov.as_ref().map(crate::gcov::Collector::reset) {
+            emit(out, &diag(&format!("gcov: {e}")));
+        }
         let ran = run_scenario(index, scenario, plan, paths, out);
+        if let (Some(g), None) = (&gcov, &ran.stuck) {
+            let (took, settled) = g.collect(index, out, emit);
+            gcov_wait.runs += 1;
+            gcov_wait.total += took;
+            gcov_wait.max = gcov_wait.max.max(took);
+            if !settled {
+                emit(out, &diag(&format!("gcov: the counters still changed after {} ms", took.as_millis())));
+            }
+        }
         let (mut outcome, time_ms, mut reason) = (ran.outcome, ran.time_ms, ran.reason);
         // The scenario's footprint is undone before its result, so what it left is reported
         // against it. Not after the last one: the reboot clears everything, and tearing down
@@ -162,6 +178,14 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
             hygiene.runs,
             hygiene.total.as_micros(),
             hygiene.max.as_micros()
+        ));
+    }
+    if gcov_wait.runs > 0 {
+        sys::console(&format!(
+            "ue-agent: gcov counters settled and sent: {} runs, {} us in total, at most {} us",
+            gcov_wait.runs,
+            gcov_wait.total.as_micros(),
+            gcov_wait.max.as_micros()
         ));
     }
     let Counts { passed, failed, skipped, timeout } = counts;
@@ -348,6 +372,7 @@ fn spawn_scenario(
                 share: plan.share.clone(),
                 artifacts_virtiofs: plan.artifacts_virtiofs,
                 shell: false,
+                gcov: None,
             };
             fs::write(file, serde_json::to_vec(&one).map_err(io::Error::other)?)?;
             (file, 1)
@@ -515,6 +540,7 @@ esac
             share: None,
             artifacts_virtiofs: false,
             shell: false,
+            gcov: None,
         }
     }
 

@@ -73,6 +73,7 @@ fn runs_a_plan_end_to_end() {
         share: None,
         artifacts_virtiofs: false,
         shell: false,
+        gcov: None,
     };
     fs::write(dir.join("plan.json"), serde_json::to_string(&plan).unwrap()).unwrap();
     let start = Instant::now();
@@ -161,6 +162,7 @@ fn user_events_steps_run_in_the_child() {
         share: None,
         artifacts_virtiofs: false,
         shell: false,
+        gcov: None,
     };
     fs::write(dir.join("plan.json"), serde_json::to_string(&plan).unwrap()).unwrap();
     let (code, lines) = agent(&dir.join("plan.json"));
@@ -228,6 +230,7 @@ fn fork_thread_and_exec_agent_steps() {
         share: None,
         artifacts_virtiofs: false,
         shell: false,
+        gcov: None,
     };
     fs::write(dir.join("plan.json"), serde_json::to_string(&plan).unwrap()).unwrap();
     let (code, lines) = agent(&dir.join("plan.json"));

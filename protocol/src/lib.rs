@@ -1,9 +1,11 @@
 //! The contract between host and guest, shared by both sides. Sans-IO: types, encoders and line
 //! parsers only. `plan`: what the agent runs; `expect`: what a call must return; `result`: the
 //! KTAP lines of the result channel and the step lines the host reads back; `markers`: the
-//! kernel-log lines that frame each scenario.
+//! kernel-log lines that frame each scenario; `gcov`: the coverage counters a coverage kernel's
+//! scenarios send back.
 
 pub mod expect;
+pub mod gcov;
 pub mod markers;
 pub mod plan;
 pub mod result;

@@ -23,6 +23,10 @@ pub struct Plan {
     /// Run an interactive shell on the console instead of (after) the scenarios.
     #[serde(default)]
     pub shell: bool,
+    /// On a coverage kernel: reset the GCOV counters before each scenario and send them after
+    /// it (`crate::gcov`). Absent otherwise, so a normal plan's JSON is as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gcov: Option<crate::gcov::GcovPlan>,
 }
 
 impl Plan {
@@ -36,6 +40,7 @@ impl Plan {
             share: None,
             artifacts_virtiofs: false,
             shell: false,
+            gcov: None,
         }
     }
 }
@@ -785,8 +790,10 @@ mod tests {
             share: None,
             artifacts_virtiofs: false,
             shell: false,
+            gcov: None,
         };
         let json = serde_json::to_string(&plan).unwrap();
+        assert!(!json.contains("gcov"), "a normal plan's JSON is as before coverage: {json}");
         assert!(json.contains(r#"{"lkdtm":{"point":"WARNING"}}"#), "{json}");
         assert!(json.contains(r#"{"mkdir":{"path":"/x","expect":"0"}}"#), "an expectation is its text: {json}");
         assert_eq!(serde_json::from_str::<Plan>(&json).unwrap(), plan);

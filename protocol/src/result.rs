@@ -43,6 +43,9 @@ pub enum ResultLine {
     /// kernel, the supervisor itself blocked). It ends the stream in place of the sentinel; the
     /// host runs the scenarios after INDEX in a fresh boot.
     Abort { after: usize, reason: String },
+    /// `# ue-gcov INDEX FILE PART/PARTS DATA`: a piece of scenario INDEX's GCOV counters
+    /// (`crate::gcov`), on a coverage kernel only. Not a scenario's output: never a `Diag`.
+    Gcov(crate::gcov::GcovFrame),
 }
 
 /// The median of samples, the mean of the middle two for an even count (NaN for none): a
@@ -133,6 +136,7 @@ impl ResultLine {
             ResultLine::Diag(text) => format!("# {text}"),
             ResultLine::Metric { index, metric } => format!("# {METRIC_PREFIX}{index} {}", metric.body()),
             ResultLine::Abort { after, reason } => format!("# ue-abort after={after} {reason}"),
+            ResultLine::Gcov(frame) => frame.format(),
         }
     }
 
@@ -183,6 +187,9 @@ impl ResultLine {
             if let Some(metric) = parsed.and_then(|(index, body)| Some((index, Metric::parse_body(body)?))) {
                 return Some(ResultLine::Metric { index: metric.0, metric: metric.1 });
             }
+        }
+        if let Some(frame) = crate::gcov::GcovFrame::parse(line) {
+            return Some(ResultLine::Gcov(frame));
         }
         if let Some(text) = line.strip_prefix("# ") {
             return Some(ResultLine::Diag(text.to_string()));

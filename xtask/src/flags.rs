@@ -445,7 +445,51 @@ pub struct ConfigArgs {
     /// One option, `CONFIG_X=value` or `CONFIG_X=n`, merged last (repeatable).
     #[arg(long = "kconfig", value_name = "CONFIG_X=VALUE")]
     pub kconfig: Vec<String>,
+    /// A coverage kernel: GCOV on the `--coverage-file` sources (default
+    /// kernel/trace/trace_events_user.c), each scenario's lines and branches written as lcov
+    /// tracefiles into the run folder (`--profile coverage` does the same).
+    #[arg(long)]
+    pub coverage: bool,
+    /// A kernel source file to build with GCOV (repeatable; implies --coverage).
+    #[arg(long = "coverage-file", value_name = "PATH")]
+    pub coverage_files: Vec<String>,
+    /// With --patch (or validate's change): exit 2 when a line the patch adds or changes in an
+    /// instrumented source compiles to code that no scenario executed on any arch (implies
+    /// --coverage).
+    #[arg(long)]
+    pub fail_on_blind_spots: bool,
 }
+
+impl ConfigArgs {
+    /// The sources a coverage kernel instruments; empty for a normal kernel.
+    pub fn gcov_files(&self) -> Vec<String> {
+        let on = self.coverage
+            || self.fail_on_blind_spots
+            || !self.coverage_files.is_empty()
+            || self.profiles.iter().any(|p| p == COVERAGE);
+        match (on, self.coverage_files.is_empty()) {
+            (false, _) => vec![],
+            (true, true) => vec![crate::kernel::gcov::DEFAULT_FILE.to_string()],
+            (true, false) => {
+                let mut files = self.coverage_files.clone();
+                files.dedup();
+                files
+            }
+        }
+    }
+
+    /// The profiles merged, with `coverage` (its Kconfig fragment) on a coverage kernel.
+    pub fn profiles(&self) -> Vec<String> {
+        let mut p = self.profiles.clone();
+        if !self.gcov_files().is_empty() && !p.iter().any(|x| x == COVERAGE) {
+            p.push(COVERAGE.to_string());
+        }
+        p
+    }
+}
+
+/// The profile (kernel-configs/profiles/coverage.config) of a coverage kernel.
+pub const COVERAGE: &str = "coverage";
 
 #[derive(Debug, Clone, Args)]
 pub struct TestArgs {

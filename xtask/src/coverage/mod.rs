@@ -1,4 +1,16 @@
-//! Coverage: what the suites reach. Today the ABI catalogue's items against the suites'
-//! `covers:` (`catalogue::Report`, printed by `cargo xtask coverage`).
+//! Coverage: what the suites reach. The ABI catalogue's items against the suites' `covers:`
+//! (`catalogue::Report`, printed by `cargo xtask coverage`), and on a coverage kernel
+//! (`--coverage`) the kernel lines and branches each scenario executes:
+//!
+//! - `gcov`: the host's gcov of the kernel's compiler, its version checked against the data;
+//! - `lcov`: counts from gcov's JSON, merged, written and read as lcov tracefiles (sans-IO);
+//! - `diff`: the lines a patch set added or changed in a source (sans-IO);
+//! - `annotate`: the annotated sources page (sans-IO);
+//! - `runs`: a run's `# ue-gcov` frames into its `coverage/` folder and summary.
 
+pub mod annotate;
 pub mod catalogue;
+pub mod diff;
+pub mod gcov;
+pub mod lcov;
+pub mod runs;

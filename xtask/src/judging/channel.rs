@@ -191,6 +191,8 @@ pub fn read(text: &str) -> Stream {
                 Some(b) => b.diagnostics.push(text),
                 None => s.diagnostics.push(text),
             },
+            // A coverage kernel's counters: read by `coverage/`, not part of the verdict.
+            ResultLine::Gcov(_) => {}
         }
     }
     if let Some(b) = begun {

@@ -35,6 +35,8 @@ pub struct Request<'a> {
     pub cache_dir: &'a Path,
     /// Stop after the configuration check (no image, nothing cached).
     pub config_only: bool,
+    /// Sources built with GCOV (`gcov.rs`); empty for a normal build.
+    pub gcov_files: &'a [String],
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -72,6 +74,9 @@ pub struct Metadata {
     pub host: String,
     /// The image file name inside the build's directory.
     pub image: String,
+    /// The sources built with GCOV, their `.gcno` and source in `gcov/` beside the image.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gcov_files: Vec<String>,
 }
 
 /// A kernel ready to boot.
@@ -188,6 +193,7 @@ fn build_or_reuse(req: &Request) -> Result<Built> {
         patches: req.patches,
         fragments: req.fragments,
         compiler_version: &compiler.version,
+        gcov_files: req.gcov_files,
     });
     let store = req.cache_dir.join("kernels").join(arch.name).join(&key[..24]);
     let source_ref = SourceRef {
@@ -221,6 +227,7 @@ fn build_or_reuse(req: &Request) -> Result<Built> {
     let task = Task::start(format!("{}: preparing source", arch.name));
     source::sync_mirror(&pristine, &mirror, &tree_dir.join("state.json"), &req.source.id, req.patches)?;
     task.finish(format!("{} with {} patch(es)", req.source.label, req.patches.len()));
+    super::gcov::check_sources(&mirror, req.gcov_files)?;
     durations.insert("source".to_string(), t.elapsed().as_secs_f64());
 
     // One persistent build directory per source location, arch, compiler and set of fragment
@@ -239,7 +246,7 @@ fn build_or_reuse(req: &Request) -> Result<Built> {
     std::fs::create_dir_all(&build_dir)?;
     let log_path = build_dir.join("build.log");
     let mut log = std::fs::File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
-    let make = Make { arch, srctree: &mirror, out: &build_dir };
+    let make = Make { arch, srctree: &mirror, out: &build_dir, gcov: super::gcov::make_vars(req.gcov_files) };
 
     let t = Instant::now();
     let requested = kconfig::merged_requests(req.fragments)?;
@@ -307,6 +314,7 @@ fn build_or_reuse(req: &Request) -> Result<Built> {
         built_at: jiff::Timestamp::now().to_string(),
         host: host(),
         image: file_name(arch.image_path),
+        gcov_files: req.gcov_files.to_vec(),
     };
     if req.config_only {
         // The release the suites' `requires.kernel` are decided against (`--list`).
@@ -349,6 +357,7 @@ struct Make<'a> {
     arch: &'a Arch,
     srctree: &'a Path,
     out: &'a Path,
+    gcov: Vec<String>,
 }
 
 impl Make<'_> {
@@ -356,6 +365,7 @@ impl Make<'_> {
     fn args(&self, args: &[&str]) -> Vec<String> {
         let mut all = vec!["-C".to_string(), self.srctree.display().to_string(), format!("O={}", self.out.display())];
         all.extend(self.arch.make_vars());
+        all.extend(self.gcov.iter().cloned());
         all.extend(args.iter().map(|a| a.to_string()));
         all
     }
@@ -505,6 +515,9 @@ fn install(store: &Path, build_dir: &Path, metadata: &mut Metadata, req: &Reques
     copy(&build_dir.join("System.map"), "System.map")?;
     copy(&build_dir.join("vmlinux"), "vmlinux")?;
     copy(&build_dir.join("build.log"), "build.log")?;
+    let mirror = req.cache_dir.join("trees").join(location(req.source)).join("src");
+    let pristine = source::pristine_root(req.spec, req.source, req.cache_dir)?;
+    super::gcov::keep(tmp.path(), build_dir, (&mirror, &pristine), req.gcov_files)?;
     let frag_dir = tmp.path().join("fragments");
     write_fragments(&frag_dir, req.fragments)?;
     std::fs::create_dir_all(tmp.path().join("patches"))?;
@@ -556,7 +569,7 @@ fn host() -> String {
 
 /// A shell script that rebuilds the same kernel by hand from the files stored beside it.
 pub fn reproducer(m: &Metadata, arch: &Arch) -> String {
-    let vars = arch.make_vars().join(" ");
+    let vars = [arch.make_vars(), super::gcov::make_vars(&m.gcov_files)].concat().join(" ");
     let mut s = String::new();
     s.push_str("#!/bin/sh\n");
     s.push_str(&format!(
@@ -736,6 +749,7 @@ pub fn prebuilt(
         built_at: String::new(),
         host: host(),
         image: file_name(&image.display().to_string()),
+        gcov_files: vec![],
     };
     progress::line(format!("{}: using prebuilt {} ({})", arch.name, image.display(), metadata.kernelrelease));
     Ok(Built { arch, image, config: config_path, metadata, cache_hit: true, source: None })
@@ -873,6 +887,7 @@ mod tests {
             built_at: String::new(),
             host: String::new(),
             image: "Image".into(),
+            gcov_files: vec![],
         };
         let s = reproducer(&m, arm);
         assert!(s.contains("tar -xf /usr/src/linux-source-6.12.tar.xz"), "{s}");

@@ -32,6 +32,9 @@ pub struct KeyInputs<'a> {
     pub patches: &'a [Patch],
     pub fragments: &'a [Fragment],
     pub compiler_version: &'a str,
+    /// The sources built with GCOV (`kernel/gcov.rs`); empty for a normal build, whose key is
+    /// then what it was before coverage existed.
+    pub gcov_files: &'a [String],
 }
 
 /// The content-addressed key: equal inputs give equal keys on any machine, and any change to
@@ -54,6 +57,9 @@ pub fn key(k: &KeyInputs) -> String {
         field("fragment", f.text.as_bytes());
     }
     field("compiler", k.compiler_version.as_bytes());
+    for f in k.gcov_files {
+        field("gcov", f.as_bytes());
+    }
     hex(&h.finalize())
 }
 
@@ -81,8 +87,14 @@ mod tests {
     fn key_is_stable_and_sensitive_to_every_input() {
         let src = ident("aaaa");
         let frags = [frag("CONFIG_USER_EVENTS=y\nCONFIG_FTRACE=y\n")];
-        let base =
-            KeyInputs { arch: "arm64", source: &src, patches: &[], fragments: &frags, compiler_version: "gcc 12" };
+        let base = KeyInputs {
+            arch: "arm64",
+            source: &src,
+            patches: &[],
+            fragments: &frags,
+            compiler_version: "gcc 12",
+            gcov_files: &[],
+        };
         let k = key(&base);
         assert_eq!(k, key(&base), "same inputs, same key");
         assert_eq!(k.len(), 64);
@@ -95,6 +107,13 @@ mod tests {
         assert_ne!(k, key(&KeyInputs { source: &dirty, ..base }), "a dirty file changes the source id");
         assert_ne!(k, key(&KeyInputs { arch: "x86_64", ..base }), "arch");
         assert_ne!(k, key(&KeyInputs { compiler_version: "gcc 13", ..base }), "compiler");
+        let gcov = ["kernel/trace/trace_events_user.c".to_string()];
+        assert_ne!(k, key(&KeyInputs { gcov_files: &gcov, ..base }), "a coverage build");
+        // A normal build's key is the one it had before coverage existed.
+        assert_eq!(
+            k, "8d7db24cc4a6fb6c7c0c2a1436178f8a33326cd27eea9dfb9ba7f658c3ee2560",
+            "the key of a normal build is the one it had before coverage existed"
+        );
         // Where a patch lives does not matter, only what it says.
         let moved = [Patch { path: "/elsewhere".into(), sha256: "bb".into() }];
         assert_eq!(key(&KeyInputs { patches: &patch, ..base }), key(&KeyInputs { patches: &moved, ..base }));

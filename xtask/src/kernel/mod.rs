@@ -8,11 +8,13 @@
 //! - `git`: a user's git tree, read only;
 //! - `kconfig`: fragments, `.config` parsing, requested against effective;
 //! - `cache`: the cache's location and a build's key;
+//! - `gcov`: a coverage build's GCOV objects and the notes kept with it;
 //! - `build`: configure, build, check, install (and prebuilt images).
 
 pub mod build;
 pub mod cache;
 pub mod debian;
+pub mod gcov;
 pub mod git;
 pub mod kconfig;
 pub mod source;

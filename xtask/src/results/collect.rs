@@ -151,6 +151,13 @@ pub fn assemble(
         Ok(bytes) => Some(serde_json::from_slice(&bytes).map_err(|e| bad(format!("{}: {e}", host_file.display())))?),
         Err(_) => None,
     };
+    let coverage_file = run_dir.join(model::COVERAGE_SUMMARY);
+    let coverage = match std::fs::read(&coverage_file) {
+        Ok(bytes) => {
+            Some(serde_json::from_slice(&bytes).map_err(|e| bad(format!("{}: {e}", coverage_file.display())))?)
+        }
+        Err(_) => None,
+    };
     Ok(Run {
         schema_version: model::SCHEMA_VERSION,
         run_id,
@@ -160,6 +167,7 @@ pub fn assemble(
         totals,
         arches,
         timings,
+        coverage,
     })
 }
 

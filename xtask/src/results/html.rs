@@ -39,6 +39,29 @@ pub fn render(run: &Run) -> Vec<u8> {
         esc(&run.totals.describe())
     );
 
+    // A patch's blind spots before anything else: the lines it adds that no scenario executed.
+    if let Some(p) = run.coverage.as_ref().and_then(|c| c.patch.as_ref()) {
+        let lines = p.describe();
+        let _ = writeln!(o, "<h2>Patch coverage</h2>\n<p>{}</p>", esc(&lines[0]));
+        if !p.blind_spots.is_empty() {
+            o.push_str("<table><tr><th>blind spot</th><th>source</th></tr>\n");
+            let index = run.coverage.as_ref().map_or("", |c| c.index.as_str());
+            for b in &p.blind_spots {
+                let _ = writeln!(
+                    o,
+                    "<tr><td><a href=\"{}#{}:{}\">{}:{}</a></td><td><code>{}</code></td></tr>",
+                    esc(index),
+                    esc(&b.file),
+                    b.line,
+                    esc(&b.file),
+                    b.line,
+                    esc(b.text.trim())
+                );
+            }
+            o.push_str("</table>\n");
+        }
+    }
+
     // The answer first: each failure with its failing step, its log and the kernel's words.
     let failing: Vec<_> = run
         .arches
@@ -166,6 +189,41 @@ pub fn render(run: &Run) -> Vec<u8> {
     }
     for (name, bars) in &metrics {
         let _ = writeln!(o, "<h3>{}</h3>\n{}", esc(name), svg_bars(bars));
+    }
+
+    if let Some(c) = &run.coverage {
+        let _ = writeln!(
+            o,
+            "<h2>Coverage</h2>\n<p>What the scenarios executed of {}: <a href=\"{}\">the annotated sources</a> \
+             (each line's count per arch and the scenarios that executed it); lcov tracefiles per arch, per \
+             scenario (<code>coverage/&lt;arch&gt;/&lt;suite&gt;/&lt;scenario&gt;.info</code>) and for all arches.</p>\n\
+             <table><tr><th>arch</th><th>scenarios</th><th>lines</th><th>branches</th><th>functions</th><th>tracefile</th></tr>",
+            esc(&c.files.join(", ")),
+            esc(&c.index)
+        );
+        let pct = |h: u64, f: u64| if f == 0 { 0.0 } else { 100.0 * h as f64 / f as f64 };
+        for r in &c.rows {
+            let _ = writeln!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{}/{} ({:.1}%)</td><td>{}/{} ({:.1}%)</td><td>{}/{}</td><td><a href=\"{}\">{}</a></td></tr>",
+                esc(&r.arch),
+                r.scenarios,
+                r.lines_hit,
+                r.lines_found,
+                pct(r.lines_hit, r.lines_found),
+                r.branches_hit,
+                r.branches_found,
+                pct(r.branches_hit, r.branches_found),
+                r.functions_hit,
+                r.functions_found,
+                esc(&r.tracefile),
+                esc(&r.tracefile)
+            );
+        }
+        o.push_str("</table>\n");
+        for p in &c.problems {
+            let _ = writeln!(o, "<p>coverage: {}</p>", esc(p));
+        }
     }
 
     // Boots and provenance.

@@ -15,6 +15,18 @@ pub fn render(run: &Run) -> Vec<u8> {
     let icon = if run.verdict.kind == "pass" { "✅" } else { "❌" };
     let _ = writeln!(out, "## {icon} user_events conformance: {} (run `{}`)\n", run.verdict.kind, run.run_id);
     let _ = writeln!(out, "{}\n", run.totals.describe());
+    // A patch's blind spots first: the lines it adds that no scenario executed.
+    if let Some(p) = run.coverage.as_ref().and_then(|c| c.patch.as_ref()) {
+        let lines = p.describe();
+        let icon = if p.blind_spots.is_empty() { "✅" } else { "⚠️" };
+        let _ = writeln!(out, "{icon} **Patch coverage:** {}\n", lines[0]);
+        for b in &p.blind_spots {
+            let _ = writeln!(out, "- blind spot `{}:{}`: `{}`", b.file, b.line, cell(b.text.trim()));
+        }
+        if !p.blind_spots.is_empty() {
+            out.push('\n');
+        }
+    }
     let _ = writeln!(
         out,
         "| arch | kernel | verdict | passed | failed | skipped | xfail | xpass | fixed | not run | errors |"
@@ -28,6 +40,34 @@ pub fn render(run: &Run) -> Vec<u8> {
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             a.arch, kernel, a.verdict.kind, t.pass, t.fail, t.skip, t.xfail, t.xpass, t.fixed, t.not_run, t.error
         );
+    }
+
+    if let Some(c) = &run.coverage {
+        let _ = writeln!(
+            out,
+            "\n### Coverage of {}\n",
+            c.files.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+        );
+        let _ = writeln!(out, "| arch | scenarios | lines | line % | branches | branch % | functions |");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+        let pct = |h: u64, f: u64| if f == 0 { 0.0 } else { 100.0 * h as f64 / f as f64 };
+        for r in &c.rows {
+            let arch = if r.arch == "all" { "all arches".to_string() } else { r.arch.clone() };
+            let _ = writeln!(
+                out,
+                "| {arch} | {} | {}/{} | {:.1}% | {}/{} | {:.1}% | {}/{} |",
+                r.scenarios,
+                r.lines_hit,
+                r.lines_found,
+                pct(r.lines_hit, r.lines_found),
+                r.branches_hit,
+                r.branches_found,
+                pct(r.branches_hit, r.branches_found),
+                r.functions_hit,
+                r.functions_found
+            );
+        }
+        let _ = writeln!(out, "\nAnnotated sources: `{}`; lcov tracefiles: `coverage/*.info`.", c.index);
     }
 
     let failures: Vec<_> = run
@@ -213,5 +253,41 @@ mod tests {
             text.contains(&format!("| `{name}` | write_0_none | events/s | 125000 (120000–130000) | 2.50 |")),
             "{text}"
         );
+    }
+
+    #[test]
+    fn coverage_rows_and_a_patch_s_blind_spots_come_first() {
+        use super::super::model::{BlindSpot, CoverageRow, CoverageSummary, PatchLines};
+        let mut run = fixture();
+        let row = |arch: &str| CoverageRow {
+            arch: arch.into(),
+            scenarios: 3,
+            lines_found: 200,
+            lines_hit: 150,
+            branches_found: 100,
+            branches_hit: 40,
+            functions_found: 20,
+            functions_hit: 18,
+            tracefile: format!("coverage/{arch}.info"),
+        };
+        let blind =
+            BlindSpot { file: "kernel/trace/trace_events_user.c".into(), line: 42, text: "\treturn -EPERM;".into() };
+        run.coverage = Some(CoverageSummary {
+            files: vec!["kernel/trace/trace_events_user.c".into()],
+            rows: vec![row("x86_64"), row("all")],
+            index: "coverage/index.html".into(),
+            problems: vec![],
+            patch: Some(PatchLines { changed: 3, executable: 2, executed: 1, blind_spots: vec![blind] }),
+        });
+        let text = String::from_utf8(render(&run)).unwrap();
+        assert!(text.contains("| x86_64 | 3 | 150/200 | 75.0% | 40/100 | 40.0% | 18/20 |"), "{text}");
+        assert!(text.contains("| all arches | 3 |"), "{text}");
+        let spot = text.find("blind spot `kernel/trace/trace_events_user.c:42`: `return -EPERM;`").expect("listed");
+        assert!(spot < text.find("| arch | kernel |").unwrap(), "before everything else: {text}");
+        assert_eq!(run.blind_spots().len(), 1);
+        let html = String::from_utf8(super::super::html::render(&run)).unwrap();
+        let at = html.find("href=\"coverage/index.html#kernel/trace/trace_events_user.c:42\"").expect("linked");
+        assert!(at < html.find("No failure").or_else(|| html.find("Failures")).unwrap(), "first in the page");
+        assert!(html.contains("<a href=\"coverage/index.html\">the annotated sources</a>"));
     }
 }

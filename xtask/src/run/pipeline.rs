@@ -25,13 +25,23 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
     let mut out = Vec::new();
     let c = &args.config;
     let fragments_for =
-        |arch: &arch::Arch| kconfig::fragments_for(&configs, arch.fragment, &c.profiles, &c.fragments, &c.kconfig);
+        |arch: &arch::Arch| kconfig::fragments_for(&configs, arch.fragment, &c.profiles(), &c.fragments, &c.kconfig);
+    let gcov_files = c.gcov_files();
+    for f in &gcov_files {
+        crate::kernel::gcov::check_name(f)?;
+    }
 
     if let Some(image) = &src.kernel_image {
         if arches.len() != 1 {
             return Err(error(
                 Kind::BadInput,
                 "--kernel-image needs a single --arch (x86_64, arm64, s390x or riscv64)",
+            ));
+        }
+        if !gcov_files.is_empty() {
+            return Err(error(
+                Kind::BadInput,
+                "--coverage needs a kernel built here (its .gcno notes): it cannot take --kernel-image",
             ));
         }
         let arch = arches[0];
@@ -63,6 +73,7 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
             jobs,
             cache_dir: &cache_dir,
             config_only: args.config_only,
+            gcov_files: &gcov_files,
         };
         out.push(kernel::build(&req)?);
     }
@@ -172,11 +183,19 @@ pub fn compile_for(chosen: &Chosen, b: &kernel::Built) -> Result<suites::Compile
             }
         }
     }
+    // A coverage kernel's scenarios are framed by GCOV resets and reads.
+    compiled.plan.gcov = gcov_plan(b);
     let arch = b.arch.name;
     compiled.plan.scenarios.retain(|s| chosen.select.wants(arch, &s.name));
     compiled.isolated.retain(|s| chosen.select.wants(arch, &s.name));
     compiled.skipped.retain(|s| chosen.select.wants(arch, &s.name));
     Ok(compiled)
+}
+
+/// What the agent collects on this kernel: its GCOV sources, if it was built for coverage.
+pub fn gcov_plan(b: &kernel::Built) -> Option<protocol::gcov::GcovPlan> {
+    let files = &b.metadata.gcov_files;
+    (!files.is_empty()).then(|| protocol::gcov::GcovPlan { files: files.clone() })
 }
 
 /// `--list`: each arch's selected plan (isolated scenarios marked) and what it skips and why;
@@ -271,6 +290,7 @@ pub fn plan_boots<'a>(chosen: &Chosen, built: &'a [kernel::Built], vms: usize) -
         }
         for (n, scenario) in compiled.isolated.into_iter().enumerate() {
             let mut plan = protocol::Plan::empty(b.arch.name);
+            plan.gcov = gcov_plan(b);
             plan.scenarios.push(scenario);
             let dir = run_folder::BootDir::Isolated(n as u32 + 1).name(b.arch.name);
             isolated.push(boot::PlanFor { built: b, plan, marks: compiled.marks.clone(), dir });
@@ -311,6 +331,19 @@ pub fn publish(judged: &[boot::BootRun], built: &[kernel::Built]) -> Result<Opti
     let began = std::time::Instant::now();
     let boots: Vec<&run_folder::JudgedBoot> = judged.iter().map(|j| &j.boot).collect();
     results::collect::save_facts(run_dir, &boots, built)?;
+    // A coverage run's tracefiles and figures, before the model that shows them.
+    if let Some(data) = crate::coverage::runs::read(&boots, built)? {
+        let summary = crate::coverage::runs::write(run_dir, &data)?;
+        for r in &summary.rows {
+            progress::line(format!("coverage {}: {}", r.arch, r.describe()));
+        }
+        for p in &summary.problems {
+            progress::line(format!("coverage: {p}"));
+        }
+        for l in summary.patch.iter().flat_map(|p| p.describe()) {
+            progress::line(l);
+        }
+    }
     let run = results::collect::assemble(run_dir, &boots, vec![], jiff::Timestamp::now())?;
     results::publish(run_dir, run, Some(began)).map(Some)
 }

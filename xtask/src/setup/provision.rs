@@ -62,6 +62,8 @@ pub struct Needs {
     pub consumers: bool,
     /// What `cargo test --workspace` itself runs: cpio, git, patch.
     pub unit_tests: bool,
+    /// `--coverage`: each arch's gcov (it comes with the arch's compiler).
+    pub coverage: bool,
 }
 
 impl Needs {
@@ -81,6 +83,7 @@ impl Needs {
             static_c: true,
             consumers: true,
             unit_tests: true,
+            coverage: true,
         }
     }
 
@@ -107,6 +110,7 @@ impl Needs {
             debian_download: src.kernel_version.is_some(),
             patch: !src.patches.is_empty(),
             git: src.kernel_src.as_ref().is_some_and(|d| d.join(".git").exists()),
+            coverage: !args.config_only && !args.config.gcov_files().is_empty(),
             ..Needs::default()
         }
     }
@@ -397,8 +401,18 @@ pub fn items(n: &Needs) -> Vec<Item> {
             add(format!("static glibc for {cc} (libc.a)"), why, Probe::StaticLibc { cc }, Source::Package(libc));
         }
     }
+    if n.coverage {
+        for arch in &n.arches {
+            let cc = arch.compiler();
+            let gcov = format!("{}gcov", cc.strip_suffix("gcc").unwrap_or(""));
+            let why = format!("reading the {} coverage kernel's counters", arch.name);
+            add(gcov.clone(), why, Probe::Program(gcov), Source::Package(arch.compiler_package));
+        }
+    }
     if n.consumers {
         add("python3".into(), "the kernel's kunit.py".into(), program("python3"), Source::Package("python3"));
+        let why = "the coverage tracefiles' reader (lcov --summary)";
+        add("lcov".into(), why.into(), program("lcov"), Source::Package("lcov"));
         let what = format!("kcidb-io {}", crate::results::tools::KCIDB_IO_VERSION);
         add(what, "the KCIDB schema validator".into(), Probe::Kcidb, Source::Kcidb);
     }

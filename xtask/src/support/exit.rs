@@ -8,6 +8,7 @@
 //! |------|----------------------------------------------------------------------|
 //! | 0    | everything asked for was done and every test passed                  |
 //! | 1    | a test failed                                                        |
+//! | 2    | `--fail-on-blind-spots`: nothing failed, but the patch adds lines no scenario executed |
 //! | 125  | the kernel cannot be built or configured (`git bisect run` skips it) |
 //! | 128  | bad input or usage (a flag, a file, a fragment, a patch)             |
 //! | 129  | infrastructure failure (a missing tool, provisioning, QEMU)          |
@@ -35,6 +36,10 @@ impl Kind {
         }
     }
 }
+
+/// `--fail-on-blind-spots` when the patch adds executable lines no scenario executed and
+/// nothing failed (`git bisect run` would call the commit bad: the flag is for gating, not bisecting).
+pub const BLIND_SPOTS: u8 = 2;
 
 /// An error that carries the exit code it should end the process with.
 #[derive(Debug)]

@@ -19,8 +19,15 @@ impl RunArgs {
             return pipeline::list_plans(&chosen, &p.built);
         }
         let judged = pipeline::run(&chosen, &p.built, &p.opts)?;
-        let code = boot::exit_code(&judged);
-        pipeline::publish(&judged, &p.built)?;
+        let mut code = boot::exit_code(&judged);
+        let run = pipeline::publish(&judged, &p.built)?;
+        if code == 0
+            && self.kernel.config.fail_on_blind_spots
+            && run.as_ref().is_some_and(|r| !r.blind_spots().is_empty())
+        {
+            crate::support::progress::line("--fail-on-blind-spots: the patch adds lines no scenario executed");
+            code = crate::support::exit::BLIND_SPOTS;
+        }
         // Into the suites' run folder (`<run-id>/<arch>` is each boot's out_dir); never gating.
         let run_dir = judged.first().and_then(|j| j.outcome.out_dir.parent());
         match run_dir {

@@ -80,9 +80,23 @@ fn validate(args: &ValidateArgs) -> Result<u8> {
     let folders = |s: &[(PathBuf, Run)]| s.iter().map(|(d, _)| d.display().to_string()).collect::<Vec<_>>().join(", ");
     line(format!("validate: comparing {} (base) with {} (patched)", folders(&base), folders(&current)));
     let last = current.last().map(|(d, _)| d.clone()).expect("at least one repeat");
+    // The patch's blind spots first: its lines no scenario executed (a coverage run).
+    let patched = current.last().map(|(_, r)| r);
+    for l in patched
+        .and_then(|r| r.coverage.as_ref())
+        .and_then(|c| c.patch.as_ref())
+        .map(|p| p.describe())
+        .unwrap_or_default()
+    {
+        line(format!("validate: {l}"));
+    }
     let out = args.report.out.clone().unwrap_or(last);
-    let code =
+    let mut code =
         crate::results::compare::report(&base, &current, &out, args.report.fail_on_metrics, args.report.verbose)?;
+    if code == 0 && args.kernel.config.fail_on_blind_spots && patched.is_some_and(|r| !r.blind_spots().is_empty()) {
+        line("validate: --fail-on-blind-spots: the patch adds lines no scenario executed");
+        code = crate::support::exit::BLIND_SPOTS;
+    }
     let infra = Kind::Infra.code();
     if base_code == infra || cur_code == infra {
         line("validate: a boot failed for infrastructure reasons, so the comparison is incomplete");

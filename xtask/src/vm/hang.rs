@@ -53,7 +53,7 @@ impl Watch {
             ResultLine::Sentinel { .. } | ResultLine::Abort { .. } => Phase::Ended,
             ResultLine::Header | ResultLine::Plan { .. } => Phase::Between { after: 0 },
             // Output and results inside a scenario do not extend its budget.
-            ResultLine::Result { .. } | ResultLine::Diag(_) | ResultLine::Metric { .. } => return,
+            ResultLine::Result { .. } | ResultLine::Diag(_) | ResultLine::Metric { .. } | ResultLine::Gcov(_) => return,
         };
         if phase != self.phase {
             self.phase = phase;

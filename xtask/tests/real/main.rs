@@ -2,10 +2,11 @@
 //! `cargo test` leaves out, so it stays fast; `cargo xtask test` runs it after
 //! provisioning): kernel builds for every arch (cached across runs), the dropped-option gate,
 //! the result consumers, real boots with fault injection, hygiene, `exec` and shares, the debug
-//! profile (`debug.rs`), and the checks that run the xtask binary as a user would
+//! profile (`debug.rs`), a coverage run (`coverage.rs`), and the checks that run the xtask binary as a user would
 //! (`as_user.rs`). Each check prints a PASSED or FAILED line; the exit code is 1 when any failed.
 
 mod as_user;
+mod coverage;
 mod debug;
 
 use std::path::Path;
@@ -28,6 +29,9 @@ struct Cli {
     /// Cache directory for sources, build trees and built kernels.
     #[arg(long, env = "XTASK_CACHE_DIR")]
     cache_dir: Option<std::path::PathBuf>,
+    /// Only this group of checks: `coverage`.
+    #[arg(long, value_parser = ["coverage"])]
+    only: Option<String>,
 }
 
 struct Outcome {
@@ -39,7 +43,12 @@ fn main() -> std::process::ExitCode {
     xtask::support::timings::start();
     xtask::vm::qemu::install_signal_handler();
     let cli = Cli::parse();
-    match run(&TestArgs { unit_only: false, cache_dir: cli.cache_dir }) {
+    let args = TestArgs { unit_only: false, cache_dir: cli.cache_dir };
+    let result = match cli.only.as_deref() {
+        Some("coverage") => only_coverage(&args),
+        _ => run(&args),
+    };
+    match result {
         Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -311,6 +320,7 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     );
 
     debug_profile(&opts, base, results.path(), outcomes);
+    coverage_checks(&opts, base, results.path(), outcomes);
 
     let started = Instant::now();
     let result = exec_and_share(&vm, base, args, results.path());
@@ -632,6 +642,67 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
     let artifact = std::fs::read_to_string(j.outcome.out_dir.join("artifacts/raw.dat"))?;
     anyhow::ensure!(artifact == "artifact bytes", "artifact holds {artifact:?}");
     Ok(())
+}
+
+/// `--only coverage`: the coverage checks alone.
+fn only_coverage(args: &TestArgs) -> Result<u8> {
+    let results = tempfile::Builder::new().prefix("xtask-test-results-").tempdir()?;
+    let vm = VmArgs {
+        accel: AccelChoice::Auto,
+        share: None,
+        cpus: 2,
+        vms: 1,
+        memory: 512,
+        kernel_args: None,
+        qemu_args: None,
+        results: Some(results.path().to_path_buf()),
+    };
+    let opts = xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?;
+    let base = KernelArgs {
+        arch: coverage::ARCH.into(),
+        source: SourceArgs::default(),
+        config: ConfigArgs::default(),
+        jobs: None,
+        cache_dir: args.cache_dir.clone(),
+        config_only: false,
+        json: false,
+    };
+    let mut outcomes = Vec::new();
+    coverage_checks(&opts, &base, results.path(), &mut outcomes);
+    Ok(summary(&outcomes))
+}
+
+fn coverage_checks(opts: &xtask::run::boot::Options, base: &KernelArgs, scratch: &Path, outcomes: &mut Vec<Outcome>) {
+    let arch = coverage::ARCH;
+    let started = Instant::now();
+    let built = coverage::build(base);
+    let result = built.as_ref().map(|_| ()).map_err(|e| anyhow::anyhow!("{e:#}"));
+    record(
+        outcomes,
+        &format!("{arch} (coverage): the kernel builds with GCOV on trace_events_user.c, under a cache key of its own"),
+        started,
+        result,
+    );
+    let Ok(built) = built else { return };
+    let started = Instant::now();
+    let result = coverage::run_and_check(&built, opts, scratch);
+    record(
+        outcomes,
+        &format!(
+            "{arch} (coverage): lcov --summary reads the tracefiles; a deleting scenario covers user_events_ioctl_del(), \
+             one that never deletes does not, the fault-in worker is counted"
+        ),
+        started,
+        result,
+    );
+    let started = Instant::now();
+    let result = coverage::blind_spot(scratch);
+    record(
+        outcomes,
+        &format!("{arch} (coverage): a patch's line no scenario runs is named first as a blind spot; --fail-on-blind-spots exits 2"),
+        started,
+        result,
+    );
 }
 
 fn record(outcomes: &mut Vec<Outcome>, name: &str, started: Instant, result: Result<()>) {

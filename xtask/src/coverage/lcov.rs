@@ -1,0 +1,283 @@
+//! Line, branch and function coverage of kernel source files as lcov counts it: built from
+//! gcov's JSON intermediate format (`gcov --json-format`), merged (summed) over scenarios,
+//! boots and arches, written as lcov tracefiles (`TN`, `SF`, `FN`/`FNDA`/`FNF`/`FNH`, `DA`,
+//! `BRDA`/`BRF`/`BRH`, `LF`/`LH`, the lcov 1.x format Debian's `lcov` and `genhtml` read) and
+//! summed up. Sans-IO.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+/// One source file's counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileCov {
+    /// The path relative to the kernel tree (`kernel/trace/trace_events_user.c`).
+    pub path: String,
+    /// Executable line to its count.
+    pub lines: BTreeMap<u32, u64>,
+    /// (line, branch number on that line) to how often it was taken; `None` when its line never
+    /// ran (lcov's `-`).
+    pub branches: BTreeMap<(u32, u32), Option<u64>>,
+    /// Function name to (first line, count).
+    pub functions: BTreeMap<String, (u32, u64)>,
+}
+
+/// Found and hit, for lines, branches and functions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Totals {
+    pub lines_found: u64,
+    pub lines_hit: u64,
+    pub branches_found: u64,
+    pub branches_hit: u64,
+    pub functions_found: u64,
+    pub functions_hit: u64,
+}
+
+impl Totals {
+    pub fn add(&mut self, o: &Totals) {
+        self.lines_found += o.lines_found;
+        self.lines_hit += o.lines_hit;
+        self.branches_found += o.branches_found;
+        self.branches_hit += o.branches_hit;
+        self.functions_found += o.functions_found;
+        self.functions_hit += o.functions_hit;
+    }
+
+    pub fn line_pct(&self) -> f64 {
+        pct(self.lines_hit, self.lines_found)
+    }
+
+    pub fn branch_pct(&self) -> f64 {
+        pct(self.branches_hit, self.branches_found)
+    }
+}
+
+fn pct(hit: u64, found: u64) -> f64 {
+    if found == 0 {
+        0.0
+    } else {
+        100.0 * hit as f64 / found as f64
+    }
+}
+
+impl FileCov {
+    pub fn totals(&self) -> Totals {
+        Totals {
+            lines_found: self.lines.len() as u64,
+            lines_hit: self.lines.values().filter(|c| **c > 0).count() as u64,
+            branches_found: self.branches.len() as u64,
+            branches_hit: self.branches.values().filter(|c| c.is_some_and(|c| c > 0)).count() as u64,
+            functions_found: self.functions.len() as u64,
+            functions_hit: self.functions.values().filter(|(_, c)| *c > 0).count() as u64,
+        }
+    }
+
+    /// Adds another run's counts of the same file: counts sum, a branch is `-` only while no
+    /// side ran its line, lines and branches only one side has are kept (arches compile some
+    /// lines and branches differently).
+    pub fn merge(&mut self, other: &FileCov) {
+        for (line, c) in &other.lines {
+            *self.lines.entry(*line).or_default() += c;
+        }
+        for (k, c) in &other.branches {
+            let e = self.branches.entry(*k).or_default();
+            *e = match (*e, *c) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+            };
+        }
+        for (name, (line, c)) in &other.functions {
+            self.functions.entry(name.clone()).or_insert((*line, 0)).1 += c;
+        }
+    }
+
+    /// Lines executed at least once.
+    pub fn hit_lines(&self) -> impl Iterator<Item = u32> + '_ {
+        self.lines.iter().filter(|(_, c)| **c > 0).map(|(l, _)| *l)
+    }
+}
+
+#[derive(Deserialize)]
+struct GcovJson {
+    files: Vec<JsonFile>,
+}
+
+#[derive(Deserialize)]
+struct JsonFile {
+    file: String,
+    #[serde(default)]
+    functions: Vec<JsonFunction>,
+    #[serde(default)]
+    lines: Vec<JsonLine>,
+}
+
+#[derive(Deserialize)]
+struct JsonFunction {
+    name: String,
+    start_line: u32,
+    execution_count: u64,
+}
+
+#[derive(Deserialize)]
+struct JsonLine {
+    line_number: u32,
+    count: u64,
+    #[serde(default)]
+    branches: Vec<JsonBranch>,
+}
+
+#[derive(Deserialize)]
+struct JsonBranch {
+    count: u64,
+}
+
+/// The file of gcov's JSON (one `.gcda`: the source and the headers inlined into it) whose
+/// path ends in `source` (the build records the mirror's absolute path), as `source`.
+pub fn from_gcov_json(json: &str, source: &str) -> Result<FileCov> {
+    let parsed: GcovJson = serde_json::from_str(json).context("reading gcov's JSON output")?;
+    let suffix = format!("/{source}");
+    let Some(f) = parsed.files.into_iter().find(|f| f.file == source || f.file.ends_with(&suffix)) else {
+        bail!("gcov's JSON output has no file ending in {source}");
+    };
+    let mut out = FileCov { path: source.to_string(), ..FileCov::default() };
+    for l in &f.lines {
+        // A line shared by two functions (a macro-made one) appears once per function.
+        *out.lines.entry(l.line_number).or_default() += l.count;
+    }
+    for l in &f.lines {
+        let base = out.branches.range((l.line_number, 0)..(l.line_number + 1, 0)).count() as u32;
+        for (i, b) in l.branches.iter().enumerate() {
+            let taken = (out.lines[&l.line_number] > 0).then_some(b.count);
+            out.branches.insert((l.line_number, base + i as u32), taken);
+        }
+    }
+    for func in &f.functions {
+        out.functions.entry(func.name.clone()).or_insert((func.start_line, 0)).1 += func.execution_count;
+    }
+    Ok(out)
+}
+
+/// An lcov tracefile of these files under test name `test` (`[A-Za-z0-9_]`, as lcov wants).
+pub fn tracefile(test: &str, files: &[&FileCov]) -> String {
+    let tn: String = test.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    let mut s = String::new();
+    for f in files {
+        let t = f.totals();
+        s.push_str(&format!("TN:{tn}\nSF:{}\n", f.path));
+        let mut by_line: Vec<(&String, &(u32, u64))> = f.functions.iter().collect();
+        by_line.sort_by_key(|(name, (line, _))| (*line, (*name).clone()));
+        for (name, (line, _)) in &by_line {
+            s.push_str(&format!("FN:{line},{name}\n"));
+        }
+        for (name, (_, count)) in &by_line {
+            s.push_str(&format!("FNDA:{count},{name}\n"));
+        }
+        s.push_str(&format!("FNF:{}\nFNH:{}\n", t.functions_found, t.functions_hit));
+        for ((line, n), taken) in &f.branches {
+            let taken = taken.map_or("-".to_string(), |c| c.to_string());
+            s.push_str(&format!("BRDA:{line},0,{n},{taken}\n"));
+        }
+        s.push_str(&format!("BRF:{}\nBRH:{}\n", t.branches_found, t.branches_hit));
+        for (line, count) in &f.lines {
+            s.push_str(&format!("DA:{line},{count}\n"));
+        }
+        s.push_str(&format!("LF:{}\nLH:{}\nend_of_record\n", t.lines_found, t.lines_hit));
+    }
+    s
+}
+
+/// Reads a tracefile back (the records this module writes; `TN` is not kept).
+pub fn parse_tracefile(text: &str) -> Result<Vec<FileCov>> {
+    let mut out = Vec::new();
+    let mut cur: Option<FileCov> = None;
+    let mut fn_lines: BTreeMap<String, u32> = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let bad = || anyhow::anyhow!("tracefile line {}: {line}", n + 1);
+        let (key, value) = line.split_once(':').unwrap_or((line, ""));
+        let nums = |v: &str| -> Option<Vec<u64>> { v.split(',').map(|x| x.parse().ok()).collect() };
+        match key {
+            "SF" => cur = Some(FileCov { path: value.to_string(), ..FileCov::default() }),
+            "end_of_record" => out.extend(cur.take()),
+            "TN" | "FNF" | "FNH" | "BRF" | "BRH" | "LF" | "LH" => {}
+            _ => {
+                let f = cur.as_mut().ok_or_else(bad)?;
+                match key {
+                    "FN" => {
+                        let (l, name) = value.split_once(',').ok_or_else(bad)?;
+                        fn_lines.insert(name.to_string(), l.parse().map_err(|_| bad())?);
+                    }
+                    "FNDA" => {
+                        let (c, name) = value.split_once(',').ok_or_else(bad)?;
+                        let line = fn_lines.get(name).copied().unwrap_or(0);
+                        f.functions.insert(name.to_string(), (line, c.parse().map_err(|_| bad())?));
+                    }
+                    "DA" => {
+                        let v = nums(value).filter(|v| v.len() >= 2).ok_or_else(bad)?;
+                        f.lines.insert(v[0] as u32, v[1]);
+                    }
+                    "BRDA" => {
+                        let p: Vec<&str> = value.split(',').collect();
+                        let [l, _, b, t] = p[..] else { return Err(bad()) };
+                        let taken = if t == "-" { None } else { Some(t.parse().map_err(|_| bad())?) };
+                        f.branches.insert((l.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?), taken);
+                    }
+                    _ => return Err(bad()),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> String {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/gcov").join(name);
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    #[test]
+    fn gcov_json_becomes_lines_branches_and_functions() {
+        let f = from_gcov_json(&fixture("demo-3.json"), "demo.c").unwrap();
+        assert_eq!(f.lines[&12], 4, "the loop's line ran 4 times");
+        assert_eq!(f.lines[&4], 0, "del() never ran");
+        assert_eq!(f.functions["del"], (2, 0));
+        assert_eq!(f.functions["reg"], (9, 1));
+        assert_eq!(f.branches[&(4, 0)], None, "a branch of a line that never ran is `-`");
+        assert_eq!(f.branches[&(12, 0)], Some(3));
+        let t = f.totals();
+        assert_eq!((t.functions_found, t.functions_hit), (3, 2));
+        assert!(t.lines_hit < t.lines_found && t.branches_hit < t.branches_found);
+        let err = from_gcov_json(&fixture("demo-3.json"), "kernel/trace/trace_events_user.c").unwrap_err();
+        assert!(err.to_string().contains("no file ending in kernel/trace/trace_events_user.c"));
+    }
+
+    #[test]
+    fn tracefiles_round_trip_and_merge_sums() {
+        let three = from_gcov_json(&fixture("demo-3.json"), "demo.c").unwrap();
+        let seven = from_gcov_json(&fixture("demo-7.json"), "demo.c").unwrap();
+        let text = tracefile("demo/three", &[&three]);
+        assert!(text.starts_with("TN:demo_three\nSF:demo.c\nFN:2,del\n"), "{text}");
+        assert!(text.contains("\nBRDA:4,0,0,-\n") && text.contains("\nDA:12,4\n"), "{text}");
+        assert!(text.ends_with("end_of_record\n"));
+        assert_eq!(parse_tracefile(&text).unwrap(), vec![three.clone()]);
+
+        let mut all = three.clone();
+        all.merge(&seven);
+        assert_eq!(all.functions["del"].1, 1, "the second run called del()");
+        assert_eq!(all.lines[&4], 1);
+        let line4: Vec<Option<u64>> = [0, 1].iter().map(|b| all.branches[&(4, *b)]).collect();
+        assert_eq!(line4.iter().flatten().sum::<u64>(), 1, "ran once now, one way: {line4:?}");
+        assert!(line4.iter().all(Option::is_some), "no longer `-`");
+        let (a, b, m) = (three.totals(), seven.totals(), all.totals());
+        assert!(m.lines_hit > a.lines_hit.max(b.lines_hit), "{a:?} {b:?} {m:?}");
+        assert_eq!(m.lines_found, a.lines_found);
+        // Merging is order-free.
+        let mut other = seven.clone();
+        other.merge(&three);
+        assert_eq!(other, all);
+    }
+}
