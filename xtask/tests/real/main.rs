@@ -29,8 +29,9 @@ struct Cli {
     /// Cache directory for sources, build trees and built kernels.
     #[arg(long, env = "XTASK_CACHE_DIR")]
     cache_dir: Option<std::path::PathBuf>,
-    /// Only this group of checks: `coverage`.
-    #[arg(long, value_parser = ["coverage"])]
+    /// Only this group of checks: `coverage`, or `consumers` (kunit.py and kcidb-io read the
+    /// renderings of the results fixture; no kernel).
+    #[arg(long, value_parser = ["coverage", "consumers"])]
     only: Option<String>,
 }
 
@@ -46,6 +47,13 @@ fn main() -> std::process::ExitCode {
     let args = TestArgs { unit_only: false, cache_dir: cli.cache_dir };
     let result = match cli.only.as_deref() {
         Some("coverage") => only_coverage(&args),
+        Some("consumers") => {
+            let mut outcomes = Vec::new();
+            for (name, result) in xtask::results::tools::check_consumers() {
+                record(&mut outcomes, &format!("results: {name}"), Instant::now(), result);
+            }
+            Ok(summary(&outcomes))
+        }
         _ => run(&args),
     };
     match result {
