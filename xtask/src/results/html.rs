@@ -201,7 +201,7 @@ pub fn render(run: &Run) -> Vec<u8> {
             esc(&c.files.join(", ")),
             esc(&c.index)
         );
-        let pct = |h: u64, f: u64| if f == 0 { 0.0 } else { 100.0 * h as f64 / f as f64 };
+        let pct = super::model::percent;
         for r in &c.rows {
             let _ = writeln!(
                 o,

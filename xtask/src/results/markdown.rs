@@ -50,7 +50,7 @@ pub fn render(run: &Run) -> Vec<u8> {
         );
         let _ = writeln!(out, "| arch | scenarios | lines | line % | branches | branch % | functions |");
         let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
-        let pct = |h: u64, f: u64| if f == 0 { 0.0 } else { 100.0 * h as f64 / f as f64 };
+        let pct = super::model::percent;
         for r in &c.rows {
             let arch = if r.arch == "all" { "all arches".to_string() } else { r.arch.clone() };
             let _ = writeln!(

@@ -116,18 +116,26 @@ pub struct CoverageRow {
     pub tracefile: String,
 }
 
+/// `hit` of `found` as a percentage; 0 when nothing was found.
+pub fn percent(hit: u64, found: u64) -> f64 {
+    if found == 0 {
+        0.0
+    } else {
+        100.0 * hit as f64 / found as f64
+    }
+}
+
 impl CoverageRow {
     /// `lines 812/1003 (81.0%), branches 402/750 (53.6%), functions 60/75`.
     pub fn describe(&self) -> String {
-        let pct = |h: u64, f: u64| if f == 0 { 0.0 } else { 100.0 * h as f64 / f as f64 };
         format!(
             "lines {}/{} ({:.1}%), branches {}/{} ({:.1}%), functions {}/{}",
             self.lines_hit,
             self.lines_found,
-            pct(self.lines_hit, self.lines_found),
+            percent(self.lines_hit, self.lines_found),
             self.branches_hit,
             self.branches_found,
-            pct(self.branches_hit, self.branches_found),
+            percent(self.branches_hit, self.branches_found),
             self.functions_hit,
             self.functions_found
         )

@@ -212,10 +212,10 @@ fn other_debian_version_configures(base: &KernelArgs) -> Result<()> {
     Ok(())
 }
 
-/// Real boots on every arch: the empty plan, fault injection, a missing QEMU and Ctrl-C.
-fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) -> Result<()> {
-    let results = tempfile::Builder::new().prefix("xtask-test-results-").tempdir()?;
-    let vm = VmArgs {
+/// The VM flags of the real checks' boots (2 vCPUs, 512 MiB, the accelerator probed), their run
+/// folders under `results`.
+fn test_vm(results: &Path) -> VmArgs {
+    VmArgs {
         accel: AccelChoice::Auto,
         share: None,
         cpus: 2,
@@ -223,8 +223,14 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
         memory: 512,
         kernel_args: None,
         qemu_args: None,
-        results: Some(results.path().to_path_buf()),
-    };
+        results: Some(results.to_path_buf()),
+    }
+}
+
+/// Real boots on every arch: the empty plan, fault injection, a missing QEMU and Ctrl-C.
+fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) -> Result<()> {
+    let results = tempfile::Builder::new().prefix("xtask-test-results-").tempdir()?;
+    let vm = test_vm(results.path());
     let opts = xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?;
     for arch in xtask::arch::ARCHES {
         let kargs = KernelArgs { arch: arch.name.into(), ..base.clone() };
@@ -655,16 +661,7 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
 /// `--only coverage`: the coverage checks alone.
 fn only_coverage(args: &TestArgs) -> Result<u8> {
     let results = tempfile::Builder::new().prefix("xtask-test-results-").tempdir()?;
-    let vm = VmArgs {
-        accel: AccelChoice::Auto,
-        share: None,
-        cpus: 2,
-        vms: 1,
-        memory: 512,
-        kernel_args: None,
-        qemu_args: None,
-        results: Some(results.path().to_path_buf()),
-    };
+    let vm = test_vm(results.path());
     let opts = xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?;
     let base = KernelArgs {
         arch: coverage::ARCH.into(),
