@@ -149,6 +149,9 @@ pub mod tests {
         assert_eq!(run.run_id, "20260102-030405-00001");
         for f in ["run.json", "junit.xml", "x86_64.ktap", "arm64.ktap", "kcidb.json", "summary.md", "report.html"] {
             assert!(dir.join(f).is_file(), "{f} missing");
+            // Readable by a CI uploader or a web server running as another user.
+            let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(dir.join(f)).unwrap().permissions());
+            assert_eq!(mode & 0o044, 0o044, "{f}: mode {mode:o}");
         }
         // run.json reads back into the same model.
         let back: Run = serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
