@@ -91,9 +91,7 @@ pub fn install_signal_handler() {
         let booting = GROUPS.lock().map(|g| !g.is_empty()).unwrap_or(false);
         kill_all_groups();
         if again || !booting {
-            for dir in WORKDIRS.lock().map(|d| d.clone()).unwrap_or_default() {
-                let _ = std::fs::remove_dir_all(dir);
-            }
+            abandon_children();
             eprintln!("\ninterrupted: killed QEMU and virtiofsd");
             std::process::exit(130);
         }
@@ -104,6 +102,15 @@ pub fn install_signal_handler() {
             std::process::exit(130);
         });
     });
+}
+
+/// Kills every child group and removes the VMs' working folders, for a process about to exit
+/// without unwinding (the reader of its stdout went away).
+pub fn abandon_children() {
+    kill_all_groups();
+    for dir in WORKDIRS.lock().map(|d| d.clone()).unwrap_or_default() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 fn kill_all_groups() {
