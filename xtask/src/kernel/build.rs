@@ -392,7 +392,12 @@ impl Make<'_> {
 /// A `std::process::Command`, not xshell: xshell hands back a command's output only once it
 /// has ended, and a kernel build's lines must reach the log and the spinner as they come.
 fn run_logged(mut cmd: Command, log: &mut std::fs::File, mut task: Option<&mut Task>) -> Result<()> {
-    let shown = format!("{cmd:?}");
+    // As a person would type it: `make -C ... O=...`, not Command's Debug quoting.
+    let shown = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ");
     writeln!(log, "$ {shown}")?;
     let (reader, writer) = std::io::pipe()?;
     cmd.stdout(writer.try_clone()?).stderr(writer).stdin(std::process::Stdio::null());

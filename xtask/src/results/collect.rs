@@ -178,13 +178,7 @@ fn suite_of(name: &str) -> String {
 /// One judged boot in the model's words: the boot, its scenarios and its kernel.
 fn boot_model(b: &JudgedBoot) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
     let (facts, j) = (&b.facts, &b.judgement);
-    let ended_text = match &facts.ended {
-        crate::vm::qemu::Ended::Exited { code } => {
-            code.map_or("killed by a signal".to_string(), |c| format!("exited with code {c}"))
-        }
-        crate::vm::qemu::Ended::Killed { after_ms, reason, .. } => format!("killed after {after_ms} ms: {reason}"),
-        crate::vm::qemu::Ended::Failed { error } => format!("failed on the host: {error}"),
-    };
+    let ended_text = facts.ended.to_string();
     let mut scenarios: Vec<Scenario> = j
         .result
         .scenarios

@@ -114,6 +114,12 @@ impl KunitParse {
     }
 }
 
+/// kunit.py's counts in its own words: `ran 9, passed 5, failed 2, skipped 2, errors 0`.
+fn tally(counts: [usize; 5]) -> String {
+    let names = ["ran", "passed", "failed", "skipped", "errors"];
+    names.iter().zip(counts).map(|(n, c)| format!("{n} {c}")).collect::<Vec<_>>().join(", ")
+}
+
 /// Runs `python3 kunit.py parse FILE` on a KTAP text.
 pub fn kunit_parse(kunit: &Path, ktap: &[u8]) -> Result<KunitParse> {
     let tmp = tempfile::Builder::new().suffix(".ktap").tempfile()?;
@@ -155,7 +161,9 @@ pub fn check_consumers() -> Vec<(String, Result<()>)> {
             ];
             anyhow::ensure!(
                 counts == expected && !parsed.output.contains("[ERROR]"),
-                "kunit.py counted [ran, passed, failed, skipped, errors] = {counts:?}, the model {expected:?}:\n{}",
+                "kunit.py counted {}, the model {}:\n{}",
+                tally(counts),
+                tally(expected),
                 parsed.output
             );
             Ok(())

@@ -344,7 +344,8 @@ fn accel_for(built: &Built, agent: &Path, opts: &Options) -> Result<Accel> {
             (qemu::Ended::Exited { .. }, Some(boot)) => {
                 (true, format!("booted to /init in {:.2} s", boot.as_secs_f64()))
             }
-            (ended, _) => (false, format!("{ended:?}")),
+            (ended, None) => (false, format!("no boot to /init: QEMU {ended}")),
+            (ended, Some(_)) => (false, format!("QEMU {ended}")),
         },
         Err(e) => (false, format!("{e:#}")),
     };

@@ -30,7 +30,7 @@ fn kernel(spec: &str) -> Result<(String, String)> {
         return Ok(("debian".into(), String::new()));
     }
     if spec.is_empty() || spec.contains(char::is_whitespace) {
-        return Err(error(Kind::BadInput, format!("--kernel {spec:?}: empty or has spaces")));
+        return Err(error(Kind::BadInput, format!("--kernel `{spec}`: empty or has spaces")));
     }
     let file = Path::new(spec).file_name().map_or(spec.to_string(), |n| n.to_string_lossy().into_owned());
     let tarball = [".tar", ".tar.gz", ".tar.xz", ".tar.bz2", ".tar.zst", ".tgz"]

@@ -170,7 +170,7 @@ mod tests {
                     .into_iter()
                     .filter(|p| crate::vm::qemu::find_program(p, Some(path.as_os_str())).is_none())
                     .collect();
-                anyhow::ensure!(lacking.is_empty(), "needs {lacking:?}, not yet provisioned");
+                anyhow::ensure!(lacking.is_empty(), "needs {}, not yet provisioned", lacking.join(", "));
                 Ok(())
             });
             assert!(failed.is_empty(), "--unit-only {unit_only}: {failed:?}");

@@ -292,6 +292,19 @@ pub enum Ended {
     Failed { error: String },
 }
 
+/// In words, as reports and progress lines show it: `exited with code 0`, `killed after 8000 ms:
+/// the kernel did not reach /init`, `failed on the host: ...`.
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::Exited { code: Some(c) } => write!(f, "exited with code {c}"),
+            Ended::Exited { code: None } => f.write_str("killed by a signal"),
+            Ended::Killed { after_ms, reason, .. } => write!(f, "killed after {after_ms} ms: {reason}"),
+            Ended::Failed { error } => write!(f, "failed on the host: {error}"),
+        }
+    }
+}
+
 /// Why the host killed a VM.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -586,6 +599,16 @@ impl ResultsTail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// How a VM ended reads as words, never as Rust's `Killed { after_ms: .. }`.
+    #[test]
+    fn ended_reads_as_words() {
+        let killed = Ended::Killed { after_ms: 8000, reason: "no /init".into(), kind: KillKind::NoBoot };
+        assert_eq!(killed.to_string(), "killed after 8000 ms: no /init");
+        assert_eq!(Ended::Exited { code: Some(0) }.to_string(), "exited with code 0");
+        assert_eq!(Ended::Exited { code: None }.to_string(), "killed by a signal");
+        assert_eq!(Ended::Failed { error: "x".into() }.to_string(), "failed on the host: x");
+    }
 
     #[test]
     fn dropping_a_group_kills_its_grandchildren() {
