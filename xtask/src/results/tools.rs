@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::support::cmd::{cmd, install, sh, succeeds};
+use crate::support::cmd::{cmd, sh, succeeds, StepLog};
 use crate::support::exit::{error, Kind};
 
 /// The `kcidb-io` release installed and validated against (its schema v5.3).
@@ -35,12 +35,13 @@ pub fn kcidb_install_commands() -> Vec<String> {
 }
 
 /// Creates the virtualenv and installs `kcidb-io` into it from PyPI.
-pub fn install_kcidb() -> Result<()> {
+pub fn install_kcidb(log: &mut StepLog) -> Result<()> {
     let venv = kcidb_venv();
     let sh = sh()?;
-    install(cmd!(sh, "python3 -m venv {venv}"))?;
+    log.step(&format!("setup: making the virtualenv {}", venv.display()), cmd!(sh, "python3 -m venv {venv}"))?;
     let (pip, wanted) = (venv.join("bin/pip"), format!("kcidb-io=={KCIDB_IO_VERSION}"));
-    install(cmd!(sh, "{pip} install --quiet {wanted}"))
+    let label = format!("setup: installing kcidb-io {KCIDB_IO_VERSION} (the KCIDB schema validator)");
+    log.step(&label, cmd!(sh, "{pip} install {wanted}"))
 }
 
 /// Validates a KCIDB document with `kcidb-io`'s schema v5.3 (exactly that version).

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 
 use crate::arch::{Arch, ARCHES};
 use crate::flags::{BenchArgs, KernelArgs, RunArgs, UpstreamArgs, VmArgs};
-use crate::support::cmd::{cmd, install, sh, succeeds, text};
+use crate::support::cmd::{cmd, sh, succeeds, text, StepLog};
 use crate::support::exit::{error, Kind};
 use crate::support::progress::line;
 use crate::vm::initramfs::{clients_run_by, CLIENTS};
@@ -727,52 +727,40 @@ pub fn provision(needs: &Needs, verbose: bool) -> Result<()> {
 
     let bookworm = host.codename == "bookworm";
     let (backports, release) = debian_packages(&wanted, bookworm);
+    let mut log = StepLog::new(log_path());
+    line(format!("setup: installing what is missing; the tools' output goes to {}", log.path().display()));
     if !backports.is_empty() && !backports_configured() {
-        let uri = crate::kernel::debian::archive_uri().ok_or_else(|| {
-            error(
-                Kind::Infra,
-                "setup: cannot find this host's Debian archive for bookworm in /etc/apt to add bookworm-backports",
-            )
-        })?;
-        line(format!("setup: adding the bookworm-backports apt source ({BACKPORTS_FILE})"));
-        let text = format!(
-            "Types: deb\nURIs: {uri}\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
-        );
-        std::fs::write(BACKPORTS_FILE, text).with_context(|| format!("writing {BACKPORTS_FILE}"))?;
+        add_backports_source()?;
     }
+    let sh = sh()?;
+    let apt = |args: &[&str]| {
+        let mut all = vec!["-q"];
+        all.extend(args);
+        cmd!(sh, "apt-get {all...}").env("DEBIAN_FRONTEND", "noninteractive")
+    };
     if !backports.is_empty() || !release.is_empty() {
-        line("setup: apt-get update");
-        apt(&["update", "-q"])?;
+        log.step("setup: apt-get update", apt(&["update"]))?;
     }
     if !backports.is_empty() {
-        line(format!("setup: installing from bookworm-backports: {}", backports.join(" ")));
-        let mut args = vec!["install", "-y", "-q", "--no-install-recommends", "-t", "bookworm-backports"];
+        let mut args = vec!["install", "-y", "--no-install-recommends", "-t", "bookworm-backports"];
         args.extend(&backports);
-        apt(&args)?;
+        log.step(&format!("setup: installing from bookworm-backports: {}", backports.join(" ")), apt(&args))?;
     }
     if !release.is_empty() {
-        line(format!("setup: installing {}", release.join(" ")));
-        let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+        let mut args = vec!["install", "-y", "--no-install-recommends"];
         args.extend(&release);
-        apt(&args)?;
+        log.step(&format!("setup: installing {}", release.join(" ")), apt(&args))?;
     }
     if !rust_targets.is_empty() {
-        line(format!("setup: rustup target add {}", rust_targets.join(" ")));
-        let sh = sh()?;
-        install(cmd!(sh, "rustup target add {rust_targets...}"))?;
+        let label = format!("setup: rustup target add {}", rust_targets.join(" "));
+        log.step(&label, cmd!(sh, "rustup target add {rust_targets...}"))?;
     }
     if missing.iter().any(|i| i.source == Source::Virtiofsd) {
-        line("setup: cargo install virtiofsd --locked (a few minutes on 2 cores)");
-        let sh = sh()?;
-        install(cmd!(sh, "cargo install virtiofsd --locked --quiet"))?;
+        let label = "setup: cargo install virtiofsd --locked (a few minutes on 2 cores)";
+        log.step(label, cmd!(sh, "cargo install virtiofsd --locked"))?;
     }
     if missing.iter().any(|i| i.source == Source::Kcidb) {
-        line(format!(
-            "setup: installing kcidb-io {} (the KCIDB schema validator) into {}",
-            crate::results::tools::KCIDB_IO_VERSION,
-            crate::results::tools::kcidb_venv().display()
-        ));
-        crate::results::tools::install_kcidb()?;
+        crate::results::tools::install_kcidb(&mut log)?;
     }
 
     let after = self::missing(&items);
@@ -795,9 +783,40 @@ fn backports_configured() -> bool {
     })
 }
 
-fn apt(args: &[&str]) -> Result<()> {
-    let sh = sh()?;
-    install(cmd!(sh, "apt-get {args...}").env("DEBIAN_FRONTEND", "noninteractive"))
+/// Where this setup's tools write: `<cache>/logs/setup-<date>-<time>.log`.
+fn log_path() -> PathBuf {
+    let stamp = jiff::Zoned::now().strftime("%Y%m%d-%H%M%S").to_string();
+    crate::kernel::cache::root(None).join("logs").join(format!("setup-{stamp}.log"))
+}
+
+/// Adds bookworm-backports to the host's apt sources (Debian 12's QEMU comes from there), from
+/// the Debian archive the host already uses, and says which file it wrote and how to take it
+/// back: the host's apt configuration is the user's, not ours.
+fn add_backports_source() -> Result<()> {
+    let uri = crate::kernel::debian::archive_uri().ok_or_else(|| {
+        error(Kind::Infra, "setup: cannot find this host's Debian archive for bookworm in /etc/apt to add bookworm-backports")
+    })?;
+    std::fs::write(BACKPORTS_FILE, backports_source(&uri)).with_context(|| format!("writing {BACKPORTS_FILE}"))?;
+    line(backports_notice());
+    Ok(())
+}
+
+/// The deb822 source for bookworm-backports from `uri`.
+fn backports_source(uri: &str) -> String {
+    format!(
+        "# Added by `cargo xtask setup` (user_events conformance suite) for QEMU from bookworm-backports.\n\
+         # To remove: sudo rm {BACKPORTS_FILE} && sudo apt-get update\n\
+         Types: deb\nURIs: {uri}\nSuites: bookworm-backports\nComponents: main\n\
+         Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+    )
+}
+
+/// What the user is told when the source is added.
+fn backports_notice() -> String {
+    format!(
+        "setup: added a host apt source, bookworm-backports (Debian 12's QEMU comes from there): {BACKPORTS_FILE}\n  \
+         packages installed from it stay when it is removed; to remove it: sudo rm {BACKPORTS_FILE} && sudo apt-get update"
+    )
 }
 
 #[cfg(test)]

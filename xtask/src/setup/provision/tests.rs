@@ -273,3 +273,17 @@ fn probes_check_capabilities() {
     assert!(!present(&Probe::File("/no/such/file".into()), &lock));
     assert!(!present(&Probe::RustTarget("no-such-target-xtask"), &lock));
 }
+
+/// The apt source setup adds names itself and how to remove it, in the file and on the terminal.
+#[test]
+fn the_added_apt_source_says_how_to_remove_it() {
+    let text = backports_source("http://deb.debian.org/debian");
+    let remove = format!("sudo rm {BACKPORTS_FILE} && sudo apt-get update");
+    assert!(text.lines().next().unwrap().starts_with("# Added by `cargo xtask setup`"), "{text}");
+    assert!(text.contains(&format!("# To remove: {remove}\n")), "{text}");
+    assert!(text.contains("URIs: http://deb.debian.org/debian\nSuites: bookworm-backports\n"), "{text}");
+    // Its comments do not count as the source being configured; the Suites line does.
+    assert_eq!(text.lines().filter(|l| !l.starts_with('#') && l.contains("bookworm-backports")).count(), 1);
+    let notice = backports_notice();
+    assert!(notice.contains(BACKPORTS_FILE) && notice.ends_with(&remove), "{notice}");
+}
