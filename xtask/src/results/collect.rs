@@ -217,6 +217,7 @@ fn boot_model(b: &JudgedBoot) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
         ended: ended_text,
         wall_ms: facts.wall_ms,
         boot_ms: facts.boot_ms,
+        started_at: facts.started_at.clone(),
         findings: j.result.findings.iter().map(finding).collect(),
         problems: j.result.problems.clone(),
         console_log: rel(run_folder::CONSOLE_LOG),
@@ -265,6 +266,8 @@ fn kernel(m: &crate::kernel::build::Metadata) -> Kernel {
         fragments: m.config.fragments.clone(),
         compiler: m.compiler.version.clone(),
         build_key: m.key.clone(),
+        built_at: Some(m.built_at.clone()).filter(|t| !t.is_empty()),
+        build_ms: (!m.durations.is_empty()).then(|| (m.durations.values().sum::<f64>() * 1000.0).round() as u64),
     }
 }
 

@@ -198,6 +198,12 @@ pub struct Kernel {
     pub compiler: String,
     /// The build cache key.
     pub build_key: String,
+    /// When the build finished (RFC 3339; a cache hit's is the original build's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built_at: Option<String>,
+    /// How long the source, configure, build and install phases took together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -223,6 +229,9 @@ pub struct Boot {
     pub wall_ms: u64,
     /// When `/init` started; `None` when it never did.
     pub boot_ms: Option<u64>,
+    /// When QEMU started (RFC 3339); `None` for boots recorded before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
     /// Kernel reports outside any scenario (boot, between scenarios, teardown).
     pub findings: Vec<Finding>,
     /// Inconsistencies between the plan, the result channel and the console.

@@ -172,7 +172,7 @@ pub fn check_consumers() -> Vec<(String, Result<()>)> {
         });
         out.push((name, result));
     }
-    let result = super::kcidb::render(&run).and_then(|doc| kcidb_validate(&doc));
+    let result = super::kcidb::render(&run, &super::folder_url(&dir, &run.run_id)).and_then(|doc| kcidb_validate(&doc));
     out.push(("kcidb-io validates the KCIDB rendering (schema v5.3)".into(), result));
     out
 }

@@ -643,6 +643,11 @@ impl BootRun {
             ended: outcome.vm.ended.clone(),
             wall_ms: ms(outcome.vm.wall),
             boot_ms: outcome.vm.boot.map(ms),
+            // The boot ended just now, `wall` after QEMU started.
+            started_at: jiff::Timestamp::now()
+                .checked_sub(jiff::SignedDuration::from_millis(ms(outcome.vm.wall) as i64))
+                .ok()
+                .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string()),
             artifacts_shared: outcome.artifacts_shared,
             vm: Some(VmRecord::of(&outcome.spec)),
             xfail: marks.xfail,
