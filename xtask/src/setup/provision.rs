@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 
 use crate::arch::{Arch, ARCHES};
 use crate::flags::{BenchArgs, KernelArgs, RunArgs, UpstreamArgs, VmArgs};
+use crate::results::tools::{PyTool, ACTIONLINT, KCIDB_IO};
 use crate::support::cmd::{cmd, sh, succeeds, text, StepLog};
 use crate::support::exit::{error, Kind};
 use crate::support::progress::line;
@@ -58,7 +59,8 @@ pub struct Needs {
     /// Static C programs for the guest built with the arch's compiler (the upstream selftests,
     /// the bench's floor /init).
     pub static_c: bool,
-    /// The result consumers `cargo xtask test` runs: kunit.py (python3) and kcidb-io.
+    /// The result consumers `cargo xtask test` runs: kunit.py (python3), kcidb-io, lcov, and
+    /// actionlint on the GitHub Actions workflow.
     pub consumers: bool,
     /// What `cargo test --workspace` itself runs: cpio, git, patch.
     pub unit_tests: bool,
@@ -212,7 +214,8 @@ pub enum Probe {
     RustTarget(&'static str),
     File(PathBuf),
     Virtiofsd,
-    Kcidb,
+    /// A pinned Python package in its virtualenv.
+    Venv(&'static PyTool),
 }
 
 /// Where a piece comes from.
@@ -224,8 +227,8 @@ pub enum Source {
     RustTarget(&'static str),
     /// `cargo install virtiofsd` (Fedora packages it).
     Virtiofsd,
-    /// The kcidb-io virtualenv in the cache.
-    Kcidb,
+    /// Its virtualenv in the cache.
+    Venv(&'static PyTool),
 }
 
 /// One piece a command needs: what it is (as a person names it), what for, how it is checked
@@ -413,8 +416,9 @@ pub fn items(n: &Needs) -> Vec<Item> {
         add("python3".into(), "the kernel's kunit.py".into(), program("python3"), Source::Package("python3"));
         let why = "the coverage tracefiles' reader (lcov --summary)";
         add("lcov".into(), why.into(), program("lcov"), Source::Package("lcov"));
-        let what = format!("kcidb-io {}", crate::results::tools::KCIDB_IO_VERSION);
-        add(what, "the KCIDB schema validator".into(), Probe::Kcidb, Source::Kcidb);
+        for tool in [&KCIDB_IO, &ACTIONLINT] {
+            add(tool.label(), tool.why.into(), Probe::Venv(tool), Source::Venv(tool));
+        }
     }
     if n.unit_tests {
         for tool in ["cpio", "git", "patch"] {
@@ -477,7 +481,7 @@ fn present(probe: &Probe, sysroot: &OnceLock<Option<PathBuf>>) -> bool {
             .is_some_and(|s| s.join("lib/rustlib").join(t).join("lib").is_dir()),
         Probe::File(path) => path.is_file(),
         Probe::Virtiofsd => crate::vm::qemu::virtiofsd_binary().is_some(),
-        Probe::Kcidb => crate::results::tools::kcidb_installed(),
+        Probe::Venv(tool) => tool.installed(),
     }
 }
 
@@ -508,7 +512,7 @@ fn rust_sysroot() -> Option<PathBuf> {
     text(cmd!(sh, "{rustc} --print sysroot")).ok().map(PathBuf::from)
 }
 
-/// Whether `python3 -m venv` can make the kcidb-io virtualenv (Debian splits it into python3-venv).
+/// Whether `python3 -m venv` can make the tools' virtualenvs (Debian splits it into python3-venv).
 fn venv_works() -> bool {
     sh().is_ok_and(|sh| succeeds(cmd!(sh, "python3 -c 'import ensurepip, venv'")))
 }
@@ -551,17 +555,12 @@ fn host() -> Host {
 pub struct Hints {
     /// Debian 12: QEMU comes from bookworm-backports; `Some(true)` when its apt source exists.
     pub bookworm_backports: Option<bool>,
-    /// The commands that make the kcidb-io virtualenv.
-    pub kcidb: Vec<String>,
 }
 
 impl Hints {
     pub fn here() -> Hints {
         let bookworm = host().codename == "bookworm";
-        Hints {
-            bookworm_backports: bookworm.then(backports_configured),
-            kcidb: crate::results::tools::kcidb_install_commands(),
-        }
+        Hints { bookworm_backports: bookworm.then(backports_configured) }
     }
 }
 
@@ -580,7 +579,7 @@ fn origin(source: &Source) -> String {
         Source::Virtiofsd => "Fedora virtiofsd; elsewhere cargo install virtiofsd --locked \
                               (Debian/Ubuntu: with libseccomp-dev libcap-ng-dev pkg-config)"
             .into(),
-        Source::Kcidb => "a virtualenv in the cache, made by `cargo xtask setup` as any user \
+        Source::Venv(_) => "a virtualenv in the cache, made by `cargo xtask setup` as any user \
                           (Debian/Ubuntu: needs python3-venv)"
             .into(),
     }
@@ -659,8 +658,10 @@ fn commands(missing: &[Item], hints: &Hints) -> Vec<String> {
     if missing.iter().any(|i| i.source == Source::Virtiofsd) {
         cmds.push("Debian/Ubuntu: cargo install virtiofsd --locked".into());
     }
-    if missing.iter().any(|i| i.source == Source::Kcidb) {
-        cmds.extend(hints.kcidb.iter().cloned());
+    for item in missing {
+        if let Source::Venv(tool) = item.source {
+            cmds.extend(tool.install_commands());
+        }
     }
     cmds
 }
@@ -696,7 +697,7 @@ pub fn provision(needs: &Needs, verbose: bool) -> Result<()> {
             wanted.push(prerequisite(pkg, pkg));
         }
     }
-    if missing.iter().any(|i| i.source == Source::Kcidb) && !venv_works() {
+    if missing.iter().any(|i| matches!(i.source, Source::Venv(_))) && !venv_works() {
         wanted.push(prerequisite("python3-venv", "python3-venv"));
     }
     let rust_targets: Vec<&str> =
@@ -759,8 +760,10 @@ pub fn provision(needs: &Needs, verbose: bool) -> Result<()> {
         let label = "setup: cargo install virtiofsd --locked (a few minutes on 2 cores)";
         log.step(label, cmd!(sh, "cargo install virtiofsd --locked"))?;
     }
-    if missing.iter().any(|i| i.source == Source::Kcidb) {
-        crate::results::tools::install_kcidb(&mut log)?;
+    for item in &missing {
+        if let Source::Venv(tool) = item.source {
+            tool.install(&mut log)?;
+        }
     }
 
     let after = self::missing(&items);
@@ -794,7 +797,10 @@ fn log_path() -> PathBuf {
 /// back: the host's apt configuration is the user's, not ours.
 fn add_backports_source() -> Result<()> {
     let uri = crate::kernel::debian::archive_uri().ok_or_else(|| {
-        error(Kind::Infra, "setup: cannot find this host's Debian archive for bookworm in /etc/apt to add bookworm-backports")
+        error(
+            Kind::Infra,
+            "setup: cannot find this host's Debian archive for bookworm in /etc/apt to add bookworm-backports",
+        )
     })?;
     std::fs::write(BACKPORTS_FILE, backports_source(&uri)).with_context(|| format!("writing {BACKPORTS_FILE}"))?;
     line(backports_notice());

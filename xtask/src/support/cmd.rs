@@ -175,10 +175,16 @@ mod tests {
         let err = log.step("second", cmd!(sh, "sh -c 'seq 1 40; echo broken >&2; exit 4'")).unwrap_err();
         assert_eq!(crate::support::exit::code_for(&err), Kind::Infra.code());
         let msg = format!("{err:#}");
-        assert!(msg.starts_with("setup: second: sh -c seq 1 40; echo broken >&2; exit 4 failed (exit status: 4)"), "{msg}");
+        assert!(
+            msg.starts_with("setup: second: sh -c seq 1 40; echo broken >&2; exit 4 failed (exit status: 4)"),
+            "{msg}"
+        );
         assert!(msg.contains("\n40\nbroken\n") && !msg.contains("\n15\n") && !msg.contains("two"), "{msg}");
         assert!(msg.ends_with(&format!("full log: {} ====", path.display())), "{msg}");
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.starts_with("==== first ====\n$ sh -c echo one; echo two >&2\none\ntwo\n==== second ===="), "{text}");
+        assert!(
+            text.starts_with("==== first ====\n$ sh -c echo one; echo two >&2\none\ntwo\n==== second ===="),
+            "{text}"
+        );
     }
 }

