@@ -360,19 +360,22 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    /// The lines of the step that ended the scenario (the last step the agent reported: it
-    /// stops at the first that fails), without the file contents it quoted (`step N: | ...`),
-    /// at most `max`.
+    /// The last lines, at most `max`, of the step that ended the scenario (the last step the
+    /// agent reported), without the file contents it quoted (`step N: | ...`). The agent stops
+    /// at the first step that fails, at every level (a fork's, a thread's, an iteration's), so
+    /// the check that failed is the last of them: `failing_step(1)`, where a `repeat` or a `fork`
+    /// step's earlier lines are the passing ones before it.
     pub fn failing_step(&self, max: usize) -> Vec<&str> {
         let step =
             |l: &str| l.strip_prefix("step ")?.split_once(':').map(|(n, rest)| (n.to_string(), rest.to_string()));
         let Some((last, _)) = self.log.iter().rev().find_map(|l| step(l)) else { return vec![] };
-        self.log
+        let lines: Vec<&str> = self
+            .log
             .iter()
             .filter(|l| step(l).is_some_and(|(n, rest)| n == last && !rest.starts_with(" | ")))
             .map(String::as_str)
-            .take(max)
-            .collect()
+            .collect();
+        lines[lines.len().saturating_sub(max)..].to_vec()
     }
 }
 
@@ -602,7 +605,16 @@ mod tests {
             note: None,
         };
         assert_eq!(s.failing_step(4), [log[1], log[2]]);
-        assert_eq!(s.failing_step(1), [log[1]]);
+        assert_eq!(s.failing_step(1), [log[2]], "the check that failed");
+        // A fork storm in a `repeat`: the passing waits come first, the failed check last.
+        let storm = [
+            "step 2: repeat: 40x wait brief0: exit 0 (expected exit 0)",
+            "step 2: repeat: iteration 7 of 50 failed after 2100 ms:",
+            "step 2: iteration 7 step 3: wait brief0: exit 0 (expected exit 0)",
+            "step 2: iteration 7 step 4: check word w: still 0x0 after 2000 ms",
+        ];
+        let s = Scenario { log: storm.iter().map(|l| l.to_string()).collect(), ..s };
+        assert_eq!(s.failing_step(1), [storm[3]]);
         assert!(Scenario { log: vec!["no steps".into()], ..s }.failing_step(4).is_empty());
     }
 }
