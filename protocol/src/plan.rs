@@ -208,7 +208,8 @@ pub enum Step {
         #[serde(default)]
         file: Option<String>,
     },
-    /// Stores a value into an enable word (to pre-set bits the kernel must clear or keep).
+    /// Stores a value into an enable word (to pre-set bits the kernel must clear or keep), as
+    /// wide and in the byte order `check_word` reads it.
     SetWord {
         word: String,
         value: u64,
@@ -221,8 +222,11 @@ pub enum Step {
         #[serde(default)]
         within_ms: u64,
     },
-    /// Checks a whole enable word (8 bytes, little-endian in memory as the CPU stores it), at
-    /// once (`within_ms: 0`) or polling until it holds `value` or the time is up.
+    /// Checks a whole enable word, at once (`within_ms: 0`) or polling until it holds `value`
+    /// or the time is up. The value is read in the guest's native byte order and as wide as
+    /// the word: an 8-byte word (`size: 8`) is its u64; a 4-byte word is its own u32 as bits
+    /// 0..31 and the next 4 bytes' u32 as bits 32..63, so one value holds on little- and
+    /// big-endian arches alike.
     CheckWord {
         word: String,
         value: u64,
@@ -737,6 +741,21 @@ pub fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
         .collect()
 }
 
+impl Step {
+    /// The step kind's name when the step acts on the whole process (its memory map, its
+    /// credentials, a fork or an exec of it), which a thread of `threads` must not do: the
+    /// suites refuse it and the agent fails it.
+    pub fn whole_process_kind(&self) -> Option<&'static str> {
+        match self {
+            Step::Fork { .. } => Some("fork"),
+            Step::ExecAgent { .. } => Some("exec_agent"),
+            Step::Memory { .. } => Some("memory"),
+            Step::Credentials { .. } => Some("credentials"),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -797,20 +816,5 @@ mod tests {
         assert!(json.contains(r#"{"lkdtm":{"point":"WARNING"}}"#), "{json}");
         assert!(json.contains(r#"{"mkdir":{"path":"/x","expect":"0"}}"#), "an expectation is its text: {json}");
         assert_eq!(serde_json::from_str::<Plan>(&json).unwrap(), plan);
-    }
-}
-
-impl Step {
-    /// The step kind's name when the step acts on the whole process (its memory map, its
-    /// credentials, a fork or an exec of it), which a thread of `threads` must not do: the
-    /// suites refuse it and the agent fails it.
-    pub fn whole_process_kind(&self) -> Option<&'static str> {
-        match self {
-            Step::Fork { .. } => Some("fork"),
-            Step::ExecAgent { .. } => Some("exec_agent"),
-            Step::Memory { .. } => Some("memory"),
-            Step::Credentials { .. } => Some("credentials"),
-            _ => None,
-        }
     }
 }

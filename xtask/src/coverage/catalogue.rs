@@ -290,6 +290,22 @@ mod tests {
         assert_eq!(without, Vec::<&str>::new(), "upstream cases with no counterpart scenario");
     }
 
+    /// `suites/abi-catalogue.md` (the catalogue's text, with each item's source line) and
+    /// `catalogue.tsv` (its one-line summaries) name the same 140 items, in the same order.
+    #[test]
+    fn the_catalogue_text_and_its_table_name_the_same_items() {
+        let root = crate::support::checkout::project_root();
+        let (items, _) = load(&root).unwrap();
+        let text = std::fs::read_to_string(root.join("suites/abi-catalogue.md")).unwrap();
+        let in_text: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("**")?.split_once(".**").map(|(id, _)| id))
+            .filter(|id| id.len() > 1 && id[1..].bytes().all(|b| b.is_ascii_digit()))
+            .collect();
+        let in_table: Vec<&str> = items.iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(in_text, in_table);
+    }
+
     /// The suites' promise: every catalogue item is covered by a scenario or excused with the
     /// reason it cannot be tested from user space.
     #[test]

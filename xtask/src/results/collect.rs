@@ -135,6 +135,7 @@ pub fn assemble(
                     console_tail: vec![],
                     covers: vec![],
                     note: None,
+                    description: None,
                 });
             }
         }
@@ -191,6 +192,7 @@ fn boot_model(b: &JudgedBoot) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
             if let Some(a) = facts.about.get(&s.name) {
                 scenario.covers.clone_from(&a.covers);
                 scenario.note.clone_from(&a.note);
+                scenario.description.clone_from(&a.description);
             }
             scenario.metrics = record.map(metrics).unwrap_or_default();
             scenario
@@ -360,6 +362,7 @@ fn scenario(
         console_tail: s.console_tail.clone(),
         covers: vec![],
         note: None,
+        description: None,
     }
 }
 

@@ -97,6 +97,9 @@ pub fn render(run: &Run) -> Vec<u8> {
         for (id, summary) in &s.covers {
             let _ = writeln!(o, "<p class=\"covers\">checks <b>{}</b>: {}</p>", esc(id), esc(summary));
         }
+        if let Some(d) = &s.description {
+            let _ = writeln!(o, "<p class=\"about\">{}</p>", esc(d));
+        }
         if let Some(n) = &s.note {
             let _ = writeln!(o, "<p class=\"note\">note: {}</p>", esc(n));
         }
@@ -357,9 +360,11 @@ mod tests {
             run.arches[0].scenarios.iter_mut().find(|s| s.status.is_failure()).expect("the fixture fails somewhere");
         s.covers = vec![("A1".into(), "Unknown ioctl command -> errno `ENOTTY`.".into())];
         s.note = Some("6.12 answers EINVAL here".into());
+        s.description = Some("An unknown command is refused".into());
         let html = String::from_utf8(render(&run)).unwrap();
         assert!(html.contains("<p class=\"covers\">checks <b>A1</b>: Unknown ioctl command -&gt; errno `ENOTTY`.</p>"));
         assert!(html.contains("<p class=\"note\">note: 6.12 answers EINVAL here</p>"));
+        assert!(html.contains("<p class=\"about\">An unknown command is refused</p>"));
     }
 
     #[test]

@@ -357,6 +357,9 @@ pub struct Scenario {
     /// Its `note:`: where the kernel disagreed with the catalogue, or what it depends on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Its `description:`: what it checks and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
 }
 
 impl Scenario {
@@ -603,6 +606,7 @@ mod tests {
             console_tail: vec![],
             covers: vec![],
             note: None,
+            description: None,
         };
         assert_eq!(s.failing_step(4), [log[1], log[2]]);
         assert_eq!(s.failing_step(1), [log[2]], "the check that failed");

@@ -38,11 +38,13 @@ pub struct Marks {
     pub about: BTreeMap<String, About>,
 }
 
-/// A scenario's catalogue items (id, then the catalogue's summary once the caller fills it in)
-/// and its `note:`.
+/// A scenario's catalogue items (id, then the catalogue's summary once the caller fills it in),
+/// its `description:` and its `note:`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct About {
     pub covers: Vec<(String, String)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -71,9 +73,10 @@ pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled 
             if let Some(text) = &s.expect_report {
                 marks.expect_report.insert(name.clone(), text.clone());
             }
-            if !s.covers.is_empty() || s.note.is_some() {
+            if !s.covers.is_empty() || s.note.is_some() || s.description.is_some() {
                 let covers = s.covers.iter().map(|id| (id.clone(), String::new())).collect();
-                marks.about.insert(name.clone(), About { covers, note: s.note.clone() });
+                let about = About { covers, description: s.description.clone(), note: s.note.clone() };
+                marks.about.insert(name.clone(), about);
             }
             let deadline_ms = s.deadline_ms.or(suite.defaults.deadline_ms).unwrap_or(DEFAULT_DEADLINE_MS);
             let scenario = protocol::Scenario { name, deadline_ms, steps: s.steps.clone() };

@@ -31,6 +31,10 @@ pub struct Defaults {
 #[serde(deny_unknown_fields)]
 pub struct ScenarioDef {
     pub name: String,
+    /// What the scenario checks and why, in a sentence or two (shown in the reports beside
+    /// the scenario; explanations belong here rather than in YAML comments).
+    #[serde(default)]
+    pub description: Option<String>,
     /// Catalogue item ids (`A15`).
     #[serde(default)]
     pub covers: Vec<String>,
@@ -96,5 +100,79 @@ mod tests {
             "{} is stale: run `UPDATE_SCHEMA=1 cargo test -p xtask schema_json_is_current`",
             path.display()
         );
+    }
+
+    /// Every step kind, field and named value of `suites/schema.json` appears in code quotes
+    /// (or a code block) of `suites/README.md`, the language's documentation; errno names are
+    /// documented as a whole (`expect`).
+    #[test]
+    fn every_name_of_the_language_is_documented() {
+        let root = crate::support::checkout::project_root();
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(root.join("suites/schema.json")).unwrap()).unwrap();
+        let mut names = std::collections::BTreeSet::new();
+        schema_names(&schema, &schema, &mut names, &mut Default::default());
+        let doc = std::fs::read_to_string(root.join("suites/README.md")).unwrap();
+        let documented = quoted_words(&doc);
+        let errno = |n: &str| n.len() > 1 && n.starts_with('E') && n[1..].bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+        let missing: Vec<&String> = names.iter().filter(|n| !errno(n) && !documented.contains(*n)).collect();
+        assert_eq!(missing, Vec::<&String>::new(), "named in suites/schema.json, not in suites/README.md");
+    }
+
+    /// Property names and string constants of a schema node, following `$ref`s once each.
+    fn schema_names(
+        root: &serde_json::Value,
+        node: &serde_json::Value,
+        out: &mut std::collections::BTreeSet<String>,
+        seen: &mut std::collections::BTreeSet<String>,
+    ) {
+        use serde_json::Value;
+        let Value::Object(map) = node else { return };
+        if let Some(Value::String(r)) = map.get("$ref") {
+            let def = r.rsplit('/').next().unwrap().to_string();
+            if seen.insert(def.clone()) {
+                schema_names(root, &root["$defs"][&def], out, seen);
+            }
+        }
+        if let Some(Value::Object(props)) = map.get("properties") {
+            for (k, v) in props {
+                out.insert(k.clone());
+                schema_names(root, v, out, seen);
+            }
+        }
+        if let Some(Value::String(c)) = map.get("const") {
+            out.insert(c.clone());
+        }
+        for v in map.get("enum").and_then(Value::as_array).into_iter().flatten() {
+            out.extend(v.as_str().map(String::from));
+        }
+        for key in ["oneOf", "anyOf", "allOf"] {
+            for v in map.get(key).and_then(Value::as_array).into_iter().flatten() {
+                schema_names(root, v, out, seen);
+            }
+        }
+        for key in ["items", "additionalProperties"] {
+            if let Some(v) = map.get(key) {
+                schema_names(root, v, out, seen);
+            }
+        }
+    }
+
+    /// The identifiers inside the `code` spans and fenced blocks of a Markdown text.
+    fn quoted_words(doc: &str) -> std::collections::BTreeSet<String> {
+        let mut quoted: Vec<&str> = Vec::new();
+        for (i, part) in doc.split("```").enumerate() {
+            if i % 2 == 1 {
+                quoted.push(part); // a fenced block
+            } else {
+                quoted.extend(part.split('`').skip(1).step_by(2)); // the `code` spans of prose
+            }
+        }
+        quoted
+            .iter()
+            .flat_map(|q| q.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')))
+            .filter(|w| !w.is_empty())
+            .map(String::from)
+            .collect()
     }
 }
