@@ -107,7 +107,13 @@ pub fn render(run: &Run) -> Vec<u8> {
         // the last step (the agent stops there); the passing lines before it stay in the log.
         let step = s.failing_step(1);
         if let Some(check) = step.first() {
-            let _ = writeln!(o, "<p class=\"step\">failed check:</p>\n<pre class=\"check\">{}</pre>", esc(check));
+            // A scenario that hung or crashed the kernel ended in a step that never finished.
+            let what = if s.status == Status::Error || s.judged.as_deref() == Some("timeout") {
+                "the step running when it ended"
+            } else {
+                "failed check"
+            };
+            let _ = writeln!(o, "<p class=\"step\">{what}:</p>\n<pre class=\"check\">{}</pre>", esc(check));
         }
         if let Some(b) = a.boots.iter().find(|b| Some(&b.name) == s.boot.as_ref()) {
             let _ = writeln!(
@@ -130,6 +136,9 @@ pub fn render(run: &Run) -> Vec<u8> {
         }
         // The whole log folded when the failing step already says what went wrong.
         let open = if step.is_empty() { " open" } else { "" };
+        if text.is_empty() {
+            continue;
+        }
         let _ = writeln!(
             o,
             "<details{open}><summary>log, kernel reports and console ({} lines)</summary><pre>{}</pre></details>",

@@ -7,13 +7,18 @@ use std::fmt::Write;
 use super::super::model::{Run, Status};
 use super::super::text::{esc, number};
 
-/// The colours of the statuses, as the report's table cells have them.
+/// A colour per status, in the families of the report's table cells (green for passes, yellow
+/// and grey for what is excused, red and orange for failures), each its own.
 fn colour(s: Status) -> &'static str {
     match s {
-        Status::Pass | Status::Fixed => "#6c6",
-        Status::Skip | Status::Xfail => "#ec4",
-        Status::Fail | Status::Xpass => "#d44",
-        Status::NotRun | Status::Error => "#e93",
+        Status::Pass => "#6c6",
+        Status::Fixed => "#3a8a3a",
+        Status::Skip => "#bbb",
+        Status::Xfail => "#ec4",
+        Status::Fail => "#d44",
+        Status::Xpass => "#e7a",
+        Status::NotRun => "#e93",
+        Status::Error => "#a33",
     }
 }
 
@@ -22,10 +27,17 @@ fn colour(s: Status) -> &'static str {
 pub fn outcomes(run: &Run) -> String {
     let (row, label_w, bar_w) = (24, 90, 480);
     let height = run.arches.len() * row + 26;
+    // The legend: a swatch and `N status` per status the run has, about 7 px a character.
+    let legend: Vec<(Status, String)> = Status::ALL
+        .iter()
+        .filter(|st| run.totals.get(**st) > 0)
+        .map(|st| (*st, format!("{} {}", run.totals.get(*st), st.as_str())))
+        .collect();
+    let legend_w: usize = legend.iter().map(|(_, t)| 22 + 7 * t.len()).sum();
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-size=\"12\" \
          role=\"img\" aria-label=\"outcomes per arch\">",
-        label_w + bar_w + 10
+        (label_w + bar_w).max(label_w + legend_w) + 10
     );
     for (i, a) in run.arches.iter().enumerate() {
         let y = i * row + 2;
@@ -54,17 +66,15 @@ pub fn outcomes(run: &Run) -> String {
     }
     let legend_y = run.arches.len() * row + 18;
     let mut x = label_w;
-    for st in Status::ALL.iter().filter(|st| run.totals.get(**st) > 0) {
+    for (st, text) in legend {
         let _ = write!(
             s,
-            "<rect x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{legend_y}\">{} {}</text>",
+            "<rect x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{legend_y}\">{text}</text>",
             legend_y - 9,
-            colour(*st),
-            x + 13,
-            run.totals.get(*st),
-            st.as_str()
+            colour(st),
+            x + 13
         );
-        x += 20 + 8 * (st.as_str().len() + run.totals.get(*st).to_string().len() + 1);
+        x += 22 + 7 * text.len();
     }
     s.push_str("</svg>");
     s
