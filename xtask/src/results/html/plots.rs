@@ -111,14 +111,14 @@ pub fn against_baselines(run: &Run) -> Option<String> {
         let _ = write!(
             s,
             "<text x=\"0\" y=\"{}\">{}</text><rect x=\"{label_w}\" y=\"{y}\" width=\"{:.1}\" height=\"{}\" \
-             fill=\"{fill}\"/><text x=\"{:.1}\" y=\"{}\">{}x</text>",
+             fill=\"{fill}\"/><text x=\"{:.1}\" y=\"{}\">{:.2}x</text>",
             y + 12,
             esc(label),
             (x(*ratio) - label_w as f64).max(1.0),
             row - 5,
             x(*ratio) + 4.0,
             y + 12,
-            number(*ratio)
+            ratio
         );
     }
     let one = x(1.0);
