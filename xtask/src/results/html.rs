@@ -421,7 +421,10 @@ mod tests {
         for a in &run.arches {
             for s in a.scenarios.iter().filter(|s| matches!(s.status, Status::Skip | Status::Xfail | Status::Fixed)) {
                 let reason = esc(s.reason.as_deref().unwrap());
-                assert!(excused.contains(&format!("<code>{}</code>", s.name)) && excused.contains(&reason), "{excused}");
+                assert!(
+                    excused.contains(&format!("<code>{}</code>", s.name)) && excused.contains(&reason),
+                    "{excused}"
+                );
                 assert!(html.contains(&format!("<small>{reason}</small>")), "{reason} in the table");
             }
         }
@@ -448,7 +451,9 @@ mod tests {
         let boot = run.arches[0].boots.iter().find(|b| Some(&b.name) == boot_name.as_ref()).unwrap().clone();
         let html = String::from_utf8(render(&run)).unwrap();
         assert!(
-            html.contains("<pre class=\"check\">step 2: iteration 7 step 3: check word w: still 0x0 after 2000 ms</pre>"),
+            html.contains(
+                "<pre class=\"check\">step 2: iteration 7 step 3: check word w: still 0x0 after 2000 ms</pre>"
+            ),
             "{html}"
         );
         assert!(!html.contains("<pre class=\"check\">step 2: repeat: 40x"), "a passing line is no failed check");
