@@ -17,11 +17,14 @@ fn main() {
         .or_else(|| git(&["rev-parse", "--short=12", "HEAD"]))
         .unwrap_or_else(|| "unknown (not built from a git checkout)".into());
     // Rebuilt when HEAD moves: HEAD itself (a checkout, a worktree's own HEAD), the branch it
-    // names, and packed-refs (where a branch's ref may live instead).
+    // names, and packed-refs (where a branch's ref may live instead). Only files that exist: cargo
+    // reruns a build script whose watched file is missing every time, and so rebuilds the crate.
+    println!("cargo:rerun-if-changed=build.rs");
     let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
     watched.extend(git(&["symbolic-ref", "-q", "HEAD"]));
     for name in watched {
-        if let Some(path) = git(&["rev-parse", "--path-format=absolute", "--git-path", &name]) {
+        let path = git(&["rev-parse", "--path-format=absolute", "--git-path", &name]);
+        if let Some(path) = path.filter(|p| std::path::Path::new(p).is_file()) {
             println!("cargo:rerun-if-changed={path}");
         }
     }
