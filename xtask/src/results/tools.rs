@@ -74,6 +74,39 @@ impl PyTool {
     }
 }
 
+/// Renders the fixture run's reports into a copy of its folder (so the page's log links resolve),
+/// has headless chromium load `report.html`, checks the DOM it built (the outcome plot, the
+/// failures with their failed checks and log links, the skips and expected failures) and keeps
+/// a screenshot at `shot`.
+pub fn html_in_browser(fixture: &Path, shot: &Path) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path().join("20260102-030405-00001");
+    let sh = sh()?;
+    cmd!(sh, "cp -r {fixture} {dir}").quiet().run()?;
+    let run = super::collect::load(&dir, jiff::Timestamp::now())?;
+    let page = dir.join("report.html");
+    std::fs::write(&page, super::html::render(&run))?;
+    let url = format!("file://{}", page.display());
+    let flags = ["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,2400"];
+    let dom = cmd!(sh, "chromium {flags...} --dump-dom {url}").ignore_stderr().read().context("chromium --dump-dom")?;
+    for wanted in [
+        "aria-label=\"outcomes per arch\"",
+        "<pre class=\"check\">",
+        ">console log</a>",
+        "Skipped and expected failures",
+    ] {
+        anyhow::ensure!(dom.contains(wanted), "the page chromium built lacks {wanted}");
+    }
+    if let Some(parent) = shot.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let shot_flag = format!("--screenshot={}", shot.display());
+    cmd!(sh, "chromium {flags...} {shot_flag} {url}").quiet().ignore_stdout().ignore_stderr().run()?;
+    let png = std::fs::read(shot).with_context(|| format!("reading the screenshot {}", shot.display()))?;
+    anyhow::ensure!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{}: not a page's screenshot", shot.display());
+    Ok(())
+}
+
 /// Runs actionlint on a workflow file; its findings are the error.
 pub fn actionlint(workflow: &Path) -> Result<()> {
     let binary = ACTIONLINT.venv().join("bin/actionlint");
@@ -226,6 +259,9 @@ pub fn check_consumers() -> Vec<(String, Result<()>)> {
     }
     let result = super::kcidb::render(&run, &super::folder_url(&dir, &run.run_id)).and_then(|doc| kcidb_validate(&doc));
     out.push(("kcidb-io validates the KCIDB rendering (schema v5.3)".into(), result));
+    let shot = crate::support::checkout::project_root().join("target/real-checks/report.png");
+    let name = format!("chromium renders report.html with its plots and sections (screenshot: {})", shot.display());
+    out.push((name, html_in_browser(&dir, &shot)));
     let workflow = crate::support::checkout::project_root().join("docs/github-actions.yml");
     out.push((
         "actionlint accepts the GitHub Actions workflow (docs/github-actions.yml)".into(),

@@ -66,6 +66,9 @@ pub struct Needs {
     pub unit_tests: bool,
     /// `--coverage`: each arch's gcov (it comes with the arch's compiler).
     pub coverage: bool,
+    /// A headless browser (chromium) that renders the HTML report: `cargo xtask test` only, not
+    /// `setup`, which leaves a few hundred megabytes a run never needs out.
+    pub browser: bool,
 }
 
 impl Needs {
@@ -86,7 +89,13 @@ impl Needs {
             consumers: true,
             unit_tests: true,
             coverage: true,
+            browser: false,
         }
+    }
+
+    /// What `cargo xtask test` needs: everything, and the browser its report check uses.
+    pub fn tests() -> Needs {
+        Needs { browser: true, ..Needs::everything() }
     }
 
     /// `setup --arch A`: everything, for the arches asked for.
@@ -419,6 +428,10 @@ pub fn items(n: &Needs) -> Vec<Item> {
         for tool in [&KCIDB_IO, &ACTIONLINT] {
             add(tool.label(), tool.why.into(), Probe::Venv(tool), Source::Venv(tool));
         }
+    }
+    if n.browser {
+        let why = "rendering report.html headless in cargo xtask test";
+        add("chromium".into(), why.into(), program("chromium"), Source::Package("chromium"));
     }
     if n.unit_tests {
         for tool in ["cpio", "git", "patch"] {

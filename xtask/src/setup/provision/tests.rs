@@ -293,3 +293,12 @@ fn the_added_apt_source_says_how_to_remove_it() {
     let notice = backports_notice();
     assert!(notice.contains(BACKPORTS_FILE) && notice.ends_with(&remove), "{notice}");
 }
+
+/// chromium comes with `cargo xtask test`, which renders the HTML report in it, not with `setup`.
+#[test]
+fn only_the_tests_need_the_browser() {
+    let has = |n: &Needs| items(n).iter().any(|i| i.what == "chromium" && i.source == Source::Package("chromium"));
+    assert!(has(&Needs::tests()));
+    assert!(!has(&Needs::everything()) && !has(&Needs::everything_for("x86_64").unwrap()));
+    assert_eq!(fedora("chromium"), Fedora::Package("chromium"));
+}
