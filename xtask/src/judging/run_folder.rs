@@ -211,6 +211,20 @@ pub struct BootFacts {
     /// Each scenario's catalogue items and note, for the reports.
     #[serde(default)]
     pub about: BTreeMap<String, crate::suites::About>,
+    /// Set when the run stopped spending boots on this kernel after this boot: its unrun
+    /// scenarios are collateral of the scenario that broke the kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collateral: Option<Collateral>,
+}
+
+/// Why a boot's unrun scenarios were never run: which scenario broke the kernel first, and
+/// why no further boot was spent on them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Collateral {
+    /// The scenario whose run broke (or dirtied) the kernel first, `suite/name`.
+    pub culprit: String,
+    /// How it broke it (the boot's verdict and evidence), and why the run stopped there.
+    pub why: String,
 }
 
 impl BootFacts {
@@ -358,7 +372,7 @@ mod tests {
     fn records_read_back_as_written() {
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/results/run-fixture");
         let names: Vec<String> = boot_folders(&fixture).unwrap().into_iter().map(|f| f.name).collect();
-        assert_eq!(names, ["x86_64", "x86_64.isolated-1", "arm64"]);
+        assert_eq!(names, ["x86_64", "x86_64.isolated-1", "x86_64.isolated-2", "arm64"]);
 
         let tmp = tempfile::tempdir().unwrap();
         let folder = BootFolder::at(tmp.path().join("arm64.resume-2"));
