@@ -313,7 +313,8 @@ pub fn check_records(
     for (i, raw) in raws.iter().enumerate() {
         let kind = Format::record_type(raw);
         if kind.map(u32::from) != Some(format.id) {
-            say(&format!("{what}: record {}: type {kind:?}, expected {} ({})", i + 1, format.id, format.name));
+            let got = kind.map_or("none (a record too short to hold one)".to_string(), |k| k.to_string());
+            say(&format!("{what}: record {}: type {got}, expected {} ({})", i + 1, format.id, format.name));
             ok = false;
         }
         match format.decode(raw) {

@@ -475,7 +475,10 @@ impl Bench {
         // SAFETY: a live word of `self.words`, written by the kernel.
         let bit = unsafe { std::ptr::read_volatile(&self.words[0]) } & 1 != 0;
         if bit != attached {
-            return Err(format!("the enable bit is {} with consumers {:?}", u8::from(bit), req.consumers));
+            // The consumers as the scenario spells them (`ftrace_perf`).
+            let consumers = serde_json::to_value(req.consumers).ok().and_then(|v| v.as_str().map(str::to_string));
+            let consumers = consumers.unwrap_or_default();
+            return Err(format!("the enable bit is {} with consumers {consumers}", u8::from(bit)));
         }
         let mut bytes = index.to_ne_bytes().to_vec();
         bytes.resize(4 + req.payload as usize, 0x61);

@@ -7,6 +7,8 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "cargo xtask",
+    // The commit is stamped by build.rs (`git rev-parse`, or `XTASK_GIT_COMMIT`).
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("XTASK_GIT_COMMIT"), ")"),
     about = "Build CONFIG_USER_EVENTS kernels and run the user_events conformance suites under QEMU",
     after_help = "Exit codes (safe for `git bisect run`): 0 passed, 1 a test failed, 125 the kernel cannot be \
                   built (bisect skips the commit), 128 bad input or usage, 129 infrastructure failure, \

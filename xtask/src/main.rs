@@ -8,9 +8,31 @@ use clap::Parser;
 use xtask::flags::{Cmd, Xtask};
 use xtask::support::exit::{self, Kind};
 
+/// A reader that stops reading (`cargo xtask run --list | head -1`) closes our stdout, and
+/// `println!` panics on the broken pipe. That is no failure of ours: end as `head` expects, the
+/// children killed and exit 0, without a panic message (ripgrep does the same). Any other panic
+/// keeps the default report.
+fn end_quietly_when_stdout_closes() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            xtask::vm::qemu::abandon_children();
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
     xtask::support::timings::start();
     xtask::vm::qemu::install_signal_handler();
+    end_quietly_when_stdout_closes();
     let args = match Xtask::try_parse() {
         Ok(a) => a,
         Err(e) => {

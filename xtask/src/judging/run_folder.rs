@@ -193,6 +193,9 @@ pub struct BootFacts {
     pub wall_ms: u64,
     /// When `/init` started; `None` when it never did.
     pub boot_ms: Option<u64>,
+    /// When QEMU started (RFC 3339, UTC); `None` in records saved before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
     /// Whether the artifacts folder came back from the guest over virtio-fs.
     #[serde(default)]
     pub artifacts_shared: bool,

@@ -287,9 +287,9 @@ pub fn decide(
         let expected_seen = r.findings.iter().any(is_wanted);
         if let Some(w) = wanted.filter(|_| r.status == Status::Pass) {
             if expected_seen {
-                r.diagnostics.push(format!("the expected kernel report including {w:?} came"));
+                r.diagnostics.push(format!("the expected kernel report including `{w}` came"));
             } else {
-                r.diagnostics.push(format!("expected a kernel report including {w:?}; none came during the scenario"));
+                r.diagnostics.push(format!("expected a kernel report including `{w}`; none came during the scenario"));
                 r.status = Status::Fail;
             }
         }

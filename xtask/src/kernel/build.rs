@@ -3,7 +3,6 @@
 //! the result with its provenance in the content-addressed cache.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -386,38 +385,18 @@ impl Make<'_> {
     }
 }
 
-/// Runs a command with stdout and stderr merged into the log, feeding a progress task with
+/// Runs a command with its output in the log (`cmd::run_logged`), feeding a progress task with
 /// the count of make steps (`  CC      kernel/...` lines) and the latest one.
-///
-/// A `std::process::Command`, not xshell: xshell hands back a command's output only once it
-/// has ended, and a kernel build's lines must reach the log and the spinner as they come.
-fn run_logged(mut cmd: Command, log: &mut std::fs::File, mut task: Option<&mut Task>) -> Result<()> {
-    let shown = format!("{cmd:?}");
-    writeln!(log, "$ {shown}")?;
-    let (reader, writer) = std::io::pipe()?;
-    cmd.stdout(writer.try_clone()?).stderr(writer).stdin(std::process::Stdio::null());
-    let mut child = cmd.spawn().with_context(|| format!("starting {shown}"))?;
-    // The command holds the pipe's write ends; only the child may keep them open.
-    drop(cmd);
+fn run_logged(cmd: Command, log: &mut std::fs::File, mut task: Option<&mut Task>) -> Result<()> {
     let mut steps = 0u64;
-    for line in BufReader::new(reader).split(b'\n') {
-        let line = line?;
-        log.write_all(&line)?;
-        log.write_all(b"\n")?;
+    crate::support::cmd::run_logged(cmd, log, |text| {
         if let Some(task) = task.as_deref_mut() {
-            let text = String::from_utf8_lossy(&line);
-            let is_step = text.starts_with("  ") && text.split_whitespace().count() >= 2;
-            if is_step {
+            if text.starts_with("  ") && text.split_whitespace().count() >= 2 {
                 steps += 1;
                 task.update(format!("{steps} steps, {}", text.trim()));
             }
         }
-    }
-    let status = child.wait()?;
-    if !status.success() {
-        anyhow::bail!("{shown} failed ({status})");
-    }
-    Ok(())
+    })
 }
 
 fn write_fragments(dir: &Path, fragments: &[Fragment]) -> Result<Vec<PathBuf>> {

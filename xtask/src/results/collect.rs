@@ -180,13 +180,7 @@ fn suite_of(name: &str) -> String {
 /// One judged boot in the model's words: the boot, its scenarios and its kernel.
 fn boot_model(b: &JudgedBoot) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
     let (facts, j) = (&b.facts, &b.judgement);
-    let ended_text = match &facts.ended {
-        crate::vm::qemu::Ended::Exited { code } => {
-            code.map_or("killed by a signal".to_string(), |c| format!("exited with code {c}"))
-        }
-        crate::vm::qemu::Ended::Killed { after_ms, reason, .. } => format!("killed after {after_ms} ms: {reason}"),
-        crate::vm::qemu::Ended::Failed { error } => format!("failed on the host: {error}"),
-    };
+    let ended_text = facts.ended.to_string();
     let mut scenarios: Vec<Scenario> = j
         .result
         .scenarios
@@ -231,6 +225,7 @@ fn boot_model(b: &JudgedBoot) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
         ended: ended_text,
         wall_ms: facts.wall_ms,
         boot_ms: facts.boot_ms,
+        started_at: facts.started_at.clone(),
         findings: j.result.findings.iter().map(finding).collect(),
         problems: j.result.problems.clone(),
         console_log: rel(run_folder::CONSOLE_LOG),
@@ -279,6 +274,8 @@ fn kernel(m: &crate::kernel::build::Metadata) -> Kernel {
         fragments: m.config.fragments.clone(),
         compiler: m.compiler.version.clone(),
         build_key: m.key.clone(),
+        built_at: Some(m.built_at.clone()).filter(|t| !t.is_empty()),
+        build_ms: (!m.durations.is_empty()).then(|| (m.durations.values().sum::<f64>() * 1000.0).round() as u64),
     }
 }
 

@@ -1,19 +1,25 @@
-//! The self-contained HTML report (`report.html`): inline CSS and one inline script (the
-//! filter), nothing fetched. The answer first: each failure with its failing step, log and
-//! kernel reports; then the scenarios grouped by suite (passing suites folded) with a filter,
-//! one inline SVG bar chart per metric when scenarios measured any, the boots and the provenance.
+//! The self-contained HTML report (`report.html`): inline CSS, inline SVG plots (`plots`) and
+//! one inline script (the filter), nothing fetched. The answer first: each arch's outcomes as a
+//! bar; each failure with the check that failed, links to its console and step logs, its log
+//! and kernel reports; the skips and expected failures with their reasons in plain view (never
+//! counted as passes); then the scenarios grouped by suite (passing suites folded) with a
+//! filter, the metrics and the performance figures against their baselines, the boots and the
+//! provenance. The page lives in the run folder, so the logs are linked by their relative paths.
+
+mod plots;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::model::Run;
-use super::text::{clean, number};
+use super::model::{Run, Status, Totals};
+use super::text::esc;
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}\
 th{background:#eee}.pass,.fixed{background:#cfc}.fail,.xpass{background:#f99}.error,.not-run{background:#fc9}\
 .skip,.xfail{background:#ffc}.none{color:#999}pre{background:#f6f6f6;padding:.5em;overflow-x:auto;font-size:12px}\
-code{font-size:13px}h1 .verdict{padding:0 .3em}details{margin:.3em 0}summary{cursor:pointer}";
+code{font-size:13px}h1 .verdict{padding:0 .3em}details{margin:.3em 0}summary{cursor:pointer}\
+pre.check{background:#fdd;border-left:4px solid #d44;font-size:13px}td small{display:block;color:#555}";
 
 /// The scenario filter: inline, so the page stays one self-contained file. A row stays when
 /// its text holds the typed words; a suite with a match opens.
@@ -38,6 +44,8 @@ pub fn render(run: &Run) -> Vec<u8> {
         esc(&run.run_id),
         esc(&run.totals.describe())
     );
+    o.push_str(&plots::outcomes(run));
+    o.push('\n');
 
     // A patch's blind spots before anything else: the lines it adds that no scenario executed.
     if let Some(p) = run.coverage.as_ref().and_then(|c| c.patch.as_ref()) {
@@ -95,10 +103,27 @@ pub fn render(run: &Run) -> Vec<u8> {
         if let Some(n) = &s.note {
             let _ = writeln!(o, "<p class=\"note\">note: {}</p>", esc(n));
         }
-        // The step that failed, expected against got, in the agent's words.
-        let step = s.failing_step(4);
-        if !step.is_empty() {
-            let _ = writeln!(o, "<p class=\"step\">failing step:</p>\n<pre>{}</pre>", esc(&step.join("\n")));
+        // The check that failed, got against expected, in the agent's words: the last line of
+        // the last step (the agent stops there); the passing lines before it stay in the log.
+        let step = s.failing_step(1);
+        if let Some(check) = step.first() {
+            // A scenario that hung or crashed the kernel ended in a step that never finished.
+            let what = if s.status == Status::Error || s.judged.as_deref() == Some("timeout") {
+                "the step running when it ended"
+            } else {
+                "failed check"
+            };
+            let _ = writeln!(o, "<p class=\"step\">{what}:</p>\n<pre class=\"check\">{}</pre>", esc(check));
+        }
+        if let Some(b) = a.boots.iter().find(|b| Some(&b.name) == s.boot.as_ref()) {
+            let _ = writeln!(
+                o,
+                "<p class=\"logs\">logs of boot <code>{}</code>: <a href=\"{}\">console log</a> (the kernel's), \
+                 <a href=\"{}\">step log</a> (every step's line, KTAP)</p>",
+                esc(&b.name),
+                esc(&b.console_log),
+                esc(&b.results_log)
+            );
         }
         let mut text: Vec<String> = s.log.clone();
         for f in &s.findings {
@@ -111,12 +136,49 @@ pub fn render(run: &Run) -> Vec<u8> {
         }
         // The whole log folded when the failing step already says what went wrong.
         let open = if step.is_empty() { " open" } else { "" };
+        if text.is_empty() {
+            continue;
+        }
         let _ = writeln!(
             o,
             "<details{open}><summary>log, kernel reports and console ({} lines)</summary><pre>{}</pre></details>",
             text.len(),
             esc(&text.join("\n"))
         );
+    }
+
+    // What did not pass and is no failure, with why, where it cannot be missed.
+    let excused: Vec<_> = run
+        .arches
+        .iter()
+        .flat_map(|a| {
+            a.scenarios
+                .iter()
+                .filter(|s| matches!(s.status, Status::Skip | Status::Xfail | Status::Fixed | Status::Collateral))
+                .map(move |s| (a, s))
+        })
+        .collect();
+    if !excused.is_empty() {
+        let _ = writeln!(
+            o,
+            "<h2>Skipped and expected failures ({})</h2>\n<p>Not passes: a skip did not run here, an xfail failed as \
+             its mark expects, a fixed one passed because the kernel carries its fix, a collateral one never ran because \
+             another scenario broke the kernel first.</p>\n\
+             <table><tr><th>arch</th><th>scenario</th><th>status</th><th>why</th></tr>",
+            excused.len()
+        );
+        for (a, s) in excused {
+            let _ = writeln!(
+                o,
+                "<tr><td>{}</td><td><code>{}</code></td><td class=\"{}\">{}</td><td>{}</td></tr>",
+                esc(&a.arch),
+                esc(&s.name),
+                s.status.as_str(),
+                s.status.as_str(),
+                esc(s.reason.as_deref().unwrap_or("no reason recorded"))
+            );
+        }
+        o.push_str("</table>\n");
     }
 
     // Every scenario, grouped by suite; a suite without failures stays folded.
@@ -140,9 +202,8 @@ pub fn render(run: &Run) -> Vec<u8> {
             .arches
             .iter()
             .map(|a| {
-                let mine: Vec<_> = names.iter().filter_map(|n| a.scenario(n)).collect();
-                let failed = mine.iter().filter(|s| s.status.is_failure()).count();
-                format!("{} {}/{} ok", a.arch, mine.len() - failed, mine.len())
+                let mine = Totals::of(names.iter().filter_map(|n| a.scenario(n)));
+                format!("{}: {}", a.arch, mine.describe())
             })
             .collect();
         let _ = write!(
@@ -161,10 +222,11 @@ pub fn render(run: &Run) -> Vec<u8> {
             for a in &run.arches {
                 match a.scenario(n) {
                     Some(s) => {
-                        let title = s.reason.as_deref().map(|r| format!(" title=\"{}\"", esc(r))).unwrap_or_default();
-                        let time = s.duration_ms.map(|t| format!(" <small>{t} ms</small>")).unwrap_or_default();
-                        let _ =
-                            write!(o, "<td class=\"{}\"{title}>{}{time}</td>", s.status.as_str(), s.status.as_str());
+                        let time = s.duration_ms.map(|t| format!(" ({t} ms)")).unwrap_or_default();
+                        // The reason in plain view, not a tooltip.
+                        let why = s.reason.as_deref().map(|r| format!("<small>{}</small>", esc(r))).unwrap_or_default();
+                        let status = s.status.as_str();
+                        let _ = write!(o, "<td class=\"{status}\">{status}{time}{why}</td>");
                     }
                     None => o.push_str("<td class=\"none\">—</td>"),
                 }
@@ -176,7 +238,7 @@ pub fn render(run: &Run) -> Vec<u8> {
     o.push_str(FILTER_SCRIPT);
 
     // Metrics: one bar chart per metric name, a bar per arch and scenario.
-    let mut metrics: BTreeMap<&str, Vec<Bar>> = BTreeMap::new();
+    let mut metrics: BTreeMap<&str, Vec<plots::Bar>> = BTreeMap::new();
     for a in &run.arches {
         for s in &a.scenarios {
             for (name, m) in &s.metrics {
@@ -190,8 +252,15 @@ pub fn render(run: &Run) -> Vec<u8> {
     if !metrics.is_empty() {
         o.push_str("<h2>Metrics</h2>\n");
     }
+    if let Some(svg) = plots::against_baselines(run) {
+        let _ = writeln!(
+            o,
+            "<h3>Figures against their baselines</h3>\n<p>Each figure's cost per operation over its baseline's, \
+             measured in the same step (1x: as cheap as the baseline).</p>\n{svg}"
+        );
+    }
     for (name, bars) in &metrics {
-        let _ = writeln!(o, "<h3>{}</h3>\n{}", esc(name), svg_bars(bars));
+        let _ = writeln!(o, "<h3>{}</h3>\n{}", esc(name), plots::bars(bars));
     }
 
     if let Some(c) = &run.coverage {
@@ -235,11 +304,11 @@ pub fn render(run: &Run) -> Vec<u8> {
         let (health, why) = b.health();
         let _ = writeln!(
             o,
-            "<tr><td><code>{}</code></td><td class=\"{}\" title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} s</td><td>{}</td></tr>",
+            "<tr><td><code>{}</code></td><td class=\"{}\">{}<small>{}</small></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} s</td><td>{}</td></tr>",
             esc(&b.name),
             health.as_str(),
-            esc(&why),
             health.as_str(),
+            esc(&why),
             esc(&b.verdict.kind),
             esc(&b.accel),
             esc(b.qemu_version.as_deref().unwrap_or("not recorded")),
@@ -283,56 +352,6 @@ pub fn render(run: &Run) -> Vec<u8> {
     o.into_bytes()
 }
 
-/// A bar: its label, value, unit and the range of the samples behind it (drawn as a whisker).
-type Bar<'a> = (String, f64, &'a str, Option<(f64, f64)>);
-
-/// A horizontal bar chart: one labelled bar per value, scaled to the largest.
-fn svg_bars(bars: &[Bar]) -> String {
-    let top = |b: &Bar| b.3.map_or(b.1, |(_, hi)| hi.max(b.1));
-    let max = bars.iter().map(top).fold(0.0_f64, f64::max).max(f64::MIN_POSITIVE);
-    let (row, label_w, bar_w) = (22, 320, 360);
-    let height = bars.len() * row + 4;
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-size=\"12\">",
-        label_w + bar_w + 120
-    );
-    for (i, (label, value, unit, range)) in bars.iter().enumerate() {
-        let y = i * row + 2;
-        let w = ((value / max) * bar_w as f64).max(1.0);
-        let _ = write!(
-            s,
-            "<text x=\"0\" y=\"{}\">{}</text><rect x=\"{label_w}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"#58a\"/>\
-             <text x=\"{:.1}\" y=\"{}\">{} {}</text>",
-            y + 14,
-            esc(label),
-            row - 6,
-            label_w as f64 + top(&bars[i]) / max * bar_w as f64 + 4.0,
-            y + 14,
-            number(*value),
-            esc(unit)
-        );
-        if let Some((lo, hi)) = range {
-            let x = |v: f64| label_w as f64 + (v / max) * bar_w as f64;
-            let _ = write!(
-                s,
-                "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#333\"><title>samples {} to {}</title></line>",
-                x(*lo),
-                x(*hi),
-                y + (row - 6) / 2,
-                y + (row - 6) / 2,
-                number(*lo),
-                number(*hi)
-            );
-        }
-    }
-    s.push_str("</svg>");
-    s
-}
-
-fn esc(s: &str) -> String {
-    clean(s).replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::model::Metric;
@@ -365,7 +384,7 @@ mod tests {
         for external in ["<script src", "<link", " src=", "@import", "https://"] {
             assert!(!html.contains(external), "{external} in the report");
         }
-        assert!(!html.contains("<svg"), "no metrics, no plot");
+        assert!(!html.contains("<h2>Metrics</h2>") && html.matches("<svg").count() == 1, "no metrics, no plot");
         run.arches[0].scenarios[0].metrics.insert(
             "write_throughput".into(),
             Metric { value: 125000.0, unit: "events/s".into(), higher_is_better: true, samples: vec![] },
@@ -379,5 +398,68 @@ mod tests {
         m.samples = vec![120000.0, 125000.0, 130000.0];
         let html = String::from_utf8(render(&run)).unwrap();
         assert!(html.contains("<title>samples 120000 to 130000</title></line>"), "the samples' range is drawn");
+        assert!(!html.contains("against their baselines"), "no ratio, no baseline plot");
+        run.arches[0].scenarios[0].metrics.insert(
+            "write_256_ftrace.ratio".into(),
+            Metric { value: 2.5, unit: "x".into(), higher_is_better: false, samples: vec![] },
+        );
+        let html = String::from_utf8(render(&run)).unwrap();
+        let plot = html.split("<h3>Figures against their baselines</h3>").nth(1).expect("the baseline plot");
+        let plot = &plot[..plot.find("</svg>").unwrap()];
+        assert!(plot.contains("x86_64 write_256_ftrace</text>") && plot.contains(">2.50x</text>"), "{plot}");
+        assert!(plot.contains("baseline (1x)"), "{plot}");
+    }
+
+    /// Skips and expected failures are no passes: their reasons stand in plain view (a section
+    /// of their own, the scenario table's cells), never in a tooltip.
+    #[test]
+    fn skips_and_xfails_show_their_reasons_in_plain_view() {
+        let run = fixture();
+        let html = String::from_utf8(render(&run)).unwrap();
+        assert!(!html.contains(" title=\""), "no reason hides in a tooltip");
+        let excused = html.split("<h2>Skipped and expected failures (").nth(1).expect("the section");
+        let excused = &excused[..excused.find("</table>").unwrap()];
+        for a in &run.arches {
+            for s in a.scenarios.iter().filter(|s| matches!(s.status, Status::Skip | Status::Xfail | Status::Fixed | Status::Collateral)) {
+                let reason = esc(s.reason.as_deref().unwrap());
+                assert!(
+                    excused.contains(&format!("<code>{}</code>", s.name)) && excused.contains(&reason),
+                    "{excused}"
+                );
+                assert!(html.contains(&format!("<small>{reason}</small>")), "{reason} in the table");
+            }
+        }
+        // A suite's summary counts them apart from the passes.
+        assert!(!html.contains(" ok)</summary>"), "no `n/m ok` that counts a skip as a pass");
+        // Each arch's outcomes as one bar, skips in their own colour.
+        let bars = &html[html.find("<svg").unwrap()..html.find("</svg>").unwrap()];
+        assert!(bars.contains("<title>1 skip</title>") && bars.contains(">x86_64</text>"), "{bars}");
+    }
+
+    /// A failure names the check that failed, not the passing lines of its step, and links its
+    /// boot's console and step logs (relative: the page is in the run folder).
+    #[test]
+    fn a_failure_names_the_failed_check_and_links_its_logs() {
+        let mut run = fixture();
+        let s = run.arches[0].scenarios.iter_mut().find(|s| s.status == Status::Fail).expect("a failure");
+        s.log = vec![
+            "step 1: fork brief0: pid 7".into(),
+            "step 2: repeat: 40x wait brief0: exit 0 (expected exit 0)".into(),
+            "step 2: repeat: iteration 7 of 50 failed after 2100 ms:".into(),
+            "step 2: iteration 7 step 3: check word w: still 0x0 after 2000 ms".into(),
+        ];
+        let boot_name = s.boot.clone();
+        let boot = run.arches[0].boots.iter().find(|b| Some(&b.name) == boot_name.as_ref()).unwrap().clone();
+        let html = String::from_utf8(render(&run)).unwrap();
+        assert!(
+            html.contains(
+                "<pre class=\"check\">step 2: iteration 7 step 3: check word w: still 0x0 after 2000 ms</pre>"
+            ),
+            "{html}"
+        );
+        assert!(!html.contains("<pre class=\"check\">step 2: repeat: 40x"), "a passing line is no failed check");
+        assert!(html.contains(&format!("<a href=\"{}\">console log</a>", boot.console_log)), "{html}");
+        assert!(html.contains(&format!("<a href=\"{}\">step log</a>", boot.results_log)), "{html}");
+        assert_eq!(boot.console_log, format!("{}/console.log", boot.name), "relative to the run folder");
     }
 }

@@ -2,6 +2,13 @@
 //! patch set, one build per arch kernel, one test per scenario and per boot. Statuses: pass
 //! PASS, fail and xfail FAIL (the code is faulty, knowingly or not), xpass PASS, skip SKIP,
 //! not run MISS, error ERROR; our own word stays in `misc.status`.
+//!
+//! Times: a build's `start_time` and `duration` (its phases, from the cache's metadata), a boot
+//! test's and its scenarios' `start_time` (when QEMU started: the scenarios ran in that boot),
+//! durations; the checkout's `start_time` is its earliest build's. Logs: each test's `log_url`
+//! (the boot's `console.log`) and `output_files` (`console.log`, `results.ktap`) are paths
+//! relative to the run folder joined to `base`, the folder's URL: the schema takes absolute URIs
+//! only. `git_commit_hash` is set when the source is a git tree.
 
 use anyhow::Result;
 use serde_json::{json, Map, Value};
@@ -20,14 +27,25 @@ pub const MINOR: u32 = 3;
 /// The schema's cap on `log_excerpt`.
 const EXCERPT_MAX: usize = 16384;
 
-pub fn render(run: &Run) -> Result<Vec<u8>> {
+/// The KCIDB document of `run`, its log URLs under `base`, the run folder's URL
+/// (`https://ci.example/runs/<run id>`, `file:///...`).
+pub fn render(run: &Run, base: &str) -> Result<Vec<u8>> {
+    let url = |rel: &str| format!("{}/{rel}", base.trim_end_matches('/'));
     let mut checkouts: Vec<Value> = Vec::new();
     let mut builds = Vec::new();
     let mut tests = Vec::new();
     for arch in &run.arches {
         let checkout_id = checkout_id(run, arch);
-        if !checkouts.iter().any(|c| c["id"] == checkout_id) {
-            checkouts.push(checkout(&checkout_id, arch));
+        let started = arch.kernel.as_ref().and_then(build_start).map(|(start, _)| start);
+        match checkouts.iter_mut().find(|c| c["id"] == checkout_id) {
+            None => checkouts.push(checkout(&checkout_id, arch, started)),
+            Some(c) => {
+                // The earliest build of the checkout (RFC 3339 in UTC sorts as text).
+                let earlier = started.filter(|s| c["start_time"].as_str().is_none_or(|t| s.to_string().as_str() < t));
+                if let Some(s) = earlier {
+                    c["start_time"] = json!(s.to_string());
+                }
+            }
         }
         let build_id = match &arch.kernel {
             Some(k) => format!("{ORIGIN}:{}", k.build_key),
@@ -44,6 +62,7 @@ pub fn render(run: &Run) -> Result<Vec<u8>> {
             t.insert("status".into(), json!(kcidb_status(status)));
             t.insert("duration".into(), json!(b.wall_ms as f64 / 1000.0));
             t.insert("comment".into(), json!(clean(&why)));
+            logs(&mut t, b, &url);
             t.insert("environment".into(), environment(b));
             t.insert("misc".into(), json!({ "boot": b.name, "verdict": b.verdict.kind, "ended": b.ended }));
             let mut excerpt = b.problems.join("\n");
@@ -56,7 +75,7 @@ pub fn render(run: &Run) -> Result<Vec<u8>> {
             tests.push(Value::Object(t));
         }
         for s in &arch.scenarios {
-            tests.push(test(run, arch, &build_id, s));
+            tests.push(test(run, arch, &build_id, s, &url));
         }
     }
     let doc = json!({
@@ -98,11 +117,31 @@ fn checkout_id(run: &Run, arch: &ArchRun) -> String {
     }
 }
 
-fn checkout(id: &str, arch: &ArchRun) -> Value {
+/// When a build started and how long it took: its finish time less its phases.
+fn build_start(k: &super::model::Kernel) -> Option<(jiff::Timestamp, u64)> {
+    let (at, ms) = (k.built_at.as_deref()?.parse::<jiff::Timestamp>().ok()?, k.build_ms?);
+    Some((at.checked_sub(jiff::SignedDuration::from_millis(ms as i64)).ok()?.round(jiff::Unit::Second).ok()?, ms))
+}
+
+/// A test's logs: the boot's console as `log_url`, both raw logs as `output_files`, and when
+/// QEMU started as `start_time`.
+fn logs(t: &mut Map<String, Value>, b: &super::model::Boot, url: &dyn Fn(&str) -> String) {
+    if let Some(at) = &b.started_at {
+        t.insert("start_time".into(), json!(at));
+    }
+    t.insert("log_url".into(), json!(url(&b.console_log)));
+    let file = |rel: &str| json!({ "name": rel.rsplit('/').next().unwrap_or(rel), "url": url(rel) });
+    t.insert("output_files".into(), json!([file(&b.console_log), file(&b.results_log)]));
+}
+
+fn checkout(id: &str, arch: &ArchRun, started: Option<jiff::Timestamp>) -> Value {
     let mut c = Map::new();
     c.insert("id".into(), json!(id));
     c.insert("origin".into(), json!(ORIGIN));
     c.insert("valid".into(), json!(true));
+    if let Some(s) = started {
+        c.insert("start_time".into(), json!(s.to_string()));
+    }
     if let Some(k) = &arch.kernel {
         c.insert("comment".into(), json!(clean(&k.source)));
         c.insert("patchset_hash".into(), json!(patchset_hash(arch)));
@@ -134,6 +173,10 @@ fn build(id: &str, checkout_id: &str, arch: &ArchRun) -> Value {
         b.insert("compiler".into(), json!(clean(&k.compiler)));
         b.insert("config_name".into(), json!(k.fragments.join("+")));
         b.insert("status".into(), json!("PASS"));
+        if let Some((start, ms)) = build_start(k) {
+            b.insert("start_time".into(), json!(start.to_string()));
+            b.insert("duration".into(), json!(ms as f64 / 1000.0));
+        }
         b.insert("misc".into(), json!({ "kernel_release": k.release, "config_sha256": k.config_hash }));
     }
     Value::Object(b)
@@ -175,7 +218,7 @@ fn excerpt_of(text: &str) -> String {
     text.chars().skip(n - EXCERPT_MAX).collect()
 }
 
-fn test(run: &Run, arch: &ArchRun, build_id: &str, s: &Scenario) -> Value {
+fn test(run: &Run, arch: &ArchRun, build_id: &str, s: &Scenario, url: &dyn Fn(&str) -> String) -> Value {
     let mut t = Map::new();
     t.insert("id".into(), json!(format!("{ORIGIN}:{}:{}:{}", run.run_id, arch.arch, s.name)));
     t.insert("build_id".into(), json!(build_id));
@@ -197,6 +240,7 @@ fn test(run: &Run, arch: &ArchRun, build_id: &str, s: &Scenario) -> Value {
         t.insert("log_excerpt".into(), json!(excerpt_of(&text.join("\n"))));
     }
     if let Some(b) = arch.boots.iter().find(|b| Some(&b.name) == s.boot.as_ref()) {
+        logs(&mut t, b, url);
         t.insert("environment".into(), environment(b));
     }
     let mut misc = json!({ "status": s.status.as_str(), "scenario": s.name, "arch": arch.arch });
@@ -217,12 +261,37 @@ mod tests {
 
     #[test]
     fn golden() {
-        check_golden("kcidb.json", &render(&fixture()).unwrap());
+        check_golden("kcidb.json", &render(&fixture(), BASE).unwrap());
+    }
+
+    const BASE: &str = "https://ci.example/runs/20260102-030405-00001";
+
+    /// Times and logs: a build's start and duration, each test's start, its console log and
+    /// raw logs under the run folder's URL, the git commit of a git source.
+    #[test]
+    fn times_logs_and_the_commit() {
+        let mut run = fixture();
+        let k = run.arches[0].kernel.as_mut().unwrap();
+        k.git_commit = Some("C236ADE0579BB76634B21F0712CA5D632655B1B6".into());
+        let doc: Value = serde_json::from_slice(&render(&run, &format!("{BASE}/")).unwrap()).unwrap();
+        assert_eq!(doc["checkouts"][0]["git_commit_hash"], "c236ade0579bb76634b21f0712ca5d632655b1b6");
+        assert!(doc["checkouts"][0]["start_time"].is_string(), "{}", doc["checkouts"][0]);
+        let build = &doc["builds"][0];
+        assert!(build["start_time"].is_string() && build["duration"].as_f64().unwrap() > 0.0, "{build}");
+        let tests = doc["tests"].as_array().unwrap();
+        let boot = tests.iter().find(|t| t["path"] == "user_events.boot").unwrap();
+        assert_eq!(boot["start_time"], "2026-01-02T03:00:00Z");
+        assert_eq!(boot["log_url"], format!("{BASE}/x86_64/console.log"));
+        assert_eq!(boot["output_files"][1]["url"], format!("{BASE}/x86_64/results.ktap"));
+        assert_eq!(boot["output_files"][1]["name"], "results.ktap");
+        let scenario = tests.iter().find(|t| t["misc"]["scenario"] == "abi/register").unwrap();
+        assert_eq!(scenario["start_time"], boot["start_time"]);
+        assert!(scenario["duration"].is_number(), "{scenario}");
     }
 
     #[test]
     fn ids_are_unique_and_paths_fit_the_schema() {
-        let doc: Value = serde_json::from_slice(&render(&fixture()).unwrap()).unwrap();
+        let doc: Value = serde_json::from_slice(&render(&fixture(), BASE).unwrap()).unwrap();
         let tests = doc["tests"].as_array().unwrap();
         let ids: std::collections::BTreeSet<&str> = tests.iter().map(|t| t["id"].as_str().unwrap()).collect();
         assert_eq!(ids.len(), tests.len());

@@ -1,6 +1,9 @@
 //! KTAP v1 per arch, shaped as the kernel's own `tools/testing/kunit/kunit.py parse` expects:
 //! one subtest per suite (and one `boot` subtest with a case per boot), a case per scenario.
-//! Directives follow kselftest: `# SKIP`, `# XFAIL` (an `ok`), `# XPASS` (a `not ok`).
+//! Directives are spelled as kselftest's `ksft_test_result_skip`, `_xfail` and `_xpass` print
+//! them: `ok N name # SKIP why`, `ok N name # XFAIL why`, `ok N name # XPASS why` (an unexpected
+//! pass and a `fixed` one alike). As kselftest's exit code does, an unexpected pass still fails:
+//! its suite's line is `not ok`.
 //! Diagnostics go before each result line as `# ` lines, cleaned of control characters.
 
 use std::fmt::Write;
@@ -60,9 +63,7 @@ pub fn render(run: &Run, arch: &str) -> Vec<u8> {
                 Status::Pass => (true, String::new()),
                 Status::Skip => (true, format!(" # SKIP {reason}")),
                 Status::Xfail => (true, format!(" # XFAIL {reason}")),
-                Status::Xpass => (false, format!(" # XPASS {reason}")),
-                // kselftest's expected pass: `ok` with the XPASS directive and why it is fine.
-                Status::Fixed => (true, format!(" # XPASS {reason}")),
+                Status::Xpass | Status::Fixed => (true, format!(" # XPASS {reason}")),
                 Status::Fail => (false, String::new()),
                 Status::NotRun => (false, " # not run".to_string()),
                 // Not run because another scenario broke the kernel: a skip, with the culprit.
@@ -72,7 +73,8 @@ pub fn render(run: &Run, arch: &str) -> Vec<u8> {
             if s.status != Status::Skip {
                 all_skipped = false;
             }
-            suite_ok &= ok;
+            // An unexpected pass fails the suite (kselftest's exit code), a fixed one does not.
+            suite_ok &= ok && s.status != Status::Xpass;
             let directive = if directive.is_empty() && !time.is_empty() { format!(" #{time}") } else { directive };
             let _ = writeln!(
                 out,
@@ -111,7 +113,12 @@ mod tests {
         let run = fixture();
         let text = String::from_utf8(render(&run, "arm64")).unwrap();
         assert!(text.contains("    ok 1 needs-compat # SKIP"), "{text}");
-        assert!(text.lines().any(|l| l.starts_with("    not ok ") && l.contains("# XPASS")), "{text}");
+        // kselftest's spelling: `ok N ... # XPASS`, `ok N ... # XFAIL`; the unexpected pass fails
+        // its suite.
+        let xpass = text.lines().position(|l| l.starts_with("    ok ") && l.contains(" # XPASS")).expect(&text);
+        let suite_line = text.lines().skip(xpass).find(|l| !l.starts_with(' ')).unwrap();
+        assert!(suite_line.starts_with("not ok "), "{text}");
+        assert!(!text.lines().any(|l| l.starts_with("    not ok ") && l.contains("# X")), "{text}");
         assert_eq!(String::from_utf8(render(&run, "riscv64")).unwrap(), "KTAP version 1\n1..0\n");
     }
 }

@@ -31,8 +31,21 @@ pub struct Rendered {
     pub bytes: Vec<u8>,
 }
 
-/// Every rendering of a run, in a fixed order.
-pub fn render_all(run: &Run) -> Result<Vec<Rendered>> {
+/// The URL of a run folder, which KCIDB's log URLs start with: `$XTASK_RESULTS_URL/<run id>`
+/// when that names where the run folders are published (a CI artifact store, a web server),
+/// else the folder's own `file://` URL.
+pub fn folder_url(run_dir: &Path, run_id: &str) -> String {
+    match std::env::var("XTASK_RESULTS_URL").ok().filter(|u| !u.is_empty()) {
+        Some(base) => format!("{}/{run_id}", base.trim_end_matches('/')),
+        None => {
+            let dir = run_dir.canonicalize().unwrap_or_else(|_| run_dir.to_path_buf());
+            format!("file://{}", dir.display())
+        }
+    }
+}
+
+/// Every rendering of a run, in a fixed order; `url` is the run folder's (`folder_url`).
+pub fn render_all(run: &Run, url: &str) -> Result<Vec<Rendered>> {
     let mut out = vec![
         Rendered { file: crate::judging::run_folder::RUN_JSON.into(), bytes: json::render(run)? },
         Rendered { file: "junit.xml".into(), bytes: junit::render(run)? },
@@ -40,7 +53,7 @@ pub fn render_all(run: &Run) -> Result<Vec<Rendered>> {
     for arch in &run.arches {
         out.push(Rendered { file: format!("{}.ktap", arch.arch), bytes: ktap::render(run, &arch.arch) });
     }
-    out.push(Rendered { file: "kcidb.json".into(), bytes: kcidb::render(run)? });
+    out.push(Rendered { file: "kcidb.json".into(), bytes: kcidb::render(run, url)? });
     out.push(Rendered { file: "summary.md".into(), bytes: markdown::render(run) });
     out.push(Rendered { file: "report.html".into(), bytes: html::render(run) });
     Ok(out)
@@ -58,7 +71,7 @@ pub fn publish(run_dir: &Path, mut run: Run, live: Option<std::time::Instant>) -
         crate::support::files::write_atomic(&path, bytes).with_context(|| format!("writing {}", path.display()))
     };
     let mut written: Vec<PathBuf> = Vec::new();
-    for r in render_all(&run)? {
+    for r in render_all(&run, &folder_url(run_dir, &run.run_id))? {
         if live.is_none() || r.file != crate::judging::run_folder::RUN_JSON {
             write(&r.file, &r.bytes)?;
         }
@@ -130,8 +143,8 @@ pub mod tests {
     #[test]
     fn every_rendering_is_a_pure_function_of_the_model() {
         let run = fixture();
-        let a = render_all(&run).unwrap();
-        let b = render_all(&run).unwrap();
+        let a = render_all(&run, "https://ci.example/runs/x").unwrap();
+        let b = render_all(&run, "https://ci.example/runs/x").unwrap();
         assert_eq!(a.iter().map(|r| &r.bytes).collect::<Vec<_>>(), b.iter().map(|r| &r.bytes).collect::<Vec<_>>());
         let files: Vec<&str> = a.iter().map(|r| r.file.as_str()).collect();
         assert_eq!(
@@ -149,6 +162,9 @@ pub mod tests {
         assert_eq!(run.run_id, "20260102-030405-00001");
         for f in ["run.json", "junit.xml", "x86_64.ktap", "arm64.ktap", "kcidb.json", "summary.md", "report.html"] {
             assert!(dir.join(f).is_file(), "{f} missing");
+            // Readable by a CI uploader or a web server running as another user.
+            let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(dir.join(f)).unwrap().permissions());
+            assert_eq!(mode & 0o044, 0o044, "{f}: mode {mode:o}");
         }
         // run.json reads back into the same model.
         let back: Run = serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();

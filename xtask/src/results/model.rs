@@ -198,6 +198,12 @@ pub struct Kernel {
     pub compiler: String,
     /// The build cache key.
     pub build_key: String,
+    /// When the build finished (RFC 3339; a cache hit's is the original build's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built_at: Option<String>,
+    /// How long the source, configure, build and install phases took together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -223,6 +229,9 @@ pub struct Boot {
     pub wall_ms: u64,
     /// When `/init` started; `None` when it never did.
     pub boot_ms: Option<u64>,
+    /// When QEMU started (RFC 3339); `None` for boots recorded before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
     /// Kernel reports outside any scenario (boot, between scenarios, teardown).
     pub findings: Vec<Finding>,
     /// Inconsistencies between the plan, the result channel and the console.
@@ -357,19 +366,22 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    /// The lines of the step that ended the scenario (the last step the agent reported: it
-    /// stops at the first that fails), without the file contents it quoted (`step N: | ...`),
-    /// at most `max`.
+    /// The last lines, at most `max`, of the step that ended the scenario (the last step the
+    /// agent reported), without the file contents it quoted (`step N: | ...`). The agent stops
+    /// at the first step that fails, at every level (a fork's, a thread's, an iteration's), so
+    /// the check that failed is the last of them: `failing_step(1)`, where a `repeat` or a `fork`
+    /// step's earlier lines are the passing ones before it.
     pub fn failing_step(&self, max: usize) -> Vec<&str> {
         let step =
             |l: &str| l.strip_prefix("step ")?.split_once(':').map(|(n, rest)| (n.to_string(), rest.to_string()));
         let Some((last, _)) = self.log.iter().rev().find_map(|l| step(l)) else { return vec![] };
-        self.log
+        let lines: Vec<&str> = self
+            .log
             .iter()
             .filter(|l| step(l).is_some_and(|(n, rest)| n == last && !rest.starts_with(" | ")))
             .map(String::as_str)
-            .take(max)
-            .collect()
+            .collect();
+        lines[lines.len().saturating_sub(max)..].to_vec()
     }
 }
 
@@ -612,7 +624,16 @@ mod tests {
             collateral_of: None,
         };
         assert_eq!(s.failing_step(4), [log[1], log[2]]);
-        assert_eq!(s.failing_step(1), [log[1]]);
+        assert_eq!(s.failing_step(1), [log[2]], "the check that failed");
+        // A fork storm in a `repeat`: the passing waits come first, the failed check last.
+        let storm = [
+            "step 2: repeat: 40x wait brief0: exit 0 (expected exit 0)",
+            "step 2: repeat: iteration 7 of 50 failed after 2100 ms:",
+            "step 2: iteration 7 step 3: wait brief0: exit 0 (expected exit 0)",
+            "step 2: iteration 7 step 4: check word w: still 0x0 after 2000 ms",
+        ];
+        let s = Scenario { log: storm.iter().map(|l| l.to_string()).collect(), ..s };
+        assert_eq!(s.failing_step(1), [storm[3]]);
         assert!(Scenario { log: vec!["no steps".into()], ..s }.failing_step(4).is_empty());
     }
 }

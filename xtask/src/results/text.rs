@@ -1,5 +1,5 @@
-//! Text the reports share: what a report may carry (`clean`), a Markdown table cell (`cell`)
-//! and a figure with the decimals its size deserves (`number`).
+//! Text the reports share: what a report may carry (`clean`), a Markdown table cell (`cell`),
+//! HTML text (`esc`) and a figure with the decimals its size deserves (`number`).
 
 /// Characters a report must not carry: ANSI escapes and control characters other than tab
 /// and newline (`console::strip_control`, the console scanner's own stripper).
@@ -11,6 +11,11 @@ pub fn clean(text: &str) -> String {
 /// `compare.md`).
 pub fn cell(s: &str) -> String {
     clean(s).replace('\n', " ").replace('|', "\\|")
+}
+
+/// Text for HTML, cleaned, its markup characters escaped (in text and in quoted attributes).
+pub fn esc(s: &str) -> String {
+    clean(s).replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// A figure with as many decimals as its size deserves.

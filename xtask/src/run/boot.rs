@@ -103,9 +103,12 @@ pub fn parse_share(arg: &str) -> Result<(PathBuf, String)> {
 /// Boots every job, the arches in parallel, and returns the outcomes in job order.
 pub fn run_all(jobs: Vec<Job>, opts: &Options) -> Result<Vec<Outcome>> {
     let virtiofsd = crate::vm::qemu::virtiofsd_binary();
-    if virtiofsd.is_none() {
+    // Said only when a plan writes into `/artifacts`: `--share` without virtiofsd is an error
+    // (`vm_spec`), and a plan that never names the folder loses nothing.
+    if virtiofsd.is_none() && jobs.iter().any(|j| writes_artifacts(&j.plan)) {
         line(
-            "virtiofsd not found: booting without virtio-fs, so artifacts stay in the guest (run `cargo xtask setup`)",
+            "virtiofsd not found: booting without virtio-fs, so what the scenarios write to /artifacts stays in \
+             the guest (`cargo xtask setup` installs it)",
         );
     }
     // A missing QEMU is the host's problem, named before any boot starts.
@@ -234,7 +237,7 @@ fn vm_spec(guest: &Guest, plan: &mut protocol::Plan, virtiofsd: Option<&Path>, o
     let Guest { built, agent, accel, extra, artifacts, work, logs } = *guest;
     let mut shares = Vec::new();
     if virtiofsd.is_some() {
-        if let Some(dir) = artifacts {
+        if let Some(dir) = artifacts.filter(|_| writes_artifacts(plan)) {
             shares.push(Share { tag: protocol::ARTIFACTS_TAG.into(), host_dir: dir.to_path_buf() });
             plan.artifacts_virtiofs = true;
         }
@@ -271,6 +274,14 @@ fn vm_spec(guest: &Guest, plan: &mut protocol::Plan, virtiofsd: Option<&Path>, o
         extra_cmdline: opts.kernel_args.clone(),
         extra_qemu: opts.qemu_args.clone(),
     })
+}
+
+/// Whether a plan names the guest's `/artifacts` folder (a step writes there): only then is it
+/// shared over virtio-fs, so the other boots start no virtiofsd and need none.
+fn writes_artifacts(plan: &protocol::Plan) -> bool {
+    let json = serde_json::to_string(&plan.scenarios).unwrap_or_default();
+    json.contains(&format!("\"{}/", protocol::ARTIFACTS_DIR))
+        || json.contains(&format!("\"{}\"", protocol::ARTIFACTS_DIR))
 }
 
 /// Writes an initramfs with `write` and keeps it as `<cache>/initramfs/<sha256>.cpio`, so a
@@ -345,7 +356,8 @@ fn accel_for(built: &Built, agent: &Path, opts: &Options) -> Result<Accel> {
             (qemu::Ended::Exited { .. }, Some(boot)) => {
                 (true, format!("booted to /init in {:.2} s", boot.as_secs_f64()))
             }
-            (ended, _) => (false, format!("{ended:?}")),
+            (ended, None) => (false, format!("no boot to /init: QEMU {ended}")),
+            (ended, Some(_)) => (false, format!("QEMU {ended}")),
         },
         Err(e) => (false, format!("{e:#}")),
     };
@@ -627,6 +639,11 @@ impl BootRun {
             ended: outcome.vm.ended.clone(),
             wall_ms: ms(outcome.vm.wall),
             boot_ms: outcome.vm.boot.map(ms),
+            // The boot ended just now, `wall` after QEMU started.
+            started_at: jiff::Timestamp::now()
+                .checked_sub(jiff::SignedDuration::from_millis(ms(outcome.vm.wall) as i64))
+                .ok()
+                .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string()),
             artifacts_shared: outcome.artifacts_shared,
             vm: Some(VmRecord::of(&outcome.spec)),
             xfail: marks.xfail,
@@ -772,6 +789,27 @@ fn exec_status(j: &BootRun) -> Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only a plan that writes into /artifacts shares it (and wants virtiofsd).
+    #[test]
+    fn only_plans_naming_artifacts_share_them() {
+        let write = |path: &str| protocol::Step::WriteFile {
+            path: path.into(),
+            data: "x".into(),
+            create: true,
+            append: false,
+            expect: Default::default(),
+            within_ms: 0,
+        };
+        let plan = |path: &str| {
+            let mut p = protocol::Plan::empty("x86_64");
+            p.scenarios.push(protocol::Scenario { name: "s/a".into(), deadline_ms: 1, steps: vec![write(path)] });
+            p
+        };
+        assert!(writes_artifacts(&plan("/artifacts/raw.dat")));
+        assert!(!writes_artifacts(&plan("/tmp/artifacts-not")));
+        assert!(!writes_artifacts(&protocol::Plan::empty("x86_64")));
+    }
 
     #[test]
     fn plans_split_evenly_and_boot_folders_name_their_place() {

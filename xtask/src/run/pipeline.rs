@@ -368,7 +368,7 @@ pub fn read_plan(path: &Path) -> Result<protocol::Plan> {
     if let Some(bad) = plan.scenarios.iter().find(|s| s.name.is_empty() || s.name.contains(char::is_whitespace)) {
         return Err(error(
             Kind::BadInput,
-            format!("--plan {}: scenario name {:?} is empty or has spaces", path.display(), bad.name),
+            format!("--plan {}: scenario name `{}` is empty or has spaces", path.display(), bad.name),
         ));
     }
     Ok(plan)

@@ -28,7 +28,7 @@ impl Selection {
                 None => (&mut sel.include, f.as_str()),
             };
             if glob.is_empty() {
-                return Err(error(Kind::BadInput, format!("--filter {f:?}: an empty pattern")));
+                return Err(error(Kind::BadInput, format!("--filter `{f}`: an empty pattern")));
             }
             list.push(glob.to_string());
         }

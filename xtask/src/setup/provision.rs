@@ -14,7 +14,8 @@ use anyhow::{Context, Result};
 
 use crate::arch::{Arch, ARCHES};
 use crate::flags::{BenchArgs, KernelArgs, RunArgs, UpstreamArgs, VmArgs};
-use crate::support::cmd::{cmd, install, sh, succeeds, text};
+use crate::results::tools::{PyTool, ACTIONLINT, KCIDB_IO};
+use crate::support::cmd::{cmd, sh, succeeds, text, StepLog};
 use crate::support::exit::{error, Kind};
 use crate::support::progress::line;
 use crate::vm::initramfs::{clients_run_by, CLIENTS};
@@ -58,12 +59,16 @@ pub struct Needs {
     /// Static C programs for the guest built with the arch's compiler (the upstream selftests,
     /// the bench's floor /init).
     pub static_c: bool,
-    /// The result consumers `cargo xtask test` runs: kunit.py (python3) and kcidb-io.
+    /// The result consumers `cargo xtask test` runs: kunit.py (python3), kcidb-io, lcov, and
+    /// actionlint on the GitHub Actions workflow.
     pub consumers: bool,
     /// What `cargo test --workspace` itself runs: cpio, git, patch.
     pub unit_tests: bool,
     /// `--coverage`: each arch's gcov (it comes with the arch's compiler).
     pub coverage: bool,
+    /// A headless browser (chromium) that renders the HTML report: `cargo xtask test` only, not
+    /// `setup`, which leaves a few hundred megabytes a run never needs out.
+    pub browser: bool,
 }
 
 impl Needs {
@@ -84,7 +89,13 @@ impl Needs {
             consumers: true,
             unit_tests: true,
             coverage: true,
+            browser: false,
         }
+    }
+
+    /// What `cargo xtask test` needs: everything, and the browser its report check uses.
+    pub fn tests() -> Needs {
+        Needs { browser: true, ..Needs::everything() }
     }
 
     /// `setup --arch A`: everything, for the arches asked for.
@@ -212,7 +223,8 @@ pub enum Probe {
     RustTarget(&'static str),
     File(PathBuf),
     Virtiofsd,
-    Kcidb,
+    /// A pinned Python package in its virtualenv.
+    Venv(&'static PyTool),
 }
 
 /// Where a piece comes from.
@@ -224,8 +236,8 @@ pub enum Source {
     RustTarget(&'static str),
     /// `cargo install virtiofsd` (Fedora packages it).
     Virtiofsd,
-    /// The kcidb-io virtualenv in the cache.
-    Kcidb,
+    /// Its virtualenv in the cache.
+    Venv(&'static PyTool),
 }
 
 /// One piece a command needs: what it is (as a person names it), what for, how it is checked
@@ -413,8 +425,13 @@ pub fn items(n: &Needs) -> Vec<Item> {
         add("python3".into(), "the kernel's kunit.py".into(), program("python3"), Source::Package("python3"));
         let why = "the coverage tracefiles' reader (lcov --summary)";
         add("lcov".into(), why.into(), program("lcov"), Source::Package("lcov"));
-        let what = format!("kcidb-io {}", crate::results::tools::KCIDB_IO_VERSION);
-        add(what, "the KCIDB schema validator".into(), Probe::Kcidb, Source::Kcidb);
+        for tool in [&KCIDB_IO, &ACTIONLINT] {
+            add(tool.label(), tool.why.into(), Probe::Venv(tool), Source::Venv(tool));
+        }
+    }
+    if n.browser {
+        let why = "rendering report.html headless in cargo xtask test";
+        add("chromium".into(), why.into(), program("chromium"), Source::Package("chromium"));
     }
     if n.unit_tests {
         for tool in ["cpio", "git", "patch"] {
@@ -477,7 +494,7 @@ fn present(probe: &Probe, sysroot: &OnceLock<Option<PathBuf>>) -> bool {
             .is_some_and(|s| s.join("lib/rustlib").join(t).join("lib").is_dir()),
         Probe::File(path) => path.is_file(),
         Probe::Virtiofsd => crate::vm::qemu::virtiofsd_binary().is_some(),
-        Probe::Kcidb => crate::results::tools::kcidb_installed(),
+        Probe::Venv(tool) => tool.installed(),
     }
 }
 
@@ -508,7 +525,7 @@ fn rust_sysroot() -> Option<PathBuf> {
     text(cmd!(sh, "{rustc} --print sysroot")).ok().map(PathBuf::from)
 }
 
-/// Whether `python3 -m venv` can make the kcidb-io virtualenv (Debian splits it into python3-venv).
+/// Whether `python3 -m venv` can make the tools' virtualenvs (Debian splits it into python3-venv).
 fn venv_works() -> bool {
     sh().is_ok_and(|sh| succeeds(cmd!(sh, "python3 -c 'import ensurepip, venv'")))
 }
@@ -551,17 +568,12 @@ fn host() -> Host {
 pub struct Hints {
     /// Debian 12: QEMU comes from bookworm-backports; `Some(true)` when its apt source exists.
     pub bookworm_backports: Option<bool>,
-    /// The commands that make the kcidb-io virtualenv.
-    pub kcidb: Vec<String>,
 }
 
 impl Hints {
     pub fn here() -> Hints {
         let bookworm = host().codename == "bookworm";
-        Hints {
-            bookworm_backports: bookworm.then(backports_configured),
-            kcidb: crate::results::tools::kcidb_install_commands(),
-        }
+        Hints { bookworm_backports: bookworm.then(backports_configured) }
     }
 }
 
@@ -580,7 +592,7 @@ fn origin(source: &Source) -> String {
         Source::Virtiofsd => "Fedora virtiofsd; elsewhere cargo install virtiofsd --locked \
                               (Debian/Ubuntu: with libseccomp-dev libcap-ng-dev pkg-config)"
             .into(),
-        Source::Kcidb => "a virtualenv in the cache, made by `cargo xtask setup` as any user \
+        Source::Venv(_) => "a virtualenv in the cache, made by `cargo xtask setup` as any user \
                           (Debian/Ubuntu: needs python3-venv)"
             .into(),
     }
@@ -659,8 +671,10 @@ fn commands(missing: &[Item], hints: &Hints) -> Vec<String> {
     if missing.iter().any(|i| i.source == Source::Virtiofsd) {
         cmds.push("Debian/Ubuntu: cargo install virtiofsd --locked".into());
     }
-    if missing.iter().any(|i| i.source == Source::Kcidb) {
-        cmds.extend(hints.kcidb.iter().cloned());
+    for item in missing {
+        if let Source::Venv(tool) = item.source {
+            cmds.extend(tool.install_commands());
+        }
     }
     cmds
 }
@@ -696,7 +710,7 @@ pub fn provision(needs: &Needs, verbose: bool) -> Result<()> {
             wanted.push(prerequisite(pkg, pkg));
         }
     }
-    if missing.iter().any(|i| i.source == Source::Kcidb) && !venv_works() {
+    if missing.iter().any(|i| matches!(i.source, Source::Venv(_))) && !venv_works() {
         wanted.push(prerequisite("python3-venv", "python3-venv"));
     }
     let rust_targets: Vec<&str> =
@@ -727,52 +741,42 @@ pub fn provision(needs: &Needs, verbose: bool) -> Result<()> {
 
     let bookworm = host.codename == "bookworm";
     let (backports, release) = debian_packages(&wanted, bookworm);
+    let mut log = StepLog::new(log_path());
+    line(format!("setup: installing what is missing; the tools' output goes to {}", log.path().display()));
     if !backports.is_empty() && !backports_configured() {
-        let uri = crate::kernel::debian::archive_uri().ok_or_else(|| {
-            error(
-                Kind::Infra,
-                "setup: cannot find this host's Debian archive for bookworm in /etc/apt to add bookworm-backports",
-            )
-        })?;
-        line(format!("setup: adding the bookworm-backports apt source ({BACKPORTS_FILE})"));
-        let text = format!(
-            "Types: deb\nURIs: {uri}\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
-        );
-        std::fs::write(BACKPORTS_FILE, text).with_context(|| format!("writing {BACKPORTS_FILE}"))?;
+        add_backports_source()?;
     }
+    let sh = sh()?;
+    let apt = |args: &[&str]| {
+        let mut all = vec!["-q"];
+        all.extend(args);
+        cmd!(sh, "apt-get {all...}").env("DEBIAN_FRONTEND", "noninteractive")
+    };
     if !backports.is_empty() || !release.is_empty() {
-        line("setup: apt-get update");
-        apt(&["update", "-q"])?;
+        log.step("setup: apt-get update", apt(&["update"]))?;
     }
     if !backports.is_empty() {
-        line(format!("setup: installing from bookworm-backports: {}", backports.join(" ")));
-        let mut args = vec!["install", "-y", "-q", "--no-install-recommends", "-t", "bookworm-backports"];
+        let mut args = vec!["install", "-y", "--no-install-recommends", "-t", "bookworm-backports"];
         args.extend(&backports);
-        apt(&args)?;
+        log.step(&format!("setup: installing from bookworm-backports: {}", backports.join(" ")), apt(&args))?;
     }
     if !release.is_empty() {
-        line(format!("setup: installing {}", release.join(" ")));
-        let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+        let mut args = vec!["install", "-y", "--no-install-recommends"];
         args.extend(&release);
-        apt(&args)?;
+        log.step(&format!("setup: installing {}", release.join(" ")), apt(&args))?;
     }
     if !rust_targets.is_empty() {
-        line(format!("setup: rustup target add {}", rust_targets.join(" ")));
-        let sh = sh()?;
-        install(cmd!(sh, "rustup target add {rust_targets...}"))?;
+        let label = format!("setup: rustup target add {}", rust_targets.join(" "));
+        log.step(&label, cmd!(sh, "rustup target add {rust_targets...}"))?;
     }
     if missing.iter().any(|i| i.source == Source::Virtiofsd) {
-        line("setup: cargo install virtiofsd --locked (a few minutes on 2 cores)");
-        let sh = sh()?;
-        install(cmd!(sh, "cargo install virtiofsd --locked --quiet"))?;
+        let label = "setup: cargo install virtiofsd --locked (a few minutes on 2 cores)";
+        log.step(label, cmd!(sh, "cargo install virtiofsd --locked"))?;
     }
-    if missing.iter().any(|i| i.source == Source::Kcidb) {
-        line(format!(
-            "setup: installing kcidb-io {} (the KCIDB schema validator) into {}",
-            crate::results::tools::KCIDB_IO_VERSION,
-            crate::results::tools::kcidb_venv().display()
-        ));
-        crate::results::tools::install_kcidb()?;
+    for item in &missing {
+        if let Source::Venv(tool) = item.source {
+            tool.install(&mut log)?;
+        }
     }
 
     let after = self::missing(&items);
@@ -795,9 +799,43 @@ fn backports_configured() -> bool {
     })
 }
 
-fn apt(args: &[&str]) -> Result<()> {
-    let sh = sh()?;
-    install(cmd!(sh, "apt-get {args...}").env("DEBIAN_FRONTEND", "noninteractive"))
+/// Where this setup's tools write: `<cache>/logs/setup-<date>-<time>.log`.
+fn log_path() -> PathBuf {
+    let stamp = jiff::Zoned::now().strftime("%Y%m%d-%H%M%S").to_string();
+    crate::kernel::cache::root(None).join("logs").join(format!("setup-{stamp}.log"))
+}
+
+/// Adds bookworm-backports to the host's apt sources (Debian 12's QEMU comes from there), from
+/// the Debian archive the host already uses, and says which file it wrote and how to take it
+/// back: the host's apt configuration is the user's, not ours.
+fn add_backports_source() -> Result<()> {
+    let uri = crate::kernel::debian::archive_uri().ok_or_else(|| {
+        error(
+            Kind::Infra,
+            "setup: cannot find this host's Debian archive for bookworm in /etc/apt to add bookworm-backports",
+        )
+    })?;
+    std::fs::write(BACKPORTS_FILE, backports_source(&uri)).with_context(|| format!("writing {BACKPORTS_FILE}"))?;
+    line(backports_notice());
+    Ok(())
+}
+
+/// The deb822 source for bookworm-backports from `uri`.
+fn backports_source(uri: &str) -> String {
+    format!(
+        "# Added by `cargo xtask setup` (user_events conformance suite) for QEMU from bookworm-backports.\n\
+         # To remove: sudo rm {BACKPORTS_FILE} && sudo apt-get update\n\
+         Types: deb\nURIs: {uri}\nSuites: bookworm-backports\nComponents: main\n\
+         Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+    )
+}
+
+/// What the user is told when the source is added.
+fn backports_notice() -> String {
+    format!(
+        "setup: added a host apt source, bookworm-backports (Debian 12's QEMU comes from there): {BACKPORTS_FILE}\n  \
+         packages installed from it stay when it is removed; to remove it: sudo rm {BACKPORTS_FILE} && sudo apt-get update"
+    )
 }
 
 #[cfg(test)]

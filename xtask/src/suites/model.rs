@@ -114,7 +114,9 @@ mod tests {
         schema_names(&schema, &schema, &mut names, &mut Default::default());
         let doc = std::fs::read_to_string(root.join("suites/README.md")).unwrap();
         let documented = quoted_words(&doc);
-        let errno = |n: &str| n.len() > 1 && n.starts_with('E') && n[1..].bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+        let errno = |n: &str| {
+            n.len() > 1 && n.starts_with('E') && n[1..].bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        };
         let missing: Vec<&String> = names.iter().filter(|n| !errno(n) && !documented.contains(*n)).collect();
         assert_eq!(missing, Vec::<&String>::new(), "named in suites/schema.json, not in suites/README.md");
     }

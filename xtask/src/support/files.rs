@@ -10,10 +10,17 @@ use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
 /// Writes a file through a temporary sibling and a rename, so readers never see half of it.
+/// The file is made readable by all (0644 under the usual umask), as any new file would be, so a
+/// CI uploader or a web server running as another user can read the reports: a temporary file
+/// alone would be 0600.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let dir = path.parent().context("path has no parent")?;
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o644))
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
     std::io::Write::write_all(&mut tmp, bytes)?;
     tmp.persist(path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
@@ -90,5 +97,17 @@ mod tests {
         write_atomic(&file, b"abc").unwrap();
         assert_eq!(sha256_file(&file).unwrap(), sha256_hex(b"abc"));
         assert_eq!(std::fs::read(&file).unwrap(), b"abc");
+    }
+
+    #[test]
+    fn written_files_are_readable_by_all() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("report.html");
+        write_atomic(&file, b"<p>").unwrap();
+        // A umask may take write bits away; the usual ones (022, 002) leave the read bits.
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o044, 0o044, "mode {mode:o}");
+        assert_eq!(mode & 0o111, 0, "mode {mode:o}");
     }
 }

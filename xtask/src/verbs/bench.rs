@@ -120,7 +120,7 @@ pub fn boot(built: &[Built], runs: usize, accel: AccelChoice) -> Result<Vec<Boot
                 if !matches!(vm.ended, qemu::Ended::Exited { .. }) || vm.boot.is_none() {
                     return Err(error(
                         Kind::Infra,
-                        format!("{} {which} boot did not end cleanly: {:?}", b.arch.name, vm.ended),
+                        format!("{} {which} boot did not end cleanly: QEMU {}", b.arch.name, vm.ended),
                     ));
                 }
                 if which == "agent" {

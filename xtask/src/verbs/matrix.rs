@@ -30,7 +30,7 @@ fn kernel(spec: &str) -> Result<(String, String)> {
         return Ok(("debian".into(), String::new()));
     }
     if spec.is_empty() || spec.contains(char::is_whitespace) {
-        return Err(error(Kind::BadInput, format!("--kernel {spec:?}: empty or has spaces")));
+        return Err(error(Kind::BadInput, format!("--kernel `{spec}`: empty or has spaces")));
     }
     let file = Path::new(spec).file_name().map_or(spec.to_string(), |n| n.to_string_lossy().into_owned());
     let tarball = [".tar", ".tar.gz", ".tar.xz", ".tar.bz2", ".tar.zst", ".tgz"]
@@ -140,6 +140,27 @@ mod tests {
 
     fn root() -> std::path::PathBuf {
         crate::support::checkout::project_root()
+    }
+
+    /// The workflow `matrix` targets uses only actions that run on node24 (actionlint checks
+    /// the rest in `cargo xtask test`), and a cell caches its finished kernels, not the whole
+    /// cache with the source tree and build directories.
+    #[test]
+    fn the_workflow_runs_on_node24_and_caches_kernels_only() {
+        let text = std::fs::read_to_string(root().join("docs/github-actions.yml")).unwrap();
+        // The first majors on node24.
+        let node24 = [("checkout", 5), ("cache", 5), ("upload-artifact", 6), ("download-artifact", 7)];
+        let mut used = 0;
+        for line in text.lines().filter_map(|l| l.trim().strip_prefix("- uses: actions/")) {
+            let (name, major) = line.split_once("@v").unwrap_or_else(|| panic!("{line}: no major"));
+            let major: u32 = major.parse().unwrap_or_else(|_| panic!("{line}: not a major"));
+            let (_, first) = node24.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("{line}: unknown"));
+            assert!(major >= *first, "actions/{line} runs on node20");
+            used += 1;
+        }
+        assert!(used >= 7, "{used} actions found");
+        let cached: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix("path: ~/.cache/")).collect();
+        assert_eq!(cached, ["user-events-conformance/kernels/${{ matrix.arch }}"]);
     }
 
     #[test]

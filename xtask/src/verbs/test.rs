@@ -49,7 +49,7 @@ pub fn commands(args: &TestArgs) -> Vec<Command> {
     let mut out = vec![
         Command {
             name: "provisioning (cargo xtask setup)",
-            action: Action::Provision(Needs::everything()),
+            action: Action::Provision(Needs::tests()),
             needs: Needs::default(),
         },
         Command {
@@ -67,7 +67,7 @@ pub fn commands(args: &TestArgs) -> Vec<Command> {
             ),
             needs: Needs::default(),
         },
-        Command { name: "real checks (xtask/tests/real)", action: Action::Cargo(real), needs: Needs::everything() },
+        Command { name: "real checks (xtask/tests/real)", action: Action::Cargo(real), needs: Needs::tests() },
     ];
     if args.unit_only {
         // What plain `cargo test` runs, after provisioning the unit tests' few tools.
@@ -153,7 +153,7 @@ mod tests {
         let (hidden, installed) = (dir.path().join("hidden"), dir.path().join("installed"));
         std::fs::create_dir_all(&hidden).unwrap();
         std::fs::create_dir_all(&installed).unwrap();
-        for p in programs(&Needs::everything()) {
+        for p in programs(&Needs::tests()) {
             let stub = installed.join(&p);
             std::fs::write(&stub, "#!/bin/sh\n").unwrap();
             std::fs::set_permissions(&stub, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -170,7 +170,7 @@ mod tests {
                     .into_iter()
                     .filter(|p| crate::vm::qemu::find_program(p, Some(path.as_os_str())).is_none())
                     .collect();
-                anyhow::ensure!(lacking.is_empty(), "needs {lacking:?}, not yet provisioned");
+                anyhow::ensure!(lacking.is_empty(), "needs {}, not yet provisioned", lacking.join(", "));
                 Ok(())
             });
             assert!(failed.is_empty(), "--unit-only {unit_only}: {failed:?}");

@@ -91,9 +91,7 @@ pub fn install_signal_handler() {
         let booting = GROUPS.lock().map(|g| !g.is_empty()).unwrap_or(false);
         kill_all_groups();
         if again || !booting {
-            for dir in WORKDIRS.lock().map(|d| d.clone()).unwrap_or_default() {
-                let _ = std::fs::remove_dir_all(dir);
-            }
+            abandon_children();
             eprintln!("\ninterrupted: killed QEMU and virtiofsd");
             std::process::exit(130);
         }
@@ -104,6 +102,15 @@ pub fn install_signal_handler() {
             std::process::exit(130);
         });
     });
+}
+
+/// Kills every child group and removes the VMs' working folders, for a process about to exit
+/// without unwinding (the reader of its stdout went away).
+pub fn abandon_children() {
+    kill_all_groups();
+    for dir in WORKDIRS.lock().map(|d| d.clone()).unwrap_or_default() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 fn kill_all_groups() {
@@ -283,6 +290,19 @@ pub enum Ended {
     },
     /// The boot could not go on: QEMU or virtiofsd failed on the host.
     Failed { error: String },
+}
+
+/// In words, as reports and progress lines show it: `exited with code 0`, `killed after 8000 ms:
+/// the kernel did not reach /init`, `failed on the host: ...`.
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::Exited { code: Some(c) } => write!(f, "exited with code {c}"),
+            Ended::Exited { code: None } => f.write_str("killed by a signal"),
+            Ended::Killed { after_ms, reason, .. } => write!(f, "killed after {after_ms} ms: {reason}"),
+            Ended::Failed { error } => write!(f, "failed on the host: {error}"),
+        }
+    }
 }
 
 /// Why the host killed a VM.
@@ -579,6 +599,16 @@ impl ResultsTail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// How a VM ended reads as words, never as Rust's `Killed { after_ms: .. }`.
+    #[test]
+    fn ended_reads_as_words() {
+        let killed = Ended::Killed { after_ms: 8000, reason: "no /init".into(), kind: KillKind::NoBoot };
+        assert_eq!(killed.to_string(), "killed after 8000 ms: no /init");
+        assert_eq!(Ended::Exited { code: Some(0) }.to_string(), "exited with code 0");
+        assert_eq!(Ended::Exited { code: None }.to_string(), "killed by a signal");
+        assert_eq!(Ended::Failed { error: "x".into() }.to_string(), "failed on the host: x");
+    }
 
     #[test]
     fn dropping_a_group_kills_its_grandchildren() {

