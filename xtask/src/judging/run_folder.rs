@@ -208,6 +208,9 @@ pub struct BootFacts {
     /// Of the xfail scenarios, those whose known kernel bug has a fix: scenario -> the patch.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fixed_by: BTreeMap<String, String>,
+    /// Of the xfail scenarios, those whose bug shows only when a race goes its way.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub intermittent: std::collections::BTreeSet<String>,
     /// Scenarios that must provoke a kernel report including the text.
     #[serde(default)]
     pub expect_report: BTreeMap<String, String>,
@@ -233,7 +236,12 @@ pub struct Collateral {
 impl BootFacts {
     /// The suites' marks this boot is judged with.
     pub fn marks(&self) -> XfailMarks<'_> {
-        XfailMarks { xfail: &self.xfail, fixed_by: &self.fixed_by, expect_report: &self.expect_report }
+        XfailMarks {
+            xfail: &self.xfail,
+            fixed_by: &self.fixed_by,
+            intermittent: &self.intermittent,
+            expect_report: &self.expect_report,
+        }
     }
 }
 

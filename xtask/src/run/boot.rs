@@ -648,6 +648,7 @@ impl BootRun {
             vm: Some(VmRecord::of(&outcome.spec)),
             xfail: marks.xfail,
             fixed_by: marks.fixed_by,
+            intermittent: marks.intermittent,
             expect_report: marks.expect_report,
             about: marks.about,
             collateral: None,
