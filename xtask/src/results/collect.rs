@@ -192,7 +192,7 @@ fn boot_model(b: &JudgedBoot) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
             let mut scenario = scenario(s, *mark, &b.folder.name, skip_reason, &facts.marks());
             if let (Status::NotRun, Some(c)) = (scenario.status, &facts.collateral) {
                 scenario.status = Status::Collateral;
-                scenario.reason = Some(format!("not run: {} broke the kernel; {}", c.culprit, c.why));
+                scenario.reason = Some(format!("not run: {} broke the kernel {}", c.culprit, c.why));
                 scenario.collateral_of = Some(c.culprit.clone());
             }
             if let Some(a) = facts.about.get(&s.name) {
