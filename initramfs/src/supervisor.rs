@@ -124,7 +124,8 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
             let budget = Duration::from_millis(scenario.deadline_ms) + KILL_GRACE + GUARD_SLACK;
             g.arm(budget, format!("scenario {index} {name}"), i);
         }
-        emit(out, &ResultLine::Begin { index, name: name.clone(), taint: read_taint(&paths.tainted) });
+        let taint_before = read_taint(&paths.tainted);
+        emit(out, &ResultLine::Begin { index, name: name.clone(), taint: taint_before });
         kmsg(paths, &Marker::Begin { index, name: &name }.line());
         if let Some(Err(e)) = gcov.as_ref().map(crate::gcov::Collector::reset) {
             emit(out, &diag(&format!("gcov: {e}")));
@@ -140,12 +141,20 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
             }
         }
         let (mut outcome, time_ms, mut reason) = (ran.outcome, ran.time_ms, ran.reason);
+        // A kernel that oopsed while the scenario ran may hold a lock or a reference forever
+        // (the oopsing task died inside it): nothing after it can be trusted, so neither the
+        // hygiene nor the next scenario runs on it.
+        let mut broken = ran.stuck.or_else(|| died(taint_before, read_taint(&paths.tainted), &name));
         // The scenario's footprint is undone before its result, so what it left is reported
         // against it. Not after the last one: the reboot clears everything, and tearing down
-        // what some leave (65k events) takes minutes. Not after a stuck one: the boot ends.
-        if let (Some(b), None) = (&baseline, &ran.stuck) {
+        // what some leave (65k events) takes minutes. Not on a broken kernel: the boot ends.
+        // What cannot be undone ends the boot too, once: every later scenario would otherwise
+        // wait for the same leftover again and fail on it, so they run on a fresh boot instead.
+        if let (Some(b), None) = (&baseline, &broken) {
             if index < plan.scenarios.len() {
-                (outcome, reason) = tidy(b, outcome, reason, out, &mut hygiene);
+                let failed;
+                (outcome, reason, failed) = tidy(b, outcome, reason, out, &mut hygiene);
+                broken = failed.map(|f| format!("{name} left what cannot be undone ({f}): the rest need a fresh boot"));
             }
         }
         let taint = read_taint(&paths.tainted);
@@ -156,11 +165,12 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
             Outcome::Skip => counts.skipped += 1,
             Outcome::Timeout => counts.timeout += 1,
         }
-        if let Some(stuck) = ran.stuck {
-            // The kernel holds a process that SIGKILL cannot end: whatever it holds (a lock, a
-            // reference) would block every later scenario. Give up this boot.
+        if let Some(why) = broken {
+            // The kernel holds a process that SIGKILL cannot end, oopsed, or keeps what this
+            // scenario left: whatever it holds (a lock, a reference) would block or fail every
+            // later scenario. Give up this boot; the host runs the rest on a fresh one.
             emit(out, &ResultLine::End { index, taint });
-            emit(out, &ResultLine::Abort { after: index, reason: stuck });
+            emit(out, &ResultLine::Abort { after: index, reason: why });
             return counts;
         }
         kmsg(paths, &Marker::End { index }.line());
@@ -203,13 +213,24 @@ struct HygieneCost {
 
 /// Restores the baseline after a scenario: each thing it left becomes a `cleanup:` line, each
 /// thing that could not be undone a `cleanup failed:` line and a failure of the scenario.
+/// The kernel's taint bit for "died": an Oops or BUG happened (`TAINT_DIE`, `D`).
+const TAINT_DIE: u64 = 1 << 7;
+
+/// Why the boot cannot go on after scenario `name`: the kernel oopsed while it ran.
+fn died(before: u64, after: u64, name: &str) -> Option<String> {
+    (after & TAINT_DIE != 0 && before & TAINT_DIE == 0)
+        .then(|| format!("the kernel oopsed while {name} ran (taint D): the rest need a fresh boot"))
+}
+
+/// Restores the boot's baseline after a scenario; what could not be restored fails it and
+/// comes back as the first such item.
 fn tidy(
     baseline: &Baseline,
     outcome: Outcome,
     reason: String,
     out: &mut dyn Write,
     cost: &mut HygieneCost,
-) -> (Outcome, String) {
+) -> (Outcome, String, Option<String>) {
     let started = Instant::now();
     let c = baseline.restore();
     let took = started.elapsed();
@@ -222,9 +243,10 @@ fn tidy(
     for item in &c.failed {
         emit(out, &diag(&format!("cleanup failed: {item}")));
     }
+    let failed = c.failed.first().cloned();
     match outcome {
-        Outcome::Pass | Outcome::Skip if !c.failed.is_empty() => (Outcome::Fail, String::new()),
-        _ => (outcome, reason),
+        Outcome::Pass | Outcome::Skip if failed.is_some() => (Outcome::Fail, String::new(), failed),
+        _ => (outcome, reason, failed),
     }
 }
 
@@ -727,10 +749,10 @@ esac
             hygiene: Some(crate::hygiene::fake_tree(&dir)),
             ..paths(&dir)
         };
-        let plan = plan(vec![scenario("t/sysctl", 5000), scenario("t/status", 5000), scenario("t/last", 5000)]);
+        let plan = plan(vec![scenario("t/sysctl", 5000), scenario("t/status", 5000), scenario("t/never", 5000)]);
         let mut out = Vec::new();
         let counts = run_plan(&plan, &p, &mut out, None);
-        assert_eq!(counts, Counts { passed: 2, failed: 1, skipped: 0, timeout: 0 });
+        assert_eq!(counts, Counts { passed: 1, failed: 1, skipped: 0, timeout: 0 });
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<ResultLine> = text.lines().map(|l| ResultLine::parse(l).expect(l)).collect();
         let of = |index: usize| -> (Vec<String>, Outcome) {
@@ -750,8 +772,50 @@ esac
         assert_eq!(of(1), (sysctl.to_vec(), Outcome::Pass), "{text}");
         let status = ["no perf", "cleanup failed: user_events_status shows Active: 1 (ev) after cleanup"];
         assert_eq!(of(2), (status.map(String::from).to_vec(), Outcome::Fail), "a skip whose cleanup failed fails");
-        // The last scenario's footprint is left to the reboot.
-        assert_eq!(of(3), (vec![], Outcome::Pass));
+        // The kernel keeps what t/status left: the boot ends there, once, rather than every
+        // later scenario waiting for the same leftover and failing on it.
+        let want = "t/status left what cannot be undone (user_events_status shows Active: 1 (ev) after cleanup): \
+                    the rest need a fresh boot";
+        assert_eq!(lines.last(), Some(&ResultLine::Abort { after: 2, reason: want.into() }), "{text}");
+        assert!(!text.contains("t/never"), "{text}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_last_scenarios_footprint_is_left_to_the_reboot() {
+        let dir = temp_dir("hygiene-last");
+        let script = r#"d=$(dirname "$4"); case "$2" in 1) echo 5 > "$d/sys/kernel/user_events_max" ;; 2) echo 7 > "$d/sys/kernel/user_events_max" ;; esac"#;
+        let p = Paths {
+            scenario_cmd: ["/bin/sh", "-c", script, "sh"].map(OsString::from).to_vec(),
+            hygiene: Some(crate::hygiene::fake_tree(&dir)),
+            ..paths(&dir)
+        };
+        let counts = run_plan(&plan(vec![scenario("t/a", 5000), scenario("t/last", 5000)]), &p, &mut Vec::new(), None);
+        assert_eq!(counts, Counts { passed: 2, failed: 0, skipped: 0, timeout: 0 });
+        assert_eq!(fs::read_to_string(dir.join("sys/kernel/user_events_max")).unwrap(), "7\n");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_kernel_that_oopsed_ends_the_boot_before_any_hygiene() {
+        let dir = temp_dir("oops");
+        // Scenario 2 "oopses": the taint gains D (128) on top of the boot's 512. Its leftover
+        // sysctl must not be touched: the hygiene would take the locks the oops may hold.
+        let script = r#"d=$(dirname "$4"); case "$2" in 2) echo 7 > "$d/sys/kernel/user_events_max"; echo 640 > "$d/tainted"; exit 1 ;; esac"#;
+        let p = Paths {
+            scenario_cmd: ["/bin/sh", "-c", script, "sh"].map(OsString::from).to_vec(),
+            hygiene: Some(crate::hygiene::fake_tree(&dir)),
+            ..paths(&dir)
+        };
+        let plan = plan(vec![scenario("t/a", 5000), scenario("t/oops", 5000), scenario("t/never", 5000)]);
+        let mut out = Vec::new();
+        let counts = run_plan(&plan, &p, &mut out, None);
+        assert_eq!(counts, Counts { passed: 1, failed: 1, skipped: 0, timeout: 0 });
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<ResultLine> = text.lines().map(|l| ResultLine::parse(l).expect(l)).collect();
+        let want = "the kernel oopsed while t/oops ran (taint D): the rest need a fresh boot";
+        assert_eq!(lines.last(), Some(&ResultLine::Abort { after: 2, reason: want.into() }), "{text}");
+        assert!(!text.contains("cleanup"), "no hygiene on an oopsed kernel: {text}");
         assert_eq!(fs::read_to_string(dir.join("sys/kernel/user_events_max")).unwrap(), "7\n");
         fs::remove_dir_all(&dir).unwrap();
     }

@@ -208,18 +208,40 @@ pub struct BootFacts {
     /// Of the xfail scenarios, those whose known kernel bug has a fix: scenario -> the patch.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fixed_by: BTreeMap<String, String>,
+    /// Of the xfail scenarios, those whose bug shows only when a race goes its way.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub intermittent: std::collections::BTreeSet<String>,
     /// Scenarios that must provoke a kernel report including the text.
     #[serde(default)]
     pub expect_report: BTreeMap<String, String>,
     /// Each scenario's catalogue items and note, for the reports.
     #[serde(default)]
     pub about: BTreeMap<String, crate::suites::About>,
+    /// Set when the run stopped spending boots on this kernel after this boot: its unrun
+    /// scenarios are collateral of the scenario that broke the kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collateral: Option<Collateral>,
+}
+
+/// Why a boot's unrun scenarios were never run: which scenario broke the kernel first, and
+/// why no further boot was spent on them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Collateral {
+    /// The scenario whose run broke (or dirtied) the kernel first, `suite/name`.
+    pub culprit: String,
+    /// How it broke it (the boot's verdict and evidence), and why the run stopped there.
+    pub why: String,
 }
 
 impl BootFacts {
     /// The suites' marks this boot is judged with.
     pub fn marks(&self) -> XfailMarks<'_> {
-        XfailMarks { xfail: &self.xfail, fixed_by: &self.fixed_by, expect_report: &self.expect_report }
+        XfailMarks {
+            xfail: &self.xfail,
+            fixed_by: &self.fixed_by,
+            intermittent: &self.intermittent,
+            expect_report: &self.expect_report,
+        }
     }
 }
 
@@ -361,7 +383,7 @@ mod tests {
     fn records_read_back_as_written() {
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/results/run-fixture");
         let names: Vec<String> = boot_folders(&fixture).unwrap().into_iter().map(|f| f.name).collect();
-        assert_eq!(names, ["x86_64", "x86_64.isolated-1", "arm64"]);
+        assert_eq!(names, ["x86_64", "x86_64.isolated-1", "x86_64.isolated-2", "arm64"]);
 
         let tmp = tempfile::tempdir().unwrap();
         let folder = BootFolder::at(tmp.path().join("arm64.resume-2"));

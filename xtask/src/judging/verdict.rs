@@ -380,6 +380,8 @@ pub struct XfailMarks<'a> {
     pub xfail: &'a BTreeMap<String, String>,
     /// Of those, the ones whose known kernel bug has a fix: the patch.
     pub fixed_by: &'a BTreeMap<String, String>,
+    /// Of those, the ones whose bug shows only when a race goes its way: a pass is a pass.
+    pub intermittent: &'a std::collections::BTreeSet<String>,
     /// Expected to provoke a kernel report including this text.
     pub expect_report: &'a BTreeMap<String, String>,
 }
@@ -399,6 +401,7 @@ pub fn with_xfail(
     result: &BootResult,
     xfail: &BTreeMap<String, String>,
     fixed_by: &BTreeMap<String, String>,
+    intermittent: &std::collections::BTreeSet<String>,
 ) -> WithXfail {
     let marks: Vec<Option<Expected>> = result
         .scenarios
@@ -408,6 +411,7 @@ pub fn with_xfail(
                 return None;
             }
             match s.status {
+                Status::Pass if intermittent.contains(&s.name) => None,
                 Status::Pass if fixed_by.contains_key(&s.name) => Some(Expected::Fixed),
                 Status::Pass => Some(Expected::Xpass),
                 Status::Fail if s.findings.is_empty() && s.taint_before == s.taint_after => Some(Expected::Xfail),
@@ -457,7 +461,7 @@ impl Judgement {
         let stream = crate::judging::channel::read(results);
         let end = HostEnd::of(ended);
         let result = decide(planned, marks.expect_report, &stream, &console::scan(console), console, &end);
-        let counted = with_xfail(&result, marks.xfail, marks.fixed_by);
+        let counted = with_xfail(&result, marks.xfail, marks.fixed_by, marks.intermittent);
         Judgement { stream, result, counted }
     }
 }

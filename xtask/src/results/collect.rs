@@ -136,6 +136,7 @@ pub fn assemble(
                     covers: vec![],
                     note: None,
                     description: None,
+                    collateral_of: None,
                 });
             }
         }
@@ -189,6 +190,11 @@ fn boot_model(b: &JudgedBoot) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
             let record = j.stream.record(s.index);
             let skip_reason = record.map(|r| r.reason.trim().to_string()).filter(|r| !r.is_empty());
             let mut scenario = scenario(s, *mark, &b.folder.name, skip_reason, &facts.marks());
+            if let (Status::NotRun, Some(c)) = (scenario.status, &facts.collateral) {
+                scenario.status = Status::Collateral;
+                scenario.reason = Some(format!("not run: {} broke the kernel {}", c.culprit, c.why));
+                scenario.collateral_of = Some(c.culprit.clone());
+            }
             if let Some(a) = facts.about.get(&s.name) {
                 scenario.covers.clone_from(&a.covers);
                 scenario.note.clone_from(&a.note);
@@ -331,7 +337,7 @@ fn scenario(
             format!("fixed: the kernel carries the fix{bug}: {fix}")
         }),
         Status::Skip => skip_reason,
-        Status::NotRun | Status::Error => s.diagnostics.last().cloned(),
+        Status::NotRun | Status::Error | Status::Collateral => s.diagnostics.last().cloned(),
         Status::Fail if judged == Some("timeout") => Some(
             match s.diagnostics.iter().find(|d| d.ends_with("stuck in the kernel") || d.starts_with("the VM hung")) {
                 Some(d) if d.starts_with("the VM hung") => d.clone(),
@@ -363,6 +369,7 @@ fn scenario(
         covers: vec![],
         note: None,
         description: None,
+        collateral_of: None,
     }
 }
 

@@ -55,17 +55,21 @@ pub enum Class {
     Fixed,
     New,
     Removed,
+    /// Not run on a side because another scenario broke that kernel first: no verdict of
+    /// its own, so neither a regression nor a fix (the culprit carries the change).
+    Collateral,
     Unchanged,
 }
 
 impl Class {
-    pub const ALL: [Class; 7] = [
+    pub const ALL: [Class; 8] = [
         Class::Regressed,
         Class::Flaky,
         Class::StillFailing,
         Class::Fixed,
         Class::New,
         Class::Removed,
+        Class::Collateral,
         Class::Unchanged,
     ];
 
@@ -77,6 +81,7 @@ impl Class {
             Class::Fixed => "fixed",
             Class::New => "new",
             Class::Removed => "removed",
+            Class::Collateral => "collateral",
             Class::Unchanged => "unchanged",
         }
     }
@@ -314,6 +319,8 @@ fn gather(runs: &[Run]) -> Side {
                     // The failing step rather than the scenario process's own exit line.
                     let step = s.log.iter().rev().find(|l| !l.starts_with("exited with")).or(s.log.last());
                     s.reason.clone().or_else(|| step.cloned()).or_else(|| s.judged.clone())
+                } else if s.status == Status::Collateral {
+                    s.reason.clone()
                 } else {
                     None
                 };
@@ -386,6 +393,12 @@ pub fn classify(base: &[Status], current: &[Status]) -> (Class, Option<String>) 
         return (Class::Flaky, Some(format!("repeats on {side} disagree on whether it failed")));
     }
     let has = |s: &[Status], x: Status| s.contains(&x);
+    // Collateral: the kernel was broken by another scenario before this one could run.
+    for (side, statuses) in [("current", current), ("base", base)] {
+        if has(statuses, Status::Collateral) {
+            return (Class::Collateral, Some(format!("not run on the {side} side: another scenario broke the kernel")));
+        }
+    }
     // A known kernel bug (xfail with `fixed_by`): its fix arrived, or went.
     if base.iter().all(|s| *s == Status::Xfail) && current.iter().all(|s| *s == Status::Fixed) {
         return (Class::Fixed, Some("a known kernel bug: the current kernel carries its fix".to_string()));
@@ -443,6 +456,7 @@ pub fn compare(base: &[(PathBuf, Run)], current: &[(PathBuf, Run)]) -> Compariso
                 Class::Regressed | Class::StillFailing | Class::New => cr.note.clone(),
                 Class::Fixed | Class::Removed => br.note.as_ref().map(|n| format!("base: {n}")),
                 Class::Unchanged => None,
+                Class::Collateral => cr.note.clone().or_else(|| br.note.clone()).or(rule),
             };
             mine.push(Entry {
                 arch: arch.to_string(),
@@ -693,6 +707,10 @@ pub fn render_text(c: &Comparison, verbose: bool) -> String {
         c.worse_metrics(),
         c.confirmed_worse_metrics()
     );
+    let verdict = match c.counts.get("collateral").copied().unwrap_or(0) {
+        0 => verdict,
+        n => format!("{verdict}; {n} not run because another scenario broke the kernel (collateral, not judged)"),
+    };
     // The answer first, and again last, where a terminal leaves the eye.
     let _ = writeln!(out, "\n{verdict}");
     format!("{verdict}\n{out}")

@@ -154,7 +154,7 @@ pub fn render(run: &Run) -> Vec<u8> {
         .flat_map(|a| {
             a.scenarios
                 .iter()
-                .filter(|s| matches!(s.status, Status::Skip | Status::Xfail | Status::Fixed))
+                .filter(|s| matches!(s.status, Status::Skip | Status::Xfail | Status::Fixed | Status::Collateral))
                 .map(move |s| (a, s))
         })
         .collect();
@@ -162,7 +162,8 @@ pub fn render(run: &Run) -> Vec<u8> {
         let _ = writeln!(
             o,
             "<h2>Skipped and expected failures ({})</h2>\n<p>Not passes: a skip did not run here, an xfail failed as \
-             its mark expects, a fixed one passed because the kernel carries its fix.</p>\n\
+             its mark expects, a fixed one passed because the kernel carries its fix, a collateral one never ran because \
+             another scenario broke the kernel first.</p>\n\
              <table><tr><th>arch</th><th>scenario</th><th>status</th><th>why</th></tr>",
             excused.len()
         );
@@ -419,7 +420,7 @@ mod tests {
         let excused = html.split("<h2>Skipped and expected failures (").nth(1).expect("the section");
         let excused = &excused[..excused.find("</table>").unwrap()];
         for a in &run.arches {
-            for s in a.scenarios.iter().filter(|s| matches!(s.status, Status::Skip | Status::Xfail | Status::Fixed)) {
+            for s in a.scenarios.iter().filter(|s| matches!(s.status, Status::Skip | Status::Xfail | Status::Fixed | Status::Collateral)) {
                 let reason = esc(s.reason.as_deref().unwrap());
                 assert!(
                     excused.contains(&format!("<code>{}</code>", s.name)) && excused.contains(&reason),

@@ -69,9 +69,13 @@ fn case(arch: &str, s: &Scenario) -> TestCase {
         Status::Xpass => non_success(NonSuccessKind::Failure, "xpass", reason),
         Status::NotRun => non_success(NonSuccessKind::Error, "not run", reason),
         Status::Error => non_success(NonSuccessKind::Error, "kernel crashed", reason),
-        Status::Skip | Status::Xfail => {
+        Status::Skip | Status::Xfail | Status::Collateral => {
             let mut st = TestCaseStatus::skipped();
-            let word = if s.status == Status::Xfail { "expected failure" } else { "skipped" };
+            let word = match s.status {
+                Status::Xfail => "expected failure",
+                Status::Collateral => "collateral",
+                _ => "skipped",
+            };
             st.set_type(word).set_message(s.reason.as_deref().unwrap_or(word));
             st
         }
@@ -173,7 +177,7 @@ mod tests {
                     Status::Pass | Status::Fixed => "success",
                     Status::Fail | Status::Xpass => "failure",
                     Status::NotRun | Status::Error => "error",
-                    Status::Skip | Status::Xfail => "skipped",
+                    Status::Skip | Status::Xfail | Status::Collateral => "skipped",
                 };
                 assert_eq!(kind_of(&s.name), want, "{}/{}", arch.arch, s.name);
             }

@@ -195,7 +195,7 @@ fn kcidb_status(s: Status) -> &'static str {
         Status::Pass | Status::Xpass | Status::Fixed => "PASS",
         Status::Fail | Status::Xfail => "FAIL",
         Status::Skip => "SKIP",
-        Status::NotRun => "MISS",
+        Status::NotRun | Status::Collateral => "MISS",
         Status::Error => "ERROR",
     }
 }

@@ -66,6 +66,8 @@ pub fn render(run: &Run, arch: &str) -> Vec<u8> {
                 Status::Xpass | Status::Fixed => (true, format!(" # XPASS {reason}")),
                 Status::Fail => (false, String::new()),
                 Status::NotRun => (false, " # not run".to_string()),
+                // Not run because another scenario broke the kernel: a skip, with the culprit.
+                Status::Collateral => (true, format!(" # SKIP {reason}")),
                 Status::Error => (false, " # error: the kernel crashed".to_string()),
             };
             if s.status != Status::Skip {

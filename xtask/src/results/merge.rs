@@ -276,7 +276,7 @@ mod tests {
         let original = super::super::tests::fixture();
         let x = original.arch("x86_64").unwrap();
         let merged = run.arch("x86_64-default").unwrap();
-        assert_eq!(merged.boots.len(), 2, "the isolated boot came along");
+        assert_eq!(merged.boots.len(), 3, "the isolated boots came along");
         assert_eq!(
             merged.scenarios.iter().map(|s| s.status).collect::<Vec<_>>(),
             x.scenarios.iter().map(|s| s.status).collect::<Vec<_>>()

@@ -360,6 +360,9 @@ pub struct Scenario {
     /// Its `description:`: what it checks and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// For a `collateral` scenario: the scenario that broke the kernel before it could run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collateral_of: Option<String>,
 }
 
 impl Scenario {
@@ -404,10 +407,13 @@ pub enum Status {
     NotRun,
     /// Started but did not complete: the kernel crashed while it ran.
     Error,
+    /// Never started because another scenario broke the kernel (`collateral_of` names it) and
+    /// the run stopped spending boots on it: not a failure of its own; the culprit's is.
+    Collateral,
 }
 
 impl Status {
-    pub const ALL: [Status; 8] = [
+    pub const ALL: [Status; 9] = [
         Status::Pass,
         Status::Fail,
         Status::Skip,
@@ -416,6 +422,7 @@ impl Status {
         Status::Fixed,
         Status::NotRun,
         Status::Error,
+        Status::Collateral,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -428,13 +435,14 @@ impl Status {
             Status::Fixed => "fixed",
             Status::NotRun => "not-run",
             Status::Error => "error",
+            Status::Collateral => "collateral",
         }
     }
 
     /// Whether it makes the run fail.
     pub fn is_failure(self) -> bool {
         match self {
-            Status::Pass | Status::Skip | Status::Xfail | Status::Fixed => false,
+            Status::Pass | Status::Skip | Status::Xfail | Status::Fixed | Status::Collateral => false,
             Status::Fail | Status::Xpass | Status::NotRun | Status::Error => true,
         }
     }
@@ -485,6 +493,9 @@ pub struct Totals {
     pub fixed: usize,
     pub not_run: usize,
     pub error: usize,
+    /// Not run because another scenario broke the kernel (left out of `run.json` when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub collateral: usize,
 }
 
 impl Totals {
@@ -506,6 +517,7 @@ impl Totals {
             Status::Fixed => self.fixed,
             Status::NotRun => self.not_run,
             Status::Error => self.error,
+            Status::Collateral => self.collateral,
         }
     }
 
@@ -519,6 +531,7 @@ impl Totals {
             Status::Fixed => &mut self.fixed,
             Status::NotRun => &mut self.not_run,
             Status::Error => &mut self.error,
+            Status::Collateral => &mut self.collateral,
         }
     }
 
@@ -543,6 +556,7 @@ impl Totals {
             (Status::Fixed, "fixed"),
             (Status::NotRun, "not run"),
             (Status::Error, "errors"),
+            (Status::Collateral, "not run as collateral"),
         ];
         words
             .iter()
@@ -607,6 +621,7 @@ mod tests {
             covers: vec![],
             note: None,
             description: None,
+            collateral_of: None,
         };
         assert_eq!(s.failing_step(4), [log[1], log[2]]);
         assert_eq!(s.failing_step(1), [log[2]], "the check that failed");

@@ -16,6 +16,7 @@ use crate::suites::Marks;
 use crate::support::exit::{error, Kind};
 use crate::support::progress::line;
 use crate::vm::qemu::AccelChoice;
+use super::breakage::{resume_plan, stop_spending, stopped_at, Breakage, BROKEN_IN_A_ROW};
 use crate::vm::qemu::{self, Accel, Share, VmRun, VmSpec};
 
 /// Options shared by every boot of a run (the VM flags, resolved once by `Options::of`).
@@ -408,10 +409,6 @@ pub fn shared_dir(arch: &str, k: usize) -> String {
     BootDir::Shared(k as u32).name(arch)
 }
 
-/// How many resume boots an arch gets at most: each one follows a crash or hang that still
-/// left scenarios to run.
-pub const MAX_RESUMES: u32 = 8;
-
 /// Boots the plans into a new run folder under the results root and judges each boot.
 pub fn run_plans(plans: Vec<PlanFor>, extra: &[(String, Vec<u8>)], opts: &Options) -> Result<Vec<BootRun>> {
     let run_dir = run_folder::new_run_dir(&opts.results)?;
@@ -433,7 +430,7 @@ pub fn finish_run(judged: &[BootRun], run_dir: &Path) {
 /// time (never beside another boot of the same arch, whose timing they would disturb). The
 /// lanes run side by side, so no arch waits for another's boots. A boot that a crash or hang
 /// ended early hands the scenarios it did not run to a fresh boot of the same kernel
-/// (`<arch>.resume-N`, at most [`MAX_RESUMES`] per arch); the scenario that broke it keeps its
+/// (`<arch>.resume-N`, at most [`super::breakage::MAX_RESUMES`] per arch); the scenario that broke it keeps its
 /// own verdict and is not run again. The judged boots come back wave by wave (every lane's
 /// shared boots, then the first isolated ones, ...), the arches in the order of `plans`.
 pub fn run_plans_in(
@@ -475,6 +472,8 @@ fn run_lane(
     let mut waves: std::collections::VecDeque<Vec<PlanFor>> =
         std::iter::once(shared).chain(isolated.into_iter().map(|p| vec![p])).filter(|w| !w.is_empty()).collect();
     let mut resumes = 0;
+    let mut breakage: Option<Breakage> = None;
+    let mut broken_in_a_row = 0;
     let mut judged = Vec::new();
     let mut wave_no = 0;
     while let Some(wave) = waves.pop_front() {
@@ -495,23 +494,39 @@ fn run_lane(
         let mut next = Vec::new();
         for (o, p) in outcomes.into_iter().zip(wave) {
             let mut j = BootRun::judge(o, &p.plan, p.marks.clone())?;
-            if let Some(rest) = resume_plan(&j, &p.plan) {
+            if let Some(rest) = resume_plan(j.result(), &j.outcome.vm.ended, &p.plan) {
                 let arch = p.built.arch.name;
-                resumes += 1;
-                if resumes <= MAX_RESUMES {
-                    let dir = BootDir::Resume(resumes).name(arch);
-                    line(format!(
-                        "{}: {} ended early ({}); its {} unrun scenario(s) go to a fresh boot, {dir}",
-                        arch,
-                        boot_name(&j.outcome.out_dir),
-                        j.result().verdict.as_str(),
-                        rest.scenarios.len()
-                    ));
-                    j.resumed_in = Some(dir.clone());
-                    next.push(PlanFor { built: p.built, plan: rest, marks: p.marks, dir });
-                } else {
-                    line(format!("{arch}: {MAX_RESUMES} resume boots already: the rest stays not run"));
+                let (culprit, how) = stopped_at(j.result()).unwrap_or_default();
+                let first = breakage.get_or_insert_with(|| Breakage {
+                    at: std::time::Instant::now(),
+                    culprit: culprit.clone(),
+                    how: how.clone(),
+                });
+                if matches!(BootDir::parse(&p.dir), Some((_, BootDir::Resume(_)))) {
+                    broken_in_a_row += 1;
                 }
+                if let Some(why) = stop_spending(broken_in_a_row, first.at.elapsed(), resumes) {
+                    let why = match broken_in_a_row >= BROKEN_IN_A_ROW {
+                        true => format!("{why} (the last at {culprit}: {how})"),
+                        false => why,
+                    };
+                    let why = format!("({}); {why}", first.how);
+                    line(format!("{arch}: {} scenario(s) not run, collateral of {} {why}", rest.scenarios.len(), first.culprit));
+                    j.boot.facts.collateral =
+                        Some(run_folder::Collateral { culprit: first.culprit.clone(), why });
+                    j.boot.write_record()?;
+                    judged.push((wave_no, j));
+                    continue;
+                }
+                resumes += 1;
+                let dir = BootDir::Resume(resumes).name(arch);
+                line(format!(
+                    "{arch}: {} ended early at {culprit} ({how}); its {} unrun scenario(s) go to a fresh boot, {dir}",
+                    boot_name(&j.outcome.out_dir),
+                    rest.scenarios.len()
+                ));
+                j.resumed_in = Some(dir.clone());
+                next.push(PlanFor { built: p.built, plan: rest, marks: p.marks, dir });
             }
             judged.push((wave_no, j));
         }
@@ -521,26 +536,6 @@ fn run_lane(
         wave_no += 1;
     }
     Ok(judged)
-}
-
-/// The scenarios a boot left unrun, as a plan for a fresh boot; `None` when there are none, or
-/// when a fresh boot would not help: the kernel did not boot, the host failed, a signal stopped
-/// the run, or the boot ran nothing at all (it would only break the same way again).
-fn resume_plan(j: &BootRun, plan: &protocol::Plan) -> Option<protocol::Plan> {
-    use crate::judging::verdict::{BootVerdict, Status};
-    if matches!(j.result().verdict, BootVerdict::BootFailure(_) | BootVerdict::Interrupted)
-        || matches!(j.outcome.vm.ended, qemu::Ended::Failed { .. })
-    {
-        return None;
-    }
-    let unrun: Vec<&str> =
-        j.result().scenarios.iter().filter(|s| s.status == Status::NotRun).map(|s| s.name.as_str()).collect();
-    let progressed = j.result().scenarios.iter().any(|s| s.status != Status::NotRun);
-    if unrun.is_empty() || !progressed {
-        return None;
-    }
-    let scenarios = plan.scenarios.iter().filter(|s| unrun.contains(&s.name.as_str())).cloned().collect();
-    Some(protocol::Plan { scenarios, ..plan.clone() })
 }
 
 /// `cargo xtask exec`: runs a static binary in the guest and returns its exit status.
@@ -653,8 +648,10 @@ impl BootRun {
             vm: Some(VmRecord::of(&outcome.spec)),
             xfail: marks.xfail,
             fixed_by: marks.fixed_by,
+            intermittent: marks.intermittent,
             expect_report: marks.expect_report,
             about: marks.about,
+            collateral: None,
         };
         let planned: Vec<String> = plan.scenarios.iter().map(|s| s.name.clone()).collect();
         let boot = JudgedBoot::judge(BootFolder::at(outcome.out_dir.clone()), facts, &planned)?;
@@ -684,7 +681,7 @@ pub fn print_boot(j: &BootRun) {
     let arch = j.outcome.arch.name;
     let (result, counted, facts) = (j.result(), j.counted(), &j.boot.facts);
     for (s, mark) in result.scenarios.iter().zip(&counted.marks) {
-        if s.status == Status::NotRun && j.resumed_in.is_some() {
+        if s.status == Status::NotRun && (j.resumed_in.is_some() || facts.collateral.is_some()) {
             continue;
         }
         // Passes and skips were shown live; the summary names what needs a look.
@@ -727,6 +724,10 @@ pub fn print_boot(j: &BootRun) {
     }
     for p in &result.problems {
         line(format!("{arch}: problem: {p}"));
+    }
+    if let Some(c) = &facts.collateral {
+        let unrun = result.scenarios.iter().filter(|s| s.status == Status::NotRun).count();
+        line(format!("{arch}: {unrun} scenario(s) not run, collateral of {} {}", c.culprit, c.why));
     }
     if let Some(next) = &j.resumed_in {
         let unrun = result.scenarios.iter().filter(|s| s.status == Status::NotRun).count();

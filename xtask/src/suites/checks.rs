@@ -222,6 +222,9 @@ impl Checker<'_> {
                     self.error(&at(&[Key("fixed_by")]), format!("fixed_by: no file {fix} in the checkout"));
                 }
             }
+            if s.intermittent && s.xfail.is_none() {
+                self.error(&at(&[Key("intermittent")]), "intermittent qualifies the bug an xfail names: add the xfail");
+            }
             if s.expect_report.as_deref().is_some_and(|r| r.trim().is_empty()) {
                 self.error(
                     &at(&[Key("expect_report")]),

@@ -32,6 +32,8 @@ pub struct Marks {
     pub xfail: BTreeMap<String, String>,
     /// Of those, the ones whose known kernel bug has a fix: the patch (`fixed_by`).
     pub fixed_by: BTreeMap<String, String>,
+    /// Of those, the ones whose bug shows only when a race goes its way (`intermittent`).
+    pub intermittent: std::collections::BTreeSet<String>,
     /// Expected to provoke a kernel report including this text.
     pub expect_report: BTreeMap<String, String>,
     /// What each scenario checks: its catalogue items and its `note:` (for the reports).
@@ -69,6 +71,9 @@ pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled 
             }
             if let Some(fix) = &s.fixed_by {
                 marks.fixed_by.insert(name.clone(), fix.clone());
+            }
+            if s.intermittent {
+                marks.intermittent.insert(name.clone());
             }
             if let Some(text) = &s.expect_report {
                 marks.expect_report.insert(name.clone(), text.clone());

@@ -51,6 +51,11 @@ pub struct ScenarioDef {
     /// is reported `fixed`, which does not fail the run; without it, it stays an `xfail`.
     #[serde(default)]
     pub fixed_by: Option<String>,
+    /// With `xfail`: the known bug shows only when a race goes its way, so a failure is an
+    /// `xfail` but a pass is a plain pass (it says nothing about the fix), never `fixed` or
+    /// `xpass`. The scenario asserts the right behaviour; the bug stays named.
+    #[serde(default)]
+    pub intermittent: bool,
     /// Text a kernel report (KASAN, WARNING, ...) attributed to this scenario must include: for
     /// a scenario that provokes a known kernel bug on purpose. It passes only when its steps
     /// pass and such a report appears; that report and the taint it brings do not fail it.

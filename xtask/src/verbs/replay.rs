@@ -102,6 +102,7 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
         let marks = crate::suites::Marks {
             xfail: facts.xfail,
             fixed_by: facts.fixed_by,
+            intermittent: facts.intermittent,
             expect_report: facts.expect_report,
             about: facts.about,
         };

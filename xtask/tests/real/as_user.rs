@@ -123,13 +123,13 @@ pub fn never_calls_apt(base: &KernelArgs) -> Result<()> {
 }
 
 /// The one run folder `xtask` made under `results` (skipping `latest`), once it exists.
-fn run_folder(results: &Path) -> Option<std::path::PathBuf> {
+pub fn run_folder(results: &Path) -> Option<std::path::PathBuf> {
     std::fs::read_dir(results).ok()?.flatten().map(|e| e.path()).find(|p| p.is_dir() && !p.ends_with("latest"))
 }
 
 /// Runs `xtask` as a user would, in the background, with its output in `log` (a
 /// `std::process::Command`: xshell runs a command to its end and cannot leave it running).
-fn spawn_xtask(args: &[&str], results: &Path, log: &Path, marker: &str) -> Result<std::process::Child> {
+pub fn spawn_xtask(args: &[&str], results: &Path, log: &Path, marker: &str) -> Result<std::process::Child> {
     let (key, value) = marker.split_once('=').unwrap_or_default();
     let log = std::fs::File::create(log)?;
     Ok(Command::new(this_xtask()?)
@@ -143,7 +143,7 @@ fn spawn_xtask(args: &[&str], results: &Path, log: &Path, marker: &str) -> Resul
         .spawn()?)
 }
 
-fn wait_for<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Result<Option<T>>) -> Result<T> {
+pub fn wait_for<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Result<Option<T>>) -> Result<T> {
     let until = Instant::now() + within;
     loop {
         if let Some(v) = probe()? {

@@ -6,6 +6,7 @@
 //! (`as_user.rs`). Each check prints a PASSED or FAILED line; the exit code is 1 when any failed.
 
 mod as_user;
+mod broken;
 mod coverage;
 mod debug;
 
@@ -29,9 +30,10 @@ struct Cli {
     /// Cache directory for sources, build trees and built kernels.
     #[arg(long, env = "XTASK_CACHE_DIR")]
     cache_dir: Option<std::path::PathBuf>,
-    /// Only this group of checks: `coverage`, or `consumers` (kunit.py and kcidb-io read the
-    /// renderings of the results fixture; no kernel).
-    #[arg(long, value_parser = ["coverage", "consumers"])]
+    /// Only this group of checks: `coverage`, `consumers` (kunit.py and kcidb-io read the
+    /// renderings of the results fixture; no kernel), or `broken` (kernels that break
+    /// themselves: culprit, collateral, bound).
+    #[arg(long, value_parser = ["coverage", "consumers", "broken"])]
     only: Option<String>,
 }
 
@@ -51,6 +53,18 @@ fn main() -> std::process::ExitCode {
             let mut outcomes = Vec::new();
             for (name, result) in xtask::results::tools::check_consumers() {
                 record(&mut outcomes, &format!("results: {name}"), Instant::now(), result);
+            }
+            Ok(summary(&outcomes))
+        }
+        Some("broken") => {
+            let mut outcomes = Vec::new();
+            let scratch = tempfile::tempdir().expect("a scratch directory");
+            for (name, check) in [
+                ("x86_64: a leak and an oops: culprits named, the rest on fresh boots", broken::leak_and_oops as fn(&Path) -> Result<()>),
+                ("x86_64: a kernel that oopses on every boot: collateral within the bound", broken::breaks_every_boot),
+            ] {
+                let started = Instant::now();
+                record(&mut outcomes, name, started, check(scratch.path()));
             }
             Ok(summary(&outcomes))
         }
@@ -363,6 +377,26 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
         outcomes,
         "x86_64: a deadlocked ioctl (patched kernel) is a timeout with blocked-task evidence within 60 s, \
          the rest passes in a resume boot; --rerun-failed reruns exactly it",
+        started,
+        result,
+    );
+
+    let started = Instant::now();
+    let result = broken::leak_and_oops(results.path());
+    record(
+        outcomes,
+        "x86_64: an event the hygiene cannot delete, then an oops holding event_mutex (patched kernel): each \
+         culprit fails with its evidence and ends its boot, every other scenario passes on a fresh boot, within 180 s",
+        started,
+        result,
+    );
+
+    let started = Instant::now();
+    let result = broken::breaks_every_boot(results.path());
+    record(
+        outcomes,
+        "x86_64: a kernel that oopses on every boot: three broken fresh boots in a row, then the rest are collateral \
+         of the first culprit (run.json, KTAP, JUnit), within 180 s",
         started,
         result,
     );

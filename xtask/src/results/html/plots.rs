@@ -19,6 +19,7 @@ fn colour(s: Status) -> &'static str {
         Status::Xpass => "#e7a",
         Status::NotRun => "#e93",
         Status::Error => "#a33",
+        Status::Collateral => "#999",
     }
 }
 
