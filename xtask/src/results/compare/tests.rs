@@ -37,6 +37,10 @@ fn the_rules() {
     assert_eq!(classify(&[Fixed], &[Xfail]).0, Class::Regressed, "a known bug's fix went");
     assert_eq!(classify(&[Fixed], &[Fixed]).0, Class::Unchanged);
     assert_eq!(classify(&[Fail, Error], &[Fail]).0, Class::StillFailing, "failed either way is not flaky");
+    // Not run because another scenario broke that kernel: no verdict of its own, either way.
+    assert_eq!(classify(&[Pass], &[Collateral]).0, Class::Collateral, "never a regression");
+    assert_eq!(classify(&[Collateral], &[Pass]).0, Class::Collateral, "never a fix");
+    assert_eq!(classify(&[Pass], &[Pass, Collateral]).0, Class::Collateral);
 }
 
 #[test]
