@@ -6,7 +6,8 @@
 //! it in the same function (its closing `}` in column 0, kernel style, ends it). What the
 //! map cannot judge is refused with the reason: a file that is not an instrumented `.c`
 //! (a header, Kconfig, a Makefile), a preprocessor line (a macro reaches wherever it is used), or
-//! a change outside every function (a declaration, a table, a new function). Sans-IO.
+//! a change outside every function (a declaration, a table, a new function), or lines no
+//! scenario ran (nothing reaches them, or only the boot does). Sans-IO.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -60,7 +61,15 @@ fn is_code(text: &str) -> bool {
     !(t.is_empty() || t == "*" || ["//", "/*", "*/", "* "].iter().any(|p| t.starts_with(p)))
 }
 
-/// The scenarios of one arch's map that the changes can affect, or why the map cannot say.
+/// Whether any scenario of the map ran `line` of `file`.
+fn ran(data: &ArchData, file: &str, line: u32) -> bool {
+    data.values().any(|files| files.get(file).is_some_and(|c| c.lines.get(&line) > Some(&0)))
+}
+
+/// The scenarios of one arch's map that the changes can affect, or why the map cannot say. A
+/// change whose lines no scenario ran is refused too: code that only the boot runs (the group
+/// and its system names are made at boot) affects every scenario, and the map cannot tell it
+/// from code nothing reaches.
 pub fn affected(data: &ArchData, changes: &[Change]) -> Result<Affected, String> {
     let mut out = Affected::default();
     for c in changes {
@@ -134,6 +143,15 @@ pub fn affected(data: &ArchData, changes: &[Change]) -> Result<Affected, String>
             if files.get(&c.file).is_some_and(|cov: &FileCov| targets.iter().any(|l| cov.lines.get(l) > Some(&0))) {
                 out.scenarios.insert(scenario.clone());
             }
+        }
+        if !targets.is_empty() && !targets.iter().any(|l| ran(data, &c.file, *l)) {
+            let lines: Vec<String> = targets.iter().map(u32::to_string).collect();
+            return Err(format!(
+                "{}:{}: no scenario of the map ran these lines: either nothing reaches them or only the boot does \
+                 (the map counts from the first scenario on), so which scenarios depend on them is unknown",
+                c.file,
+                lines.join(",")
+            ));
         }
         if !targets.is_empty() {
             out.lines.entry(c.file.clone()).or_default().extend(targets);

@@ -166,3 +166,93 @@ pub fn change_texts(pristine: &Path, base: &[PathBuf], head: &[PathBuf], files: 
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "kernel/trace/x.c";
+
+    fn metadata(id: &str, gcov: &[&str]) -> Metadata {
+        serde_json::from_value(serde_json::json!({
+            "schema": 1, "arch": "x86_64", "key": "k",
+            "source": { "kind": "debian-package", "label": format!("source {id}"), "id": id, "location": "/src" },
+            "patches": [], "kernelrelease": "6.12.117",
+            "compiler": { "command": "gcc", "version": "12" },
+            "config": { "sha256": "", "fragments": [], "requested": {}, "effective": {}, "missing": [] },
+            "make_commands": [], "durations": {}, "built_at": "", "host": "", "image": "bzImage",
+            "gcov_files": gcov,
+        }))
+        .unwrap()
+    }
+
+    /// A run folder with an x86_64 kernel built from source `id`, and one scenario's tracefile.
+    fn coverage_run(results: &Path, name: &str, id: &str) {
+        let run = results.join(name);
+        std::fs::create_dir_all(run.join("x86_64")).unwrap();
+        let m = serde_json::to_vec(&metadata(id, &[FILE])).unwrap();
+        std::fs::write(run.join("x86_64").join(KERNEL_METADATA), m).unwrap();
+        let cov = crate::coverage::lcov::FileCov { path: FILE.into(), lines: [(3, 1)].into(), ..Default::default() };
+        std::fs::create_dir_all(run.join("coverage/x86_64/s")).unwrap();
+        std::fs::write(run.join("coverage/x86_64/s/one.info"), crate::coverage::lcov::tracefile("s/one", &[&cov]))
+            .unwrap();
+    }
+
+    fn built(id: &str) -> Built {
+        Built {
+            arch: crate::arch::select("x86_64").unwrap()[0],
+            image: "/k/bzImage".into(),
+            config: "/k/config".into(),
+            metadata: metadata(id, &[]),
+            cache_hit: true,
+            source: None,
+        }
+    }
+
+    #[test]
+    fn the_newest_run_of_the_same_source_is_the_map() {
+        let t = tempfile::tempdir().unwrap();
+        let results = t.path();
+        coverage_run(results, "20261125-100000-00001", "abc");
+        coverage_run(results, "20261125-110000-00002", "other");
+        std::os::unix::fs::symlink("20261125-110000-00002", results.join(LATEST)).unwrap();
+        let found = find(results, None, &[built("abc")]).unwrap();
+        let m = found["x86_64"].as_ref().unwrap();
+        assert!(m.run.ends_with("20261125-100000-00001"), "{}", m.run.display());
+        assert_eq!(m.files, [FILE]);
+        assert_eq!(m.data["s/one"][FILE].lines, [(3, 1)].into());
+        let none = find(results, None, &[built("new")]).unwrap();
+        assert!(none["x86_64"].as_ref().unwrap_err().starts_with("no coverage run of x86_64 built from the baseline"));
+        let named = find(results, Some(Path::new("20261125-110000-00002")), &[built("abc")]).unwrap();
+        let why = named["x86_64"].as_ref().unwrap_err();
+        assert!(why.ends_with("its kernel was built from source other, the baseline from source abc"), "{why}");
+        let e = find(results, Some(Path::new("nope")), &[built("abc")]).unwrap_err();
+        assert_eq!(crate::support::exit::code_for(&e), 128, "{e}");
+    }
+
+    #[test]
+    fn the_change_as_each_side_builds_it() {
+        let t = tempfile::tempdir().unwrap();
+        let pristine = t.path().join("src");
+        std::fs::create_dir_all(pristine.join("kernel/trace")).unwrap();
+        std::fs::write(pristine.join(FILE), "a\nb\nc\n").unwrap();
+        let write = |name: &str, text: &str| {
+            let p = t.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let fix = write("fix.patch", &format!("--- a/{FILE}\n+++ b/{FILE}\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"));
+        let more = write("more.patch", &format!("--- a/{FILE}\n+++ b/{FILE}\n@@ -1,3 +1,4 @@\n a\n B\n+D\n c\n"));
+        // The baseline carries fix.patch; the change is more.patch on top of it.
+        let c = change_texts(&pristine, std::slice::from_ref(&fix), &[fix.clone(), more], &[FILE.into()]).unwrap();
+        assert_eq!((c[0].old.as_str(), c[0].new.as_str()), ("a\nB\nc\n", "a\nB\nD\nc\n"));
+        assert_eq!(
+            std::fs::read_to_string(pristine.join(FILE)).unwrap(),
+            "a\nb\nc\n",
+            "the pristine file is untouched"
+        );
+        let bad = write("bad.patch", &format!("--- a/{FILE}\n+++ b/{FILE}\n@@ -1,2 +1,2 @@\n x\n-y\n+z\n"));
+        let e = change_texts(&pristine, &[], &[bad], &[FILE.into()]).unwrap_err();
+        assert!(e.to_string().contains("does not apply"), "{e}");
+    }
+}
