@@ -17,8 +17,9 @@ pub struct Selection {
     /// `--rerun-failed`: per arch, the names to run again, and the run they came from.
     rerun: Option<(PathBuf, BTreeMap<String, BTreeSet<String>>)>,
     /// `validate` with a coverage map: per arch, the scenarios that run first (the ones that
-    /// executed the changed lines), and whether they are the only ones (`--affected`).
-    first: BTreeMap<String, BTreeSet<String>>,
+    /// executed the changed lines), in their order, and whether they are the only ones
+    /// (`--affected`).
+    first: BTreeMap<String, Vec<String>>,
     only_first: bool,
 }
 
@@ -62,15 +63,22 @@ impl Selection {
         included && !excluded && rerun && (!self.only_first || self.is_first(arch, name))
     }
 
-    /// Puts these scenarios (per arch) first in each plan, or with `only` runs only them.
-    pub fn put_first(&mut self, by_arch: BTreeMap<String, BTreeSet<String>>, only: bool) {
+    /// Puts these scenarios (per arch, in this order) first in each plan, or with `only` runs
+    /// only them.
+    pub fn put_first(&mut self, by_arch: BTreeMap<String, Vec<String>>, only: bool) {
         self.first = by_arch;
         self.only_first = only;
     }
 
     /// Whether scenario `name` runs first on `arch`.
     pub fn is_first(&self, arch: &str, name: &str) -> bool {
-        self.first.get(arch).is_some_and(|s| s.contains(name))
+        self.rank(arch, name) != usize::MAX
+    }
+
+    /// Where scenario `name` comes in `arch`'s plan: its place among the first ones, or
+    /// `usize::MAX` for the rest (which keep their order).
+    pub fn rank(&self, arch: &str, name: &str) -> usize {
+        self.first.get(arch).and_then(|s| s.iter().position(|n| n == name)).unwrap_or(usize::MAX)
     }
 
     /// Whether anything narrows the choice.
@@ -193,14 +201,16 @@ mod tests {
     #[test]
     fn the_affected_scenarios_run_first_or_alone_per_arch() {
         let mut s = Selection::new(&["registration/*".into()], None, Path::new("/nonexistent")).unwrap();
-        let first = [("x86_64".to_string(), ["registration/a".to_string()].into())].into();
+        let first = [("x86_64".to_string(), vec!["registration/c".to_string(), "registration/a".to_string()])].into();
         s.put_first(first, false);
+        assert_eq!((s.rank("x86_64", "registration/c"), s.rank("x86_64", "registration/a")), (0, 1));
+        assert_eq!(s.rank("x86_64", "registration/b"), usize::MAX);
         assert!(s.is_first("x86_64", "registration/a") && !s.is_first("arm64", "registration/a"));
         assert!(s.wants("x86_64", "registration/b"), "first, not alone");
         assert!(!s.wants("x86_64", "process/a"), "--filter still applies");
         let mut alone = Selection::default();
         assert!(!alone.narrows());
-        alone.put_first([("x86_64".to_string(), ["registration/a".to_string()].into())].into(), true);
+        alone.put_first([("x86_64".to_string(), vec!["registration/a".to_string()])].into(), true);
         assert!(alone.wants("x86_64", "registration/a") && !alone.wants("x86_64", "registration/b"));
         assert!(!alone.wants("arm64", "registration/a"), "per arch");
         assert!(alone.narrows());

@@ -23,18 +23,18 @@ use crate::support::progress::line;
 pub type First = BTreeMap<String, BTreeSet<String>>;
 
 /// Reads the change (`head`'s patches beyond `base`'s) through the baseline's coverage map and
-/// puts the scenarios it affects first in `chosen`, or alone with `--affected`. Without a map, or
-/// when the map cannot judge the change, the plan keeps its order and one line says why;
-/// `--affected` then ends with the reason (exit 128).
+/// puts the scenarios it affects first in `chosen` (`order`), or alone with `--affected`. Without
+/// a map, or when the map cannot judge the change, the plan keeps its order and one line says
+/// why; `--affected` then ends with the reason (exit 128).
 pub fn put_first(
     chosen: &mut Chosen,
     built: &[Built],
     (base, head): (&KernelArgs, &KernelArgs),
-    args: &ValidateArgs,
+    (args, base_runs): (&ValidateArgs, &[(PathBuf, Run)]),
 ) -> Result<Option<First>> {
     match judge(chosen, built, base, head, args)? {
         Ok(first) => {
-            chosen.select.put_first(first.clone(), args.affected);
+            order(chosen, &first, base_runs, args.affected);
             Ok(Some(first))
         }
         Err(why) if args.affected => Err(error(
@@ -122,6 +122,29 @@ fn judge(
         first.insert(arch.to_string(), chosen_here);
     }
     Ok(Ok(first))
+}
+
+/// Puts each arch's `first` scenarios first in `chosen`, the shortest on the baseline first (so
+/// the earliest failures come soonest; those the baseline has no time for after them), or alone
+/// with `only`.
+pub fn order(chosen: &mut Chosen, first: &First, base: &[(PathBuf, Run)], only: bool) {
+    let mut took: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+    for a in base.iter().flat_map(|(_, run)| &run.arches) {
+        for s in &a.scenarios {
+            let ms = s.duration_ms.unwrap_or(u64::MAX);
+            let e = took.entry((a.arch.as_str(), s.name.as_str())).or_insert(ms);
+            *e = (*e).max(ms);
+        }
+    }
+    let ranked = first
+        .iter()
+        .map(|(arch, names)| {
+            let mut names: Vec<String> = names.iter().cloned().collect();
+            names.sort_by_key(|n| took.get(&(arch.as_str(), n.as_str())).copied().unwrap_or(u64::MAX));
+            (arch.clone(), names)
+        })
+        .collect();
+    chosen.select.put_first(ranked, only);
 }
 
 /// Names a regression as soon as its scenario's result arrives (it passed on every baseline

@@ -56,7 +56,7 @@ fn validate(args: &ValidateArgs) -> Result<u8> {
     // The whole plan's baseline (remembered in plain order) serves any order and any part of it.
     let mut index = baseline_index(&chosen, &base_built, &base_args, args)?;
     let (mut base, mut base_code) = remembered_runs(&index, args)?;
-    let first = crate::verbs::affected::put_first(&mut chosen, &base_built, (&base_args, &head_args), args)?;
+    let first = crate::verbs::affected::put_first(&mut chosen, &base_built, (&base_args, &head_args), (args, &base))?;
     if let (Some(first), true) = (&first, args.affected) {
         if first.values().all(BTreeSet::is_empty) {
             line("validate --affected: the change touches no line of code (only comments or blank lines): nothing to run");
@@ -89,6 +89,10 @@ fn validate(args: &ValidateArgs) -> Result<u8> {
         base.extend(runs);
         base_code = base_code.max(code);
         let head_built = head_built?;
+        if let Some(first) = &first {
+            // Now that the baseline has times, its shortest scenarios go first.
+            crate::verbs::affected::order(&mut chosen, first, &base, args.affected);
+        }
         let watch = crate::verbs::affected::watch(&base, first.as_ref(), started);
         run_repeats(&chosen, &head_built, &head_args, args, (None, Some(&watch)), 0)?
     };
