@@ -67,6 +67,10 @@ fn validate(args: &ValidateArgs) -> Result<u8> {
             (base, base_code) = remembered_runs(&index, args)?;
         }
     }
+    if let Some(first) = &first {
+        // The baseline's times as they are now known (the key above is made in the order before).
+        crate::verbs::affected::order(&mut chosen, first, &base, args.affected);
+    }
     let (current, cur_code) = if base.len() >= args.repeat.max(1) {
         line(format!("validate: the change: {head_label}"));
         let watch = crate::verbs::affected::watch(&base, first.as_ref(), started);
