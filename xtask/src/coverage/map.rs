@@ -102,7 +102,7 @@ pub fn find(
     Ok(out)
 }
 
-/// Every scenario's tracefile of one arch of a run.
+/// Every scenario's tracefile of one arch of a run (lines and functions: what `affected` reads).
 fn read_arch(run: &Path, arch: &str) -> Result<ArchData> {
     let root = run.join(DIR).join(arch);
     let mut data = ArchData::new();
@@ -118,7 +118,7 @@ fn read_arch(run: &Path, arch: &str) -> Result<ArchData> {
                 continue;
             };
             let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-            let files = crate::coverage::lcov::parse_tracefile(&text).with_context(|| path.display().to_string())?;
+            let files = crate::coverage::lcov::parse_lines(&text).with_context(|| path.display().to_string())?;
             data.insert(name.to_string(), files.into_iter().map(|f| (f.path.clone(), f)).collect());
         }
     }

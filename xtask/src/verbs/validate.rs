@@ -74,7 +74,7 @@ fn validate(args: &ValidateArgs) -> Result<u8> {
     let (current, cur_code) = if base.len() >= args.repeat.max(1) {
         line(format!("validate: the change: {head_label}"));
         let watch = crate::verbs::affected::watch(&base, first.as_ref(), started);
-        patched_side(&chosen, &head_args, args, &lane_order(&base), &watch)?
+        patched_side(&chosen, &head_args, args, &lane_order(&base, args.affected), &watch)?
     } else {
         // The baseline has to run: it boots while the patched kernels build beside it (measured
         // on 2 cores: 62-66 s against 75-91 s one after the other, BENCHMARKS.md).
@@ -236,19 +236,27 @@ fn sides(args: &ValidateArgs) -> Result<(KernelArgs, KernelArgs, String, String)
 
 /// The arches of the patched side in the order that gives the earliest verdict: the arch whose
 /// boots took longest on the baseline first, so its boots start while the others still build
-/// (builds take turns; boots run beside them). Without a baseline time, the table's order.
-fn lane_order(base: &[(PathBuf, Run)]) -> Vec<&'static str> {
+/// (builds take turns; boots run beside them). With `--affected` the boots are short and the
+/// builds take most of the time, so the arch that reached /init soonest on the baseline goes
+/// first: its first results come while the next arch builds. Without a baseline time, the
+/// table's order.
+fn lane_order(base: &[(PathBuf, Run)], affected: bool) -> Vec<&'static str> {
     let mut took: std::collections::BTreeMap<&str, u64> = Default::default();
     for (_, run) in base {
         for a in &run.arches {
-            let ms: u64 = a.boots.iter().map(|b| b.wall_ms).sum();
+            let ms: u64 =
+                a.boots.iter().map(|b| if affected { b.boot_ms.unwrap_or(b.wall_ms) } else { b.wall_ms }).sum();
             if let Some(arch) = crate::arch::ARCHES.iter().find(|x| x.name == a.arch) {
                 *took.entry(arch.name).or_default() += ms;
             }
         }
     }
     let mut order: Vec<&'static str> = crate::arch::ARCHES.iter().map(|a| a.name).collect();
-    order.sort_by_key(|a| std::cmp::Reverse(took.get(a).copied().unwrap_or(0)));
+    if affected {
+        order.sort_by_key(|a| took.get(a).copied().unwrap_or(u64::MAX));
+    } else {
+        order.sort_by_key(|a| std::cmp::Reverse(took.get(a).copied().unwrap_or(0)));
+    }
     order
 }
 
@@ -389,6 +397,22 @@ mod tests {
             crate::flags::Cmd::Validate(v) => v,
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn lanes_longest_boots_first_or_with_affected_the_quickest_to_init() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/results/golden/run.json");
+        let mut run = crate::results::compare::read_run_json(&fixture).unwrap();
+        run.arches.truncate(2);
+        let (a, b) = (run.arches[0].arch.clone(), run.arches[1].arch.clone());
+        for (i, (wall, init)) in [(9_000, 3_000), (5_000, 1_000)].into_iter().enumerate() {
+            run.arches[i].boots.truncate(1);
+            run.arches[i].boots[0].wall_ms = wall;
+            run.arches[i].boots[0].boot_ms = Some(init);
+        }
+        let base = [(PathBuf::from("b"), run)];
+        assert_eq!(lane_order(&base, false)[..2], [a.as_str(), b.as_str()], "the longest boots first");
+        assert_eq!(lane_order(&base, true)[..2], [b.as_str(), a.as_str()], "the quickest to /init first");
     }
 
     #[test]
