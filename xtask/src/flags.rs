@@ -312,6 +312,14 @@ pub struct ValidateArgs {
     /// Runs of each side (repeats let compare tell a flaky scenario from a regression).
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
+    /// Run only the scenarios that executed the changed lines on the baseline (read from its
+    /// coverage map); refused, with the reason, when the map cannot judge the change.
+    #[arg(long)]
+    pub affected: bool,
+    /// The baseline's coverage map: a coverage run (its folder, or a run id under --results) of
+    /// the same kernel source and patches. Default: the newest such run under --results.
+    #[arg(long, value_name = "RUN")]
+    pub coverage_map: Option<PathBuf>,
     #[command(flatten)]
     pub report: CompareReportArgs,
 }

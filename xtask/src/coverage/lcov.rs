@@ -187,6 +187,35 @@ pub fn tracefile(test: &str, files: &[&FileCov]) -> String {
     s
 }
 
+/// Reads a tracefile's line and function counts back, leaving out its branches: what a map of
+/// scenarios needs, read several times faster than [`parse_tracefile`] (a map holds hundreds).
+pub fn parse_lines(text: &str) -> Result<Vec<FileCov>> {
+    let mut out = Vec::new();
+    let mut cur: Option<FileCov> = None;
+    for (n, line) in text.lines().enumerate() {
+        let bad = || anyhow::anyhow!("tracefile line {}: {line}", n + 1);
+        if let Some(v) = line.strip_prefix("DA:") {
+            let (l, c) = v.split_once(',').ok_or_else(bad)?;
+            let c = c.split(',').next().unwrap_or(c);
+            let f = cur.as_mut().ok_or_else(bad)?;
+            f.lines.insert(l.parse().map_err(|_| bad())?, c.parse().map_err(|_| bad())?);
+        } else if let Some(v) = line.strip_prefix("FN:") {
+            let (l, name) = v.split_once(',').ok_or_else(bad)?;
+            let f = cur.as_mut().ok_or_else(bad)?;
+            f.functions.insert(name.to_string(), (l.parse().map_err(|_| bad())?, 0));
+        } else if let Some(v) = line.strip_prefix("FNDA:") {
+            let (c, name) = v.split_once(',').ok_or_else(bad)?;
+            let f = cur.as_mut().ok_or_else(bad)?;
+            f.functions.entry(name.to_string()).or_default().1 = c.parse().map_err(|_| bad())?;
+        } else if let Some(path) = line.strip_prefix("SF:") {
+            cur = Some(FileCov { path: path.to_string(), ..FileCov::default() });
+        } else if line == "end_of_record" {
+            out.extend(cur.take());
+        }
+    }
+    Ok(out)
+}
+
 /// Reads a tracefile back (the records this module writes; `TN` is not kept).
 pub fn parse_tracefile(text: &str) -> Result<Vec<FileCov>> {
     let mut out = Vec::new();
@@ -264,6 +293,8 @@ mod tests {
         assert!(text.contains("\nBRDA:4,0,0,-\n") && text.contains("\nDA:12,4\n"), "{text}");
         assert!(text.ends_with("end_of_record\n"));
         assert_eq!(parse_tracefile(&text).unwrap(), vec![three.clone()]);
+        let lines_only = FileCov { branches: BTreeMap::new(), ..three.clone() };
+        assert_eq!(parse_lines(&text).unwrap(), vec![lines_only], "lines and functions, no branches");
 
         let mut all = three.clone();
         all.merge(&seven);

@@ -6,11 +6,15 @@
 //! - `lcov`: counts from gcov's JSON, merged, written and read as lcov tracefiles (sans-IO);
 //! - `diff`: the lines a patch set added or changed in a source (sans-IO);
 //! - `annotate`: the annotated sources page (sans-IO);
+//! - `affected`: the scenarios a change can affect, read through a baseline's map (sans-IO);
+//! - `map`: that map (an earlier coverage run of the baseline) found and read, the change's texts;
 //! - `runs`: a run's `# ue-gcov` frames into its `coverage/` folder and summary.
 
+pub mod affected;
 pub mod annotate;
 pub mod catalogue;
 pub mod diff;
 pub mod gcov;
 pub mod lcov;
+pub mod map;
 pub mod runs;

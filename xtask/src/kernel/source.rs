@@ -305,21 +305,30 @@ pub fn sync_mirror(
     };
     let previous: MirrorState =
         std::fs::read(state_file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
-    if previous.synced.as_deref() == Some(wanted.as_str()) && mirror.join("Makefile").is_file() {
+    let whole = mirror.join("Makefile").is_file();
+    if previous.synced.as_deref() == Some(wanted.as_str()) && whole {
         return Ok(());
     }
-    std::fs::create_dir_all(mirror)?;
-    let mut src = pristine.as_os_str().to_owned();
-    src.push("/");
-    let mut dst = mirror.as_os_str().to_owned();
-    dst.push("/");
     let sh = sh()?;
-    let link_dest = format!("--link-dest={}", pristine.display());
-    stdout(cmd!(sh, "rsync -a --delete --exclude=/.git {link_dest} {src} {dst}"))
-        .with_context(|| format!("mirroring {} into {}", pristine.display(), mirror.display()))?;
-
-    for rel in &previous.patched_files {
-        refresh(&mirror.join(rel))?;
+    let same_source = format!("{source_id} {} ", pristine.display());
+    if whole && previous.synced.as_deref().is_some_and(|s| s.starts_with(&same_source)) {
+        // The mirror is this pristine tree plus other patches: only the files they touched
+        // differ, so only those are put back (fresh copies, which `make` sees as changed).
+        for rel in &previous.patched_files {
+            restore(pristine, mirror, rel)?;
+        }
+    } else {
+        std::fs::create_dir_all(mirror)?;
+        let mut src = pristine.as_os_str().to_owned();
+        src.push("/");
+        let mut dst = mirror.as_os_str().to_owned();
+        dst.push("/");
+        let link_dest = format!("--link-dest={}", pristine.display());
+        stdout(cmd!(sh, "rsync -a --delete --exclude=/.git {link_dest} {src} {dst}"))
+            .with_context(|| format!("mirroring {} into {}", pristine.display(), mirror.display()))?;
+        for rel in &previous.patched_files {
+            refresh(&mirror.join(rel))?;
+        }
     }
     let mut state = MirrorState::default();
     for patch in patches {
@@ -351,6 +360,23 @@ pub fn patched_files(state_file: &Path) -> Vec<String> {
         .and_then(|b| serde_json::from_slice::<MirrorState>(&b).ok())
         .map(|s| s.patched_files)
         .unwrap_or_default()
+}
+
+/// Puts a mirror's file back as the pristine tree has it, as a fresh copy (a new inode with the
+/// current mtime), or removes it when the pristine tree has none (a patch made it).
+fn restore(pristine: &Path, mirror: &Path, rel: &str) -> Result<()> {
+    let (from, to) = (pristine.join(rel), mirror.join(rel));
+    if !from.is_file() {
+        return match std::fs::remove_file(&to) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        };
+    }
+    let tmp = to.with_extension("xtask-refresh");
+    std::fs::create_dir_all(to.parent().context("a file has a folder")?)?;
+    std::fs::copy(&from, &tmp).with_context(|| format!("copying {}", from.display()))?;
+    std::fs::rename(&tmp, &to)?;
+    Ok(())
 }
 
 /// Rewrites a file as a new inode with the current mtime; a missing file is fine.
@@ -540,6 +566,30 @@ mod tests {
         sync_mirror(src.path(), &mirror, &state, "id2", std::slice::from_ref(&patch)).unwrap();
         assert!(!mirror.join("stray").exists(), "another source identity: synced again");
         assert!(mtime() > first, "and the patched file rewritten");
+    }
+
+    #[test]
+    fn another_patch_set_on_the_same_source_puts_back_only_what_the_last_one_touched() {
+        let src = tempfile::tempdir().unwrap();
+        kernel_like_tree(src.path());
+        let work = tempfile::tempdir().unwrap();
+        let (mirror, state) = (work.path().join("src"), work.path().join("state.json"));
+        let patch_path = work.path().join("two.patch");
+        std::fs::write(&patch_path, format!("{PATCH}--- /dev/null\n+++ b/kernel/made.c\n@@ -0,0 +1 @@\n+int m;\n"))
+            .unwrap();
+        let patch = Patch::read(&patch_path).unwrap();
+        sync_mirror(src.path(), &mirror, &state, "id1", std::slice::from_ref(&patch)).unwrap();
+        assert!(mirror.join("kernel/made.c").is_file());
+        // A stray file only a whole sync would delete shows whether one ran.
+        std::fs::write(mirror.join("stray"), "x").unwrap();
+        sync_mirror(src.path(), &mirror, &state, "id1", &[]).unwrap();
+        assert!(mirror.join("stray").exists(), "no whole sync");
+        assert!(!mirror.join("kernel/made.c").exists(), "the file the patch made is gone");
+        assert_eq!(std::fs::read_to_string(mirror.join("kernel/trace/trace_events_user.c")).unwrap(), "int x;\n");
+        let pristine = std::fs::metadata(src.path().join("Kconfig")).unwrap();
+        let linked = std::fs::metadata(mirror.join("Kconfig")).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(pristine.ino(), linked.ino(), "untouched files stay hard links");
     }
 
     #[test]

@@ -36,6 +36,22 @@ pub struct Options {
     pub cache_dir: PathBuf,
     /// Where run folders go (`--results`, default `results/` in the checkout).
     pub results: PathBuf,
+    /// Told each result line as it arrives, after it is printed.
+    pub watch: Option<Watch>,
+}
+
+/// What a boot's result lines are told to as they arrive (the boot's folder name, the line):
+/// `validate` names a regression as soon as its scenario ends.
+#[derive(Clone)]
+pub struct Watch(pub std::sync::Arc<WatchFn>);
+
+/// A watch's function: the boot's folder name and the result line.
+pub type WatchFn = dyn Fn(&str, &protocol::ResultLine) + Send + Sync;
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Watch")
+    }
 }
 
 impl Options {
@@ -54,6 +70,7 @@ impl Options {
             vms: vm.vms as usize,
             cache_dir: crate::kernel::cache::root(cache_dir),
             results: vm.results_root(),
+            watch: None,
         })
     }
 }
@@ -168,7 +185,12 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
         accel.name(),
         job.plan.scenarios.len()
     ));
-    let live = |l: &protocol::ResultLine| live_line(&name, l, &job.xfail);
+    let live = |l: &protocol::ResultLine| {
+        live_line(&name, l, &job.xfail);
+        if let Some(w) = &opts.watch {
+            (w.0)(&name, l);
+        }
+    };
     let vm = qemu::run_live(&spec, virtiofsd, &live).unwrap_or_else(|e| {
         // Past this point nothing is thrown away: the boot is judged an infrastructure error
         // with whatever logs it left.

@@ -188,6 +188,10 @@ pub fn compile_for(chosen: &Chosen, b: &kernel::Built) -> Result<suites::Compile
     let arch = b.arch.name;
     compiled.plan.scenarios.retain(|s| chosen.select.wants(arch, &s.name));
     compiled.isolated.retain(|s| chosen.select.wants(arch, &s.name));
+    // The scenarios that ran the changed lines first, in their order (a stable sort keeps the
+    // rest in theirs).
+    compiled.plan.scenarios.sort_by_key(|s| chosen.select.rank(arch, &s.name));
+    compiled.isolated.sort_by_key(|s| chosen.select.rank(arch, &s.name));
     compiled.skipped.retain(|s| chosen.select.wants(arch, &s.name));
     Ok(compiled)
 }

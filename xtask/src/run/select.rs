@@ -16,6 +16,11 @@ pub struct Selection {
     exclude: Vec<String>,
     /// `--rerun-failed`: per arch, the names to run again, and the run they came from.
     rerun: Option<(PathBuf, BTreeMap<String, BTreeSet<String>>)>,
+    /// `validate` with a coverage map: per arch, the scenarios that run first (the ones that
+    /// executed the changed lines), in their order, and whether they are the only ones
+    /// (`--affected`).
+    first: BTreeMap<String, Vec<String>>,
+    only_first: bool,
 }
 
 impl Selection {
@@ -55,12 +60,30 @@ impl Selection {
         let included = self.include.is_empty() || self.include.iter().any(|g| glob(g, name));
         let excluded = self.exclude.iter().any(|g| glob(g, name));
         let rerun = self.rerun.as_ref().is_none_or(|(_, by_arch)| by_arch.get(arch).is_some_and(|s| s.contains(name)));
-        included && !excluded && rerun
+        included && !excluded && rerun && (!self.only_first || self.is_first(arch, name))
+    }
+
+    /// Puts these scenarios (per arch, in this order) first in each plan, or with `only` runs
+    /// only them.
+    pub fn put_first(&mut self, by_arch: BTreeMap<String, Vec<String>>, only: bool) {
+        self.first = by_arch;
+        self.only_first = only;
+    }
+
+    /// Whether scenario `name` runs first on `arch`.
+    pub fn is_first(&self, arch: &str, name: &str) -> bool {
+        self.rank(arch, name) != usize::MAX
+    }
+
+    /// Where scenario `name` comes in `arch`'s plan: its place among the first ones, or
+    /// `usize::MAX` for the rest (which keep their order).
+    pub fn rank(&self, arch: &str, name: &str) -> usize {
+        self.first.get(arch).and_then(|s| s.iter().position(|n| n == name)).unwrap_or(usize::MAX)
     }
 
     /// Whether anything narrows the choice.
     pub fn narrows(&self) -> bool {
-        !self.include.is_empty() || !self.exclude.is_empty() || self.rerun.is_some()
+        !self.include.is_empty() || !self.exclude.is_empty() || self.rerun.is_some() || self.only_first
     }
 
     /// What picked the scenarios, for messages: `--filter 'process/*'`, `--rerun-failed RUN`.
@@ -69,6 +92,9 @@ impl Selection {
         parts.extend(self.exclude.iter().map(|g| format!("--filter '!{g}'")));
         if let Some((dir, _)) = &self.rerun {
             parts.push(format!("--rerun-failed {}", dir.display()));
+        }
+        if self.only_first {
+            parts.push("--affected".into());
         }
         parts.join(" ")
     }
@@ -170,5 +196,24 @@ mod tests {
         let err = Selection::new(&[], Some(Path::new("no-such-run")), Path::new("/nonexistent")).unwrap_err();
         assert_eq!(crate::support::exit::code_for(&err), 128);
         assert!(err.to_string().starts_with("--rerun-failed no-such-run: "), "{err}");
+    }
+
+    #[test]
+    fn the_affected_scenarios_run_first_or_alone_per_arch() {
+        let mut s = Selection::new(&["registration/*".into()], None, Path::new("/nonexistent")).unwrap();
+        let first = [("x86_64".to_string(), vec!["registration/c".to_string(), "registration/a".to_string()])].into();
+        s.put_first(first, false);
+        assert_eq!((s.rank("x86_64", "registration/c"), s.rank("x86_64", "registration/a")), (0, 1));
+        assert_eq!(s.rank("x86_64", "registration/b"), usize::MAX);
+        assert!(s.is_first("x86_64", "registration/a") && !s.is_first("arm64", "registration/a"));
+        assert!(s.wants("x86_64", "registration/b"), "first, not alone");
+        assert!(!s.wants("x86_64", "process/a"), "--filter still applies");
+        let mut alone = Selection::default();
+        assert!(!alone.narrows());
+        alone.put_first([("x86_64".to_string(), vec!["registration/a".to_string()])].into(), true);
+        assert!(alone.wants("x86_64", "registration/a") && !alone.wants("x86_64", "registration/b"));
+        assert!(!alone.wants("arm64", "registration/a"), "per arch");
+        assert!(alone.narrows());
+        assert_eq!(alone.describe(), "--affected");
     }
 }

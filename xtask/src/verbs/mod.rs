@@ -1,7 +1,9 @@
 //! The verbs of `cargo xtask`, one module each, every one an `impl flags::<Verb>Args { fn run }`
 //! returning the exit code (rust-analyzer's xtask shape). Only `main.rs` calls them; they call
-//! the phases below them. `prepare` is the start that the booting verbs share.
+//! the phases below them. `prepare` is the start that the booting verbs share; `affected` is
+//! `validate`'s coverage-first selection.
 
+pub mod affected;
 pub mod bench;
 pub mod bisect;
 pub mod boot;

@@ -5,12 +5,14 @@
 //! `compare` can tell a flaky scenario from a regression. The build cache makes the baseline a hit
 //! when it was built before, and the patched build an incremental rebuild of it.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use anyhow::Result;
 
 use crate::flags::{KernelArgs, ValidateArgs};
 use crate::results::model::Run;
+use crate::run::boot::{Options, Watch};
 use crate::support::exit::{error, Kind};
 use crate::support::progress::line;
 
@@ -21,6 +23,7 @@ impl ValidateArgs {
 }
 
 fn validate(args: &ValidateArgs) -> Result<u8> {
+    let started = std::time::Instant::now();
     let src = &args.kernel.source;
     if src.patches.is_empty() && args.base.is_none() {
         return Err(error(
@@ -34,7 +37,7 @@ fn validate(args: &ValidateArgs) -> Result<u8> {
     if src.kernel_image.is_some() {
         return Err(error(Kind::BadInput, "validate builds from source: --kernel-image cannot be patched"));
     }
-    let chosen = crate::run::pipeline::choose(&args.select, &args.vm.results_root())?;
+    let mut chosen = crate::run::pipeline::choose(&args.select, &args.vm.results_root())?;
     if chosen.suites.is_empty() {
         return Err(error(Kind::BadInput, "validate has no suite to run: suites/ has no *.yaml and no --suite given"));
     }
@@ -50,17 +53,35 @@ fn validate(args: &ValidateArgs) -> Result<u8> {
     let (base_args, head_args, base_label, head_label) = sides(args)?;
     line(format!("validate: the baseline: {base_label}"));
     let base_built = crate::run::pipeline::kernels(&base_args)?;
-    let index = baseline_index(&chosen, &base_built, &base_args, args)?;
+    // The whole plan's baseline (remembered in plain order) serves any order and any part of it.
+    let mut index = baseline_index(&chosen, &base_built, &base_args, args)?;
     let (mut base, mut base_code) = remembered_runs(&index, args)?;
+    let first = crate::verbs::affected::put_first(&mut chosen, &base_built, (&base_args, &head_args), (args, &base))?;
+    if let (Some(first), true) = (&first, args.affected) {
+        if first.values().all(BTreeSet::is_empty) {
+            line("validate --affected: the change touches no line of code (only comments or blank lines): nothing to run");
+            return Ok(0);
+        }
+        if base.len() < args.repeat.max(1) {
+            index = baseline_index(&chosen, &base_built, &base_args, args)?;
+            (base, base_code) = remembered_runs(&index, args)?;
+        }
+    }
+    if let Some(first) = &first {
+        // The baseline's times as they are now known (the key above is made in the order before).
+        crate::verbs::affected::order(&mut chosen, first, &base, args.affected);
+    }
     let (current, cur_code) = if base.len() >= args.repeat.max(1) {
         line(format!("validate: the change: {head_label}"));
-        patched_side(&chosen, &head_args, args, &lane_order(&base))?
+        let watch = crate::verbs::affected::watch(&base, first.as_ref(), started);
+        patched_side(&chosen, &head_args, args, &lane_order(&base, args.affected), &watch)?
     } else {
         // The baseline has to run: it boots while the patched kernels build beside it (measured
         // on 2 cores: 62-66 s against 75-91 s one after the other, BENCHMARKS.md).
         line(format!("validate: the change: {head_label}, built while the baseline runs"));
         let (ran, head_built) = std::thread::scope(|s| {
-            let baseline = s.spawn(|| run_repeats(&chosen, &base_built, &base_args, args, Some(&index), base.len()));
+            let baseline =
+                s.spawn(|| run_repeats(&chosen, &base_built, &base_args, args, (Some(&index), None), base.len()));
             crate::support::timings::hold();
             let started = std::time::Instant::now();
             let head_built = crate::run::pipeline::kernels(&head_args);
@@ -72,8 +93,16 @@ fn validate(args: &ValidateArgs) -> Result<u8> {
         base.extend(runs);
         base_code = base_code.max(code);
         let head_built = head_built?;
-        run_repeats(&chosen, &head_built, &head_args, args, None, 0)?
+        if let Some(first) = &first {
+            // Now that the baseline has times, its shortest scenarios go first.
+            crate::verbs::affected::order(&mut chosen, first, &base, args.affected);
+        }
+        let watch = crate::verbs::affected::watch(&base, first.as_ref(), started);
+        run_repeats(&chosen, &head_built, &head_args, args, (None, Some(&watch)), 0)?
     };
+    if args.affected {
+        crate::verbs::affected::narrow(&mut base, &current);
+    }
     if let Some(dir) = base.iter().find(|(d, _)| current.iter().any(|(c, _)| c == d)) {
         return Err(error(Kind::Infra, format!("both sides wrote into {}", dir.0.display())));
     }
@@ -207,19 +236,27 @@ fn sides(args: &ValidateArgs) -> Result<(KernelArgs, KernelArgs, String, String)
 
 /// The arches of the patched side in the order that gives the earliest verdict: the arch whose
 /// boots took longest on the baseline first, so its boots start while the others still build
-/// (builds take turns; boots run beside them). Without a baseline time, the table's order.
-fn lane_order(base: &[(PathBuf, Run)]) -> Vec<&'static str> {
+/// (builds take turns; boots run beside them). With `--affected` the boots are short and the
+/// builds take most of the time, so the arch that reached /init soonest on the baseline goes
+/// first: its first results come while the next arch builds. Without a baseline time, the
+/// table's order.
+fn lane_order(base: &[(PathBuf, Run)], affected: bool) -> Vec<&'static str> {
     let mut took: std::collections::BTreeMap<&str, u64> = Default::default();
     for (_, run) in base {
         for a in &run.arches {
-            let ms: u64 = a.boots.iter().map(|b| b.wall_ms).sum();
+            let ms: u64 =
+                a.boots.iter().map(|b| if affected { b.boot_ms.unwrap_or(b.wall_ms) } else { b.wall_ms }).sum();
             if let Some(arch) = crate::arch::ARCHES.iter().find(|x| x.name == a.arch) {
                 *took.entry(arch.name).or_default() += ms;
             }
         }
     }
     let mut order: Vec<&'static str> = crate::arch::ARCHES.iter().map(|a| a.name).collect();
-    order.sort_by_key(|a| std::cmp::Reverse(took.get(a).copied().unwrap_or(0)));
+    if affected {
+        order.sort_by_key(|a| took.get(a).copied().unwrap_or(u64::MAX));
+    } else {
+        order.sort_by_key(|a| std::cmp::Reverse(took.get(a).copied().unwrap_or(0)));
+    }
     order
 }
 
@@ -231,15 +268,16 @@ fn patched_side(
     kernel: &KernelArgs,
     args: &ValidateArgs,
     order: &[&'static str],
+    watch: &Watch,
 ) -> Result<(Vec<(PathBuf, Run)>, u8)> {
     let arches = crate::arch::select(&kernel.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
     if chosen.select.rerun_count() == Some(0) {
-        return run_repeats(chosen, &crate::run::pipeline::kernels(kernel)?, kernel, args, None, 0);
+        return run_repeats(chosen, &crate::run::pipeline::kernels(kernel)?, kernel, args, (None, Some(watch)), 0);
     }
     let mut arches: Vec<&'static str> = arches.iter().map(|a| a.name).collect();
     arches.sort_by_key(|a| order.iter().position(|o| o == a));
     let run_dir = crate::judging::run_folder::new_run_dir(&args.vm.results_root())?;
-    let opts = crate::run::boot::Options::of(&args.vm, kernel.cache_dir.as_deref())?;
+    let opts = Options { watch: Some(watch.clone()), ..Options::of(&args.vm, kernel.cache_dir.as_deref())? };
     let lanes = std::thread::scope(|s| -> Result<Vec<_>> {
         let mut lanes = Vec::new();
         for arch in arches {
@@ -268,7 +306,7 @@ fn patched_side(
     let mut runs = vec![(run_dir.clone(), crate::results::compare::read_run_json(&run_dir.join("run.json"))?)];
     if args.repeat > 1 {
         std::thread::sleep(std::time::Duration::from_millis(1100));
-        let (rest, c) = run_repeats(chosen, &built, kernel, args, None, 1)?;
+        let (rest, c) = run_repeats(chosen, &built, kernel, args, (None, Some(watch)), 1)?;
         runs.extend(rest);
         code = code.max(c);
     }
@@ -308,13 +346,14 @@ fn remembered_runs(index: &std::path::Path, args: &ValidateArgs) -> Result<(Vec<
 
 /// Runs the suites on built kernels until there are `--repeat` runs (counting `done` made
 /// before) and writes the reports; returns each run folder with its model, and the worst exit
-/// code. A complete run of the baseline is remembered under `index`.
+/// code. A complete run of the baseline is remembered under `index`; the patched side's result
+/// lines go to `watch`.
 fn run_repeats(
     chosen: &crate::run::pipeline::Chosen,
     built: &[crate::kernel::build::Built],
     kernel: &KernelArgs,
     args: &ValidateArgs,
-    index: Option<&PathBuf>,
+    (index, watch): (Option<&PathBuf>, Option<&Watch>),
     done: usize,
 ) -> Result<(Vec<(PathBuf, Run)>, u8)> {
     let mut runs = Vec::new();
@@ -324,11 +363,8 @@ fn run_repeats(
         if wanted > 1 {
             line(format!("validate: repeat {n} of {wanted}"));
         }
-        let judged = crate::run::pipeline::run(
-            chosen,
-            built,
-            &crate::run::boot::Options::of(&args.vm, kernel.cache_dir.as_deref())?,
-        )?;
+        let opts = Options { watch: watch.cloned(), ..Options::of(&args.vm, kernel.cache_dir.as_deref())? };
+        let judged = crate::run::pipeline::run(chosen, built, &opts)?;
         crate::run::pipeline::publish(&judged, built)?;
         let dir = judged
             .first()
@@ -361,6 +397,22 @@ mod tests {
             crate::flags::Cmd::Validate(v) => v,
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn lanes_longest_boots_first_or_with_affected_the_quickest_to_init() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/results/golden/run.json");
+        let mut run = crate::results::compare::read_run_json(&fixture).unwrap();
+        run.arches.truncate(2);
+        let (a, b) = (run.arches[0].arch.clone(), run.arches[1].arch.clone());
+        for (i, (wall, init)) in [(9_000, 3_000), (5_000, 1_000)].into_iter().enumerate() {
+            run.arches[i].boots.truncate(1);
+            run.arches[i].boots[0].wall_ms = wall;
+            run.arches[i].boots[0].boot_ms = Some(init);
+        }
+        let base = [(PathBuf::from("b"), run)];
+        assert_eq!(lane_order(&base, false)[..2], [a.as_str(), b.as_str()], "the longest boots first");
+        assert_eq!(lane_order(&base, true)[..2], [b.as_str(), a.as_str()], "the quickest to /init first");
     }
 
     #[test]

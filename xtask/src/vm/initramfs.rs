@@ -91,22 +91,37 @@ pub fn build_agent(arch: &Arch) -> Result<PathBuf> {
     let root = crate::support::checkout::project_root();
     let target = &arch.agent_target;
     let what = format!("the guest agent for {} ({})", arch.name, target.triple);
-    check_linker(target, &what)?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let sh = sh()?;
-    sh.change_dir(&root);
-    let triple = target.triple;
-    let out = target_env(cmd!(sh, "{cargo} build --quiet --release -p initramfs --target {triple}"), target)
-        .ignore_status()
-        .output()
-        .context("running cargo build for the guest agent")?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let hint = build_hint(&stderr, target).map(|h| format!(" ({h})")).unwrap_or_default();
-        return Err(error(Kind::Infra, format!("building {what}{hint}:\n{stderr}")));
+    once(format!("initramfs {}", target.triple), || {
+        check_linker(target, &what)?;
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let sh = sh()?;
+        sh.change_dir(&root);
+        let triple = target.triple;
+        let out = target_env(cmd!(sh, "{cargo} build --quiet --release -p initramfs --target {triple}"), target)
+            .ignore_status()
+            .output()
+            .context("running cargo build for the guest agent")?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let hint = build_hint(&stderr, target).map(|h| format!(" ({h})")).unwrap_or_default();
+            return Err(error(Kind::Infra, format!("building {what}{hint}:\n{stderr}")));
+        }
+        let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+        Ok(target_dir.join(triple).join("release/ue-agent"))
+    })
+}
+
+/// `build` once per process for each `key` (a package and target): the sources do not change
+/// while a command runs, and each cargo call costs a fraction of a second even when it has
+/// nothing to do (`validate` asks for the same agent and clients several times).
+fn once(key: String, build: impl FnOnce() -> Result<PathBuf>) -> Result<PathBuf> {
+    static BUILT: std::sync::Mutex<BTreeMap<String, PathBuf>> = std::sync::Mutex::new(BTreeMap::new());
+    if let Some(p) = BUILT.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(p.clone());
     }
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
-    Ok(target_dir.join(triple).join("release/ue-agent"))
+    let path = build()?;
+    BUILT.lock().unwrap_or_else(|e| e.into_inner()).insert(key, path.clone());
+    Ok(path)
 }
 
 /// A static-glibc target's cross linker must be there before cargo runs (its own error would
@@ -196,26 +211,30 @@ pub fn build_client(arch: &Arch, client: &Client) -> Result<Vec<u8>> {
         error(Kind::BadInput, format!("{} has no build for {}: {why}", client.package, arch.name))
     })?;
     let what = format!("{} for {} ({})", client.package, arch.name, target.triple);
-    check_linker(target, &what)?;
-    let root = crate::support::checkout::project_root();
-    let target_dir = clients_target_dir();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let sh = sh()?;
-    sh.change_dir(&root);
-    let manifest = root.join("initramfs/clients/Cargo.toml");
-    let (package, triple) = (client.package, target.triple);
-    let cmd = cmd!(
-        sh,
-        "{cargo} build --quiet --release --manifest-path {manifest} -p {package} --target {triple} --target-dir {target_dir}"
-    );
-    let out =
-        target_env(cmd, target).ignore_status().output().with_context(|| format!("running cargo build for {what}"))?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let hint = build_hint(&stderr, target).map(|h| format!(" ({h})")).unwrap_or_default();
-        return Err(error(Kind::Infra, format!("building {what}{hint}:\n{stderr}")));
-    }
-    let path = target_dir.join(target.triple).join("release").join(client.package);
+    let path = once(format!("{} {}", client.package, target.triple), || {
+        check_linker(target, &what)?;
+        let root = crate::support::checkout::project_root();
+        let target_dir = clients_target_dir();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let sh = sh()?;
+        sh.change_dir(&root);
+        let manifest = root.join("initramfs/clients/Cargo.toml");
+        let (package, triple) = (client.package, target.triple);
+        let cmd = cmd!(
+            sh,
+            "{cargo} build --quiet --release --manifest-path {manifest} -p {package} --target {triple} --target-dir {target_dir}"
+        );
+        let out = target_env(cmd, target)
+            .ignore_status()
+            .output()
+            .with_context(|| format!("running cargo build for {what}"))?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let hint = build_hint(&stderr, target).map(|h| format!(" ({h})")).unwrap_or_default();
+            return Err(error(Kind::Infra, format!("building {what}{hint}:\n{stderr}")));
+        }
+        Ok(target_dir.join(target.triple).join("release").join(client.package))
+    })?;
     let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     if elf_interpreter(&bytes) != Some(false) {
         return Err(error(

@@ -530,7 +530,7 @@ pub fn ctrl_c_leaves_nothing(results: &Path) -> Result<()> {
 }
 
 /// This xtask's binary, to run it as a user would (cargo builds it for this test target).
-fn this_xtask() -> Result<std::path::PathBuf> {
+pub fn this_xtask() -> Result<std::path::PathBuf> {
     Ok(std::path::PathBuf::from(env!("CARGO_BIN_EXE_xtask")))
 }
 

@@ -4,7 +4,9 @@
 //! `user_events_ioctl_del()`, the one that never deletes does not, and the one whose enable bit
 //! is written by the kernel's fault-in worker (a workqueue) executes that worker; then a patch
 //! that adds a line no scenario runs (`test_data/patches/blind-spot.patch`) gets that line
-//! named as a blind spot first in the summary, and `--fail-on-blind-spots` exits 2.
+//! named as a blind spot first in the summary, and `--fail-on-blind-spots` exits 2; and
+//! `validate --affected` reads a one-line change (`test_data/patches/delete-busy-errno.patch`)
+//! through that run's coverage as the baseline's map.
 
 use std::path::Path;
 
@@ -163,5 +165,52 @@ pub fn blind_spot(results: &Path) -> Result<()> {
     let md = std::fs::read_to_string(run_dir.join("summary.md"))?;
     let at = md.find(&format!("blind spot `{DEFAULT_FILE}:2163`")).context("summary.md does not name it")?;
     anyhow::ensure!(at < md.find("| arch |").unwrap_or(usize::MAX), "summary.md does not name it first");
+    Ok(())
+}
+
+/// `validate --affected --patch delete-busy-errno.patch` on [`ARCH`] with the three scenarios,
+/// the coverage run of [`run_and_check`] in `results` as the baseline's map (found by its
+/// source): the one-line change (EAGAIN for EBUSY) is read through the map, only [`DELETES`] runs,
+/// it is named as the first regression before the comparison, and validate exits 1. Then a
+/// change to a header is refused with the reason (exit 128) before anything is built.
+pub fn affected(results: &Path) -> Result<()> {
+    let root = xtask::support::checkout::project_root();
+    let patch = root.join("xtask/test_data/patches/delete-busy-errno.patch");
+    let (sh, xtask) = (sh()?, crate::as_user::this_xtask()?);
+    let select = ["--arch", ARCH, "--filter", DELETES, "--filter", NEVER_DELETES, "--filter", FAULTS_IN];
+    let out = cmd!(sh, "{xtask} validate --affected --patch {patch} {select...} --results {results}")
+        .ignore_status()
+        .output()?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    anyhow::ensure!(out.status.code() == Some(1), "validate exited {:?}:\n{text}", out.status.code());
+    let map = format!("validate: {ARCH}: coverage map {}", results.display());
+    anyhow::ensure!(text.contains(&map), "validate did not read the map in {}:\n{text}", results.display());
+    anyhow::ensure!(text.contains("1 of 3 planned scenario(s) ran the baseline lines"), "not 1 of 3 chosen:\n{text}");
+    let named = format!("validate: first regression: {ARCH}/{DELETES} passed on the baseline and fails now");
+    let at = text.find(&named).with_context(|| format!("no `{named}`:\n{text}"))?;
+    anyhow::ensure!(at < text.find("validate: comparing").unwrap_or(0), "named after the comparison:\n{text}");
+    let regressed: Vec<&str> = text.lines().filter(|l| l.trim_start().starts_with("REGRESSED ")).collect();
+    anyhow::ensure!(regressed.len() == 1 && regressed[0].contains(DELETES), "regressed: {regressed:?}\n{text}");
+    let patched = text
+        .lines()
+        .find_map(|l| l.split_once("validate: comparing ")?.1.split_once(" with ")?.1.strip_suffix(" (patched)"))
+        .with_context(|| format!("validate did not name the patched run:\n{text}"))?;
+    let run = xtask::results::compare::read_run_json(&Path::new(patched).join("run.json"))?;
+    let a = run.arch(ARCH).context("no x86_64 in the patched run")?;
+    let ran: Vec<(&str, &str)> = a.scenarios.iter().map(|s| (s.name.as_str(), s.status.as_str())).collect();
+    anyhow::ensure!(ran == [(DELETES, "fail")], "the patched side ran {ran:?}");
+    anyhow::ensure!(a.boots.len() == 1, "boots {:?}", a.boots.iter().map(|b| &b.name).collect::<Vec<_>>());
+
+    let scratch = tempfile::tempdir_in(results)?;
+    let header = scratch.path().join("header.patch");
+    let h = "include/linux/user_events.h";
+    std::fs::write(&header, format!("--- a/{h}\n+++ b/{h}\n@@ -1,1 +1,2 @@\n /* x */\n+/* y */\n"))?;
+    let out = cmd!(sh, "{xtask} validate --affected --patch {header} {select...} --results {results}")
+        .ignore_status()
+        .output()?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    anyhow::ensure!(out.status.code() == Some(128), "validate exited {:?}:\n{text}", out.status.code());
+    let why = format!("validate --affected: the change touches {h}: a header");
+    anyhow::ensure!(text.contains(&why) && !text.contains("booting"), "no `{why}` before any boot:\n{text}");
     Ok(())
 }

@@ -742,6 +742,17 @@ fn coverage_checks(opts: &xtask::run::boot::Options, base: &KernelArgs, scratch:
         started,
         result,
     );
+    let started = Instant::now();
+    let result = coverage::affected(scratch);
+    record(
+        outcomes,
+        &format!(
+            "{arch} (coverage): validate --affected runs only the scenario that ran the changed line and names its \
+             regression first; a header change is refused"
+        ),
+        started,
+        result,
+    );
 }
 
 fn record(outcomes: &mut Vec<Outcome>, name: &str, started: Instant, result: Result<()>) {
