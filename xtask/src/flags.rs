@@ -64,8 +64,34 @@ pub enum Cmd {
     Merge(MergeArgs),
     /// Benchmarks: `boot` times the agent's empty-plan boot against a bare static C /init.
     Bench(BenchArgs),
+    /// Mutation testing of the kernel under test: the mutants of a kernel C file (default
+    /// kernel/trace/trace_events_user.c of the default source), listed (`--list`, `--json`).
+    Mutants(MutantsArgs),
     /// The project's tests: unit tests, then real kernel builds and checks on both arches.
     Test(TestArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MutantsArgs {
+    /// The kernel C file to mutate (default: kernel/trace/trace_events_user.c of the default
+    /// kernel source, unpacked in the cache).
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// Print one line per mutant: id, file:line, function, operator, `orig -> repl`.
+    #[arg(long)]
+    pub list: bool,
+    /// Print the mutants as JSON (each with its unified diff).
+    #[arg(long, conflicts_with = "list")]
+    pub json: bool,
+    /// Keep only the mutants on lines this patch adds or changes in the file.
+    #[arg(long, value_name = "PATCH")]
+    pub in_diff: Option<PathBuf>,
+    /// Keep the k-th of n deterministic shares (by mutant id), e.g. 2/4.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Cache directory for sources, build trees and built kernels.
+    #[arg(long, env = "XTASK_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

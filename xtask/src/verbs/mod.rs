@@ -12,6 +12,7 @@ pub mod exec;
 pub mod kernel;
 pub mod matrix;
 pub mod merge;
+pub mod mutants;
 pub mod prepare;
 pub mod replay;
 pub mod report;

@@ -1,0 +1,11 @@
+//! Mutation testing of the kernel under test (`cargo xtask mutants`):
+//!
+//! - `find`: mutation points of a kernel C file, parsed with tree-sitter's C grammar, each with
+//!   a stable id, its location and its diff (sans-IO);
+//! - `select`: `--in-diff PATCH` and `--shard k/n` (sans-IO);
+//! - `report`: the outcomes, the tracked equivalent list, `mutants.json` in Stryker's schema
+//!   (sans-IO).
+
+pub mod find;
+pub mod report;
+pub mod select;
