@@ -89,6 +89,19 @@ pub struct MutantsArgs {
     /// Keep the k-th of n deterministic shares (by mutant id), e.g. 2/4.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
+    /// A `run --coverage` run folder: its per-scenario tracefiles say which scenarios execute
+    /// each mutant's lines (none: NoCoverage, decided without a build).
+    #[arg(long, value_name = "RUN")]
+    pub coverage_map: Option<PathBuf>,
+    /// Where the state file (`state.jsonl`, each finished mutant's result) and `mutants.json`
+    /// go (default: results/mutants/ in the checkout).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Write <out>/mutants.json (Stryker's report schema) with what is known without running:
+    /// results kept in the state file, the tracked equivalents, NoCoverage from
+    /// --coverage-map; every other mutant Pending.
+    #[arg(long)]
+    pub report: bool,
     /// Cache directory for sources, build trees and built kernels.
     #[arg(long, env = "XTASK_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,

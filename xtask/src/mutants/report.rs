@@ -29,6 +29,20 @@ pub enum Outcome {
     Equivalent { reason: String },
 }
 
+impl Outcome {
+    /// The outcome's name: `Killed`, `NoCoverage`, ...
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::CompileError { .. } => "CompileError",
+            Outcome::NoCoverage => "NoCoverage",
+            Outcome::Killed { .. } => "Killed",
+            Outcome::Timeout { .. } => "Timeout",
+            Outcome::Survived => "Survived",
+            Outcome::Equivalent { .. } => "Equivalent",
+        }
+    }
+}
+
 /// One mutant's result as the state file keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MutantResult {

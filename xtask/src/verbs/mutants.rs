@@ -1,7 +1,10 @@
 //! `cargo xtask mutants`: the mutants of a kernel C file (default
 //! `kernel/trace/trace_events_user.c` of the default kernel source), selected by `--in-diff`
-//! and `--shard`, listed as text or JSON. Running them is not built yet.
+//! and `--shard`, listed as text or JSON; with `--coverage-map RUN` each one's covering
+//! scenarios (or NoCoverage); `--report` writes what is known into `mutants.json`. Building
+//! and booting each mutant is not built yet.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -9,12 +12,24 @@ use serde_json::json;
 
 use crate::flags::MutantsArgs;
 use crate::kernel::source::{self, Spec};
-use crate::mutants::find::{self, Operator};
+use crate::mutants::find::{self, Mutant, Operator};
+use crate::mutants::plan::{self, Step};
+use crate::mutants::report::{self, Outcome};
 use crate::mutants::select::{self, Shard};
 use crate::support::exit::{error, Kind};
 
 /// The default file, inside the kernel tree.
 pub const DEFAULT_FILE: &str = "kernel/trace/trace_events_user.c";
+
+/// The tracked list of equivalent mutants, in the checkout.
+pub const EQUIVALENT_LIST: &str = "mutants/equivalent.tsv";
+
+/// The file mutated: where it was read, its path in the kernel tree, its text.
+struct Target {
+    path: PathBuf,
+    name: String,
+    text: String,
+}
 
 impl MutantsArgs {
     pub fn run(self) -> Result<u8> {
@@ -22,6 +37,67 @@ impl MutantsArgs {
             Some(s) => Some(s.parse::<Shard>().map_err(|e| error(Kind::BadInput, e))?),
             None => None,
         };
+        let target = self.target()?;
+        let mut mutants = find::mutants(&target.name, &target.text)?;
+        let total = mutants.len();
+        if let Some(patch) = &self.in_diff {
+            let diff = std::fs::read_to_string(patch)
+                .map_err(|e| error(Kind::BadInput, format!("--in-diff {}: {e}", patch.display())))?;
+            mutants = select::on_lines(mutants, &select::patch_lines(&diff, &target.name));
+        }
+        if let Some(shard) = shard {
+            mutants.retain(|m| shard.takes(m));
+        }
+        let out = self.out.clone().unwrap_or_else(|| crate::support::checkout::default_results().join("mutants"));
+        let steps = self.plan(&target, &mutants, &out)?;
+        if self.json {
+            print_json(&target, &mutants, &steps)?;
+        } else if self.list {
+            for m in &mutants {
+                let planned = steps.get(&m.id).map(|s| format!("  [{}]", describe(s))).unwrap_or_default();
+                println!("{}  {}:{}  {}  {}  {}{planned}", m.id, m.file, m.line, m.function, m.operator, m.change());
+            }
+        }
+        let per_operator: Vec<String> = Operator::ALL
+            .iter()
+            .map(|op| format!("{op} {}", mutants.iter().filter(|m| m.operator == *op).count()))
+            .collect();
+        eprintln!(
+            "{} mutants of {} ({total} in the file): {}",
+            mutants.len(),
+            target.path.display(),
+            per_operator.join(", ")
+        );
+        if !steps.is_empty() {
+            let mut tally: BTreeMap<String, usize> = BTreeMap::new();
+            for s in steps.values() {
+                *tally.entry(describe(s).split(':').next().unwrap_or_default().to_string()).or_default() += 1;
+            }
+            let tally: Vec<String> = tally.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            eprintln!("planned: {}", tally.join(", "));
+        }
+        if self.report {
+            let results = steps
+                .iter()
+                .filter_map(|(id, s)| match s {
+                    Step::Decided(r) => Some((id.clone(), r.clone())),
+                    Step::Run { .. } => None,
+                })
+                .collect();
+            let json = report::stryker_json(&target.name, &target.text, &mutants, &results);
+            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+            let path = out.join("mutants.json");
+            std::fs::write(&path, serde_json::to_string_pretty(&json)?)
+                .with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+        if !self.list && !self.json && !self.report {
+            eprintln!("building and booting mutants is not built yet: use --list, --json or --report");
+        }
+        Ok(0)
+    }
+
+    fn target(&self) -> Result<Target> {
         let (path, name) = match &self.file {
             Some(file) => (file.clone(), name_in_tree(file)),
             None => {
@@ -32,49 +108,70 @@ impl MutantsArgs {
         };
         let text = std::fs::read_to_string(&path)
             .map_err(|e| error(Kind::BadInput, format!("--file {}: {e}", path.display())))?;
-        let mut mutants = find::mutants(&name, &text)?;
-        let total = mutants.len();
-        if let Some(patch) = &self.in_diff {
-            let diff = std::fs::read_to_string(patch)
-                .map_err(|e| error(Kind::BadInput, format!("--in-diff {}: {e}", patch.display())))?;
-            mutants = select::on_lines(mutants, &select::patch_lines(&diff, &name));
-        }
-        if let Some(shard) = shard {
-            mutants.retain(|m| shard.takes(m));
-        }
-        if self.json {
-            let list: Vec<_> = mutants
-                .iter()
-                .map(|m| {
-                    let mut v = serde_json::to_value(m).expect("a mutant serialises");
-                    v["diff"] = json!(m.diff(&text));
-                    v
-                })
-                .collect();
-            println!("{}", serde_json::to_string_pretty(&list).context("writing JSON")?);
-            return Ok(0);
-        }
-        if self.list {
-            for m in &mutants {
-                println!("{}  {}:{}  {}  {}  {}", m.id, m.file, m.line, m.function, m.operator, m.change());
-            }
-        }
-        let per_operator: Vec<String> = Operator::ALL
-            .iter()
-            .map(|op| format!("{op} {}", mutants.iter().filter(|m| m.operator == *op).count()))
-            .collect();
-        eprintln!(
-            "{} mutants of {} ({} in the file): {}",
-            mutants.len(),
-            path.display(),
-            total,
-            per_operator.join(", ")
-        );
-        if !self.list {
-            eprintln!("running mutants is not built yet: use --list or --json");
-        }
-        Ok(0)
+        Ok(Target { path, name, text })
     }
+
+    /// Each mutant's step when there is something to plan from (a coverage map, a state file,
+    /// the equivalent list's entries); empty otherwise.
+    fn plan(&self, target: &Target, mutants: &[Mutant], out: &Path) -> Result<BTreeMap<String, Step>> {
+        let list_path = crate::support::checkout::project_root().join(EQUIVALENT_LIST);
+        let list = std::fs::read_to_string(&list_path).unwrap_or_default();
+        let equivalent = report::parse_equivalent(&list)
+            .map_err(|e| error(Kind::BadInput, format!("{}: {e:#}", list_path.display())))?;
+        let done = plan::load_state(&plan::state_file(out))?;
+        let Some(run) = &self.coverage_map else {
+            if equivalent.is_empty() && done.is_empty() {
+                return Ok(BTreeMap::new());
+            }
+            // Without a map nothing is NoCoverage: what is not decided stays to be run.
+            let mut steps: BTreeMap<String, Step> = BTreeMap::new();
+            for m in mutants {
+                let decided = done.get(&m.id).cloned().or_else(|| {
+                    equivalent.get(&m.id).map(|reason| report::MutantResult {
+                        id: m.id.clone(),
+                        outcome: Outcome::Equivalent { reason: reason.clone() },
+                        covered_by: vec![],
+                        duration_ms: None,
+                    })
+                });
+                steps.insert(m.id.clone(), decided.map_or(Step::Run { scenarios: BTreeMap::new() }, Step::Decided));
+            }
+            return Ok(steps);
+        };
+        let map = plan::read_coverage_map(run, &target.name).map_err(|e| error(Kind::BadInput, format!("{e:#}")))?;
+        Ok(plan::plan(mutants, &map, &equivalent, &done).into_iter().collect())
+    }
+}
+
+/// A step in a few words: `NoCoverage`, `Equivalent`, `Killed` (done earlier), `run: 3
+/// scenarios on x86_64`.
+fn describe(step: &Step) -> String {
+    match step {
+        Step::Decided(r) => r.outcome.name().to_string(),
+        Step::Run { scenarios } if scenarios.is_empty() => "to run".to_string(),
+        Step::Run { scenarios } => {
+            let per_arch: Vec<String> = scenarios.iter().map(|(a, s)| format!("{} on {a}", s.len())).collect();
+            format!("to run: {}", per_arch.join(", "))
+        }
+    }
+}
+
+fn print_json(target: &Target, mutants: &[Mutant], steps: &BTreeMap<String, Step>) -> Result<()> {
+    let list: Vec<_> = mutants
+        .iter()
+        .map(|m| {
+            let mut v = serde_json::to_value(m).expect("a mutant serialises");
+            v["diff"] = json!(m.diff(&target.text));
+            match steps.get(&m.id) {
+                Some(Step::Decided(r)) => v["result"] = serde_json::to_value(r).expect("a result serialises"),
+                Some(Step::Run { scenarios }) if !scenarios.is_empty() => v["scenarios"] = json!(scenarios),
+                _ => {}
+            }
+            v
+        })
+        .collect();
+    println!("{}", serde_json::to_string_pretty(&list).context("writing JSON")?);
+    Ok(())
 }
 
 /// A file's path inside its kernel tree (the first ancestor with a Makefile and a Kconfig), or
