@@ -102,6 +102,11 @@ pub struct MutantsArgs {
     /// --coverage-map; every other mutant Pending.
     #[arg(long)]
     pub report: bool,
+    /// Build and boot each planned mutant (needs --coverage-map): its diff as an extra
+    /// --patch, only its covering scenarios run, each result kept in <out>/state.jsonl; a
+    /// second run skips the finished ones. Untested end to end so far.
+    #[arg(long, requires = "coverage_map", conflicts_with_all = ["list", "json"])]
+    pub run: bool,
     /// Cache directory for sources, build trees and built kernels.
     #[arg(long, env = "XTASK_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,

@@ -1,8 +1,8 @@
 //! `cargo xtask mutants`: the mutants of a kernel C file (default
 //! `kernel/trace/trace_events_user.c` of the default kernel source), selected by `--in-diff`
 //! and `--shard`, listed as text or JSON; with `--coverage-map RUN` each one's covering
-//! scenarios (or NoCoverage); `--report` writes what is known into `mutants.json`. Building
-//! and booting each mutant is not built yet.
+//! scenarios (or NoCoverage); `--run` builds and boots the planned ones (`mutants_run`);
+//! `--report` writes what is known into `mutants.json`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -49,7 +49,7 @@ impl MutantsArgs {
             mutants.retain(|m| shard.takes(m));
         }
         let out = self.out.clone().unwrap_or_else(|| crate::support::checkout::default_results().join("mutants"));
-        let steps = self.plan(&target, &mutants, &out)?;
+        let mut steps = self.plan(&target, &mutants, &out)?;
         if self.json {
             print_json(&target, &mutants, &steps)?;
         } else if self.list {
@@ -76,6 +76,15 @@ impl MutantsArgs {
             let tally: Vec<String> = tally.iter().map(|(k, n)| format!("{k} {n}")).collect();
             eprintln!("planned: {}", tally.join(", "));
         }
+        let mut code = 0;
+        if self.run {
+            code = crate::verbs::mutants_run::run_all(&mutants, &target.text, &steps, &out)?;
+            for (id, r) in plan::load_state(&plan::state_file(&out))? {
+                if let Some(step) = steps.get_mut(&id) {
+                    *step = Step::Decided(r);
+                }
+            }
+        }
         if self.report {
             let results = steps
                 .iter()
@@ -91,10 +100,10 @@ impl MutantsArgs {
                 .with_context(|| format!("writing {}", path.display()))?;
             eprintln!("wrote {}", path.display());
         }
-        if !self.list && !self.json && !self.report {
-            eprintln!("building and booting mutants is not built yet: use --list, --json or --report");
+        if !self.list && !self.json && !self.report && !self.run {
+            eprintln!("nothing asked: use --list, --json, --report or --run");
         }
-        Ok(0)
+        Ok(code)
     }
 
     fn target(&self) -> Result<Target> {
