@@ -558,6 +558,16 @@ mod tests {
     }
 
     #[test]
+    fn mutants_flags() {
+        let r = Xtask::try_parse_from(["x", "mutants", "--list", "--shard", "2/4", "--in-diff", "p.patch"]);
+        let Cmd::Mutants(m) = r.unwrap().command else { panic!() };
+        assert_eq!((m.list, m.shard.as_deref(), m.in_diff), (true, Some("2/4"), Some(PathBuf::from("p.patch"))));
+        assert!(Xtask::try_parse_from(["x", "mutants", "--run"]).is_err(), "--run needs --coverage-map");
+        assert!(Xtask::try_parse_from(["x", "mutants", "--list", "--json"]).is_err());
+        assert!(Xtask::try_parse_from(["x", "mutants", "--run", "--coverage-map", "r", "--report"]).is_ok());
+    }
+
+    #[test]
     fn source_flags_conflict() {
         let r = Xtask::try_parse_from(["x", "kernel", "--kernel-src", "a", "--kernel-tarball", "b"]);
         assert!(r.is_err());

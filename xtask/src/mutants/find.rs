@@ -157,6 +157,10 @@ pub fn mutants(file: &str, source: &str) -> Result<Vec<Mutant>> {
     let logging = found.logging;
     let mut out: Vec<Mutant> = found.out.into_iter().filter(|m| !m.lines().any(|l| logging.contains(&l))).collect();
     out.sort_by_key(|m| (m.start_byte, m.end_byte, m.operator, m.replacement.clone()));
+    // Two families can make the same change (`return 1;`: Constant and ReturnValue both give
+    // `return 0;`): the first family keeps it.
+    let mut seen = BTreeSet::new();
+    out.retain(|m| seen.insert((m.start_byte, m.end_byte, m.replacement.clone())));
     assign_ids(&mut out);
     Ok(out)
 }
@@ -375,6 +379,11 @@ static bool *ptr(int z)
 {
 \treturn NULL;
 }
+
+static int one(void)
+{
+\treturn 1;
+}
 ";
 
     fn summary(ms: &[Mutant]) -> Vec<String> {
@@ -384,8 +393,9 @@ static bool *ptr(int z)
     #[test]
     fn finds_each_family_inside_functions_only() {
         let ms = mutants("lib/x.c", SRC).unwrap();
+        let check: Vec<Mutant> = ms.iter().filter(|m| m.function == "check").cloned().collect();
         assert_eq!(
-            summary(&ms),
+            summary(&check),
             [
                 "7:5 check NegateCondition (x < y && y != 0) -> (!(x < y && y != 0))",
                 "7:8 check Boundary < -> <=",
@@ -401,8 +411,10 @@ static bool *ptr(int z)
             ]
         );
         // Comments, the macro's definition, file-scope initialisers, the logging lines and
-        // `return NULL` give none.
-        assert!(ms.iter().all(|m| m.function == "check"));
+        // `return NULL` give none; `return 1;` to `return 0;` is one mutant, not two.
+        let one: Vec<String> = summary(&ms).into_iter().filter(|s| s.contains(" one ")).collect();
+        assert_eq!(one, ["22:9 one Constant 1 -> 0", "22:9 one Constant 1 -> 2"]);
+        assert!(ms.iter().all(|m| m.function == "check" || m.function == "one"));
     }
 
     #[test]
