@@ -6,10 +6,12 @@
 //! - `plan`: the scenarios covering each mutant from a coverage run, the resumable state file;
 //! - `classify`: a mutant's outcome from its build and its scenarios' run (sans-IO);
 //! - `report`: the outcomes, the tracked equivalent list, `mutants.json` in Stryker's schema
-//!   (sans-IO).
+//!   (sans-IO);
+//! - `summary`: `summary.md`, the score with and without NoCoverage, per operator and function.
 
 pub mod classify;
 pub mod find;
 pub mod plan;
 pub mod report;
 pub mod select;
+pub mod summary;

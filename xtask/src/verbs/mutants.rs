@@ -98,7 +98,10 @@ impl MutantsArgs {
             let path = out.join("mutants.json");
             std::fs::write(&path, serde_json::to_string_pretty(&json)?)
                 .with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("wrote {}", path.display());
+            let summary = out.join("summary.md");
+            let page = crate::mutants::summary::render(&target.name, &mutants, &results);
+            std::fs::write(&summary, page).with_context(|| format!("writing {}", summary.display()))?;
+            eprintln!("wrote {} and {}", path.display(), summary.display());
         }
         if !self.list && !self.json && !self.report && !self.run {
             eprintln!("nothing asked: use --list, --json, --report or --run");
