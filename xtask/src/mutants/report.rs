@@ -1,7 +1,8 @@
 //! What became of each mutant, the tracked list of equivalent mutants, and `mutants.json` in
-//! Stryker's mutation-testing-report-schema (version 1; the schema is kept in
-//! `xtask/test_data/mutation-testing-report-schema.json` and the report validated against it).
-//! Sans-IO.
+//! Stryker's mutation-testing-report-schema (version 1; the published schema, from the
+//! stryker-mutator/mutation-testing-elements repository's `packages/report-schema`, Apache-2.0,
+//! is kept unchanged in `xtask/test_data/mutation-testing-report-schema.json` and the report
+//! validated against it). Sans-IO.
 
 use std::collections::{BTreeMap, BTreeSet};
 
