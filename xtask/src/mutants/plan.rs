@@ -56,10 +56,11 @@ pub enum Step {
     Run { scenarios: BTreeMap<String, Vec<String>> },
 }
 
-/// Each mutant's step, in the mutants' order.
+/// Each mutant's step, in the mutants' order. Without a coverage map nothing is NoCoverage:
+/// what is not decided is a `Run` with no scenarios known.
 pub fn plan(
     mutants: &[Mutant],
-    coverage: &CoverageMap,
+    coverage: Option<&CoverageMap>,
     equivalent: &BTreeMap<String, String>,
     done: &BTreeMap<String, MutantResult>,
 ) -> Vec<(String, Step)> {
@@ -69,11 +70,12 @@ pub fn plan(
             let decided = |outcome| {
                 Step::Decided(MutantResult { id: m.id.clone(), outcome, covered_by: vec![], duration_ms: None })
             };
-            let step = if let Some(r) = done.get(&m.id) {
-                Step::Decided(r.clone())
-            } else if let Some(reason) = equivalent.get(&m.id) {
+            // The tracked list wins over a result kept from before the mutant was listed.
+            let step = if let Some(reason) = equivalent.get(&m.id) {
                 decided(Outcome::Equivalent { reason: reason.clone() })
-            } else {
+            } else if let Some(r) = done.get(&m.id) {
+                Step::Decided(r.clone())
+            } else if let Some(coverage) = coverage {
                 let scenarios: BTreeMap<String, Vec<String>> = coverage
                     .iter()
                     .map(|(arch, by)| {
@@ -87,6 +89,8 @@ pub fn plan(
                 } else {
                     Step::Run { scenarios }
                 }
+            } else {
+                Step::Run { scenarios: BTreeMap::new() }
             };
             (m.id.clone(), step)
         })
@@ -173,7 +177,12 @@ mod tests {
             duration_ms: Some(9),
         };
         let done = BTreeMap::from([(ret_x.clone(), done_result.clone())]);
-        let steps: BTreeMap<String, Step> = plan(&ms, &map, &equivalent, &done).into_iter().collect();
+        let mut done = done;
+        done.insert(
+            negate.id.clone(),
+            MutantResult { id: negate.id.clone(), outcome: Outcome::Survived, covered_by: vec![], duration_ms: None },
+        );
+        let steps: BTreeMap<String, Step> = plan(&ms, Some(&map), &equivalent, &done).into_iter().collect();
         assert_eq!(steps.len(), ms.len());
         assert_eq!(
             steps[ret_einval],
@@ -181,7 +190,11 @@ mod tests {
         );
         assert_eq!(steps[ret_x], Step::Decided(done_result), "finished earlier: skipped");
         let Step::Decided(eq) = &steps[&negate.id] else { panic!() };
-        assert_eq!(eq.outcome, Outcome::Equivalent { reason: "a reviewer's reason".into() });
+        assert_eq!(
+            eq.outcome,
+            Outcome::Equivalent { reason: "a reviewer's reason".into() },
+            "the list wins over a kept Survived"
+        );
         let boundary = ms.iter().find(|m| m.original == "<").unwrap();
         let Step::Run { scenarios } = &steps[&boundary.id] else { panic!() };
         assert_eq!(scenarios["s390x"], ["abi/ok"], "line 3 runs on s390x too");
@@ -193,9 +206,12 @@ mod tests {
         let ms = crate::mutants::find::mutants("kernel/x.c", SRC).unwrap();
         let map =
             CoverageMap::from([("x86_64".to_string(), BTreeMap::from([("a/b".to_string(), BTreeSet::from([1]))]))]);
-        for (_, step) in plan(&ms, &map, &BTreeMap::new(), &BTreeMap::new()) {
+        for (_, step) in plan(&ms, Some(&map), &BTreeMap::new(), &BTreeMap::new()) {
             let Step::Decided(r) = step else { panic!("{step:?}") };
             assert_eq!(r.outcome, Outcome::NoCoverage);
+        }
+        for (_, step) in plan(&ms, None, &BTreeMap::new(), &BTreeMap::new()) {
+            assert_eq!(step, Step::Run { scenarios: BTreeMap::new() }, "no map: unknown, not NoCoverage");
         }
     }
 

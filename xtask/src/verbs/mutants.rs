@@ -14,7 +14,7 @@ use crate::flags::MutantsArgs;
 use crate::kernel::source::{self, Spec};
 use crate::mutants::find::{self, Mutant, Operator};
 use crate::mutants::plan::{self, Step};
-use crate::mutants::report::{self, Outcome};
+use crate::mutants::report;
 use crate::mutants::select::{self, Shard};
 use crate::support::exit::{error, Kind};
 
@@ -131,27 +131,14 @@ impl MutantsArgs {
         let equivalent = report::parse_equivalent(&list)
             .map_err(|e| error(Kind::BadInput, format!("{}: {e:#}", list_path.display())))?;
         let done = plan::load_state(&plan::state_file(out))?;
-        let Some(run) = &self.coverage_map else {
-            if equivalent.is_empty() && done.is_empty() {
-                return Ok(BTreeMap::new());
+        let map = match &self.coverage_map {
+            Some(run) => {
+                Some(plan::read_coverage_map(run, &target.name).map_err(|e| error(Kind::BadInput, format!("{e:#}")))?)
             }
-            // Without a map nothing is NoCoverage: what is not decided stays to be run.
-            let mut steps: BTreeMap<String, Step> = BTreeMap::new();
-            for m in mutants {
-                let decided = done.get(&m.id).cloned().or_else(|| {
-                    equivalent.get(&m.id).map(|reason| report::MutantResult {
-                        id: m.id.clone(),
-                        outcome: Outcome::Equivalent { reason: reason.clone() },
-                        covered_by: vec![],
-                        duration_ms: None,
-                    })
-                });
-                steps.insert(m.id.clone(), decided.map_or(Step::Run { scenarios: BTreeMap::new() }, Step::Decided));
-            }
-            return Ok(steps);
+            None if equivalent.is_empty() && done.is_empty() => return Ok(BTreeMap::new()),
+            None => None,
         };
-        let map = plan::read_coverage_map(run, &target.name).map_err(|e| error(Kind::BadInput, format!("{e:#}")))?;
-        Ok(plan::plan(mutants, &map, &equivalent, &done).into_iter().collect())
+        Ok(plan::plan(mutants, map.as_ref(), &equivalent, &done).into_iter().collect())
     }
 }
 

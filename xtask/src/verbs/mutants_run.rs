@@ -31,20 +31,13 @@ pub fn run_argv(patch: &Path, scenarios: &BTreeMap<String, Vec<String>>, results
     argv
 }
 
-/// Runs every mutant whose step is `Run`, in order, each result appended to the state file.
+/// Runs every mutant whose step is `Run`, in order, each result appended to the state file
+/// (only outcomes of runs: NoCoverage and the equivalents are decided afresh each time, from
+/// the map and the list as they are then).
 pub fn run_all(mutants: &[Mutant], source: &str, steps: &BTreeMap<String, Step>, out: &Path) -> Result<u8> {
     let state = plan::state_file(out);
     std::fs::create_dir_all(out.join("patches")).with_context(|| format!("creating {}", out.display()))?;
     let todo: Vec<&Mutant> = mutants.iter().filter(|m| matches!(steps.get(&m.id), Some(Step::Run { .. }))).collect();
-    // Decided ones not yet in the state file (NoCoverage, equivalents) are kept too.
-    let kept = plan::load_state(&state)?;
-    for (id, step) in steps {
-        if let Step::Decided(r) = step {
-            if !kept.contains_key(id) {
-                plan::append_state(&state, r)?;
-            }
-        }
-    }
     for (n, m) in todo.iter().enumerate() {
         let Some(Step::Run { scenarios }) = steps.get(&m.id) else { continue };
         crate::support::progress::line(format!(
