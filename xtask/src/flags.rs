@@ -64,8 +64,52 @@ pub enum Cmd {
     Merge(MergeArgs),
     /// Benchmarks: `boot` times the agent's empty-plan boot against a bare static C /init.
     Bench(BenchArgs),
+    /// Mutation testing of the kernel under test: the mutants of a kernel C file (default
+    /// kernel/trace/trace_events_user.c of the default source), listed (`--list`, `--json`).
+    Mutants(MutantsArgs),
     /// The project's tests: unit tests, then real kernel builds and checks on both arches.
     Test(TestArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MutantsArgs {
+    /// The kernel C file to mutate (default: kernel/trace/trace_events_user.c of the default
+    /// kernel source, unpacked in the cache).
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// Print one line per mutant: id, file:line, function, operator, `orig -> repl`.
+    #[arg(long)]
+    pub list: bool,
+    /// Print the mutants as JSON (each with its unified diff).
+    #[arg(long, conflicts_with = "list")]
+    pub json: bool,
+    /// Keep only the mutants on lines this patch adds or changes in the file.
+    #[arg(long, value_name = "PATCH")]
+    pub in_diff: Option<PathBuf>,
+    /// Keep the k-th of n deterministic shares (by mutant id), e.g. 2/4.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// A `run --coverage` run folder: its per-scenario tracefiles say which scenarios execute
+    /// each mutant's lines (none: NoCoverage, decided without a build).
+    #[arg(long, value_name = "RUN")]
+    pub coverage_map: Option<PathBuf>,
+    /// Where the state file (`state.jsonl`, each finished mutant's result) and `mutants.json`
+    /// go (default: results/mutants/ in the checkout).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Write <out>/mutants.json (Stryker's report schema) with what is known without running:
+    /// results kept in the state file, the tracked equivalents, NoCoverage from
+    /// --coverage-map; every other mutant Pending.
+    #[arg(long)]
+    pub report: bool,
+    /// Build and boot each planned mutant (needs --coverage-map): its diff as an extra
+    /// --patch, only its covering scenarios run, each result kept in <out>/state.jsonl; a
+    /// second run skips the finished ones. Untested end to end so far.
+    #[arg(long, requires = "coverage_map", conflicts_with_all = ["list", "json"])]
+    pub run: bool,
+    /// Cache directory for sources, build trees and built kernels.
+    #[arg(long, env = "XTASK_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -519,6 +563,16 @@ mod tests {
     #[test]
     fn flags_are_consistent() {
         Xtask::command().debug_assert();
+    }
+
+    #[test]
+    fn mutants_flags() {
+        let r = Xtask::try_parse_from(["x", "mutants", "--list", "--shard", "2/4", "--in-diff", "p.patch"]);
+        let Cmd::Mutants(m) = r.unwrap().command else { panic!() };
+        assert_eq!((m.list, m.shard.as_deref(), m.in_diff), (true, Some("2/4"), Some(PathBuf::from("p.patch"))));
+        assert!(Xtask::try_parse_from(["x", "mutants", "--run"]).is_err(), "--run needs --coverage-map");
+        assert!(Xtask::try_parse_from(["x", "mutants", "--list", "--json"]).is_err());
+        assert!(Xtask::try_parse_from(["x", "mutants", "--run", "--coverage-map", "r", "--report"]).is_ok());
     }
 
     #[test]

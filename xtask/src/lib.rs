@@ -11,6 +11,7 @@
 //! - `judging/`: a boot's logs into a verdict, and the run folder's records (`JudgedBoot`);
 //! - `results/`: the one run model, its renderers, `compare` and `merge`;
 //! - `coverage/`: what the suites cover;
+//! - `mutants/`: mutation testing of the kernel under test: mutants, selection, reports;
 //! - `run/`: one run in order: kernels, plans, boots in lanes, reports;
 //! - `setup/`: provisioning, from what a verb needs;
 //! - `verbs/`: one module per `cargo xtask` verb, called only by `main.rs`.
@@ -20,6 +21,7 @@ pub mod coverage;
 pub mod flags;
 pub mod judging;
 pub mod kernel;
+pub mod mutants;
 pub mod results;
 pub mod run;
 pub mod setup;

@@ -60,6 +60,7 @@ fn main() -> ExitCode {
         Cmd::Matrix(v) => v.run(),
         Cmd::Merge(v) => v.run(),
         Cmd::Bench(v) => v.run(),
+        Cmd::Mutants(v) => v.run(),
         Cmd::Test(v) => v.run(),
     };
     match result {

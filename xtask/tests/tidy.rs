@@ -37,6 +37,7 @@ const XTASK_LAYERS: &[(&str, &str)] = &[
     ("judging", "console, result channel, verdict, run-folder records"),
     ("results", "the run model, its renderers, compare, merge"),
     ("coverage", "what the suites reach"),
+    ("mutants", "mutation testing: mutants, selection, reports"),
     ("run", "one run: kernels, plans, boots, reports"),
     ("setup", "provisioning from what a verb needs"),
     ("verbs", "one module per verb, called only by main.rs"),

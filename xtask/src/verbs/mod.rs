@@ -14,6 +14,8 @@ pub mod exec;
 pub mod kernel;
 pub mod matrix;
 pub mod merge;
+pub mod mutants;
+pub mod mutants_run;
 pub mod prepare;
 pub mod replay;
 pub mod report;

@@ -1,0 +1,467 @@
+//! Mutation points found by parsing C with tree-sitter's C grammar (sans-IO): PIT's default
+//! operator families adapted to C, inside function bodies only, never in comments, macro
+//! definitions, preprocessor conditions, unparsed (`ERROR`) regions or on lines that log.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use tree_sitter::{Node, Parser};
+
+/// A family of mutations (the report's `mutatorName`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Operator {
+    /// `<` <-> `<=`, `>` <-> `>=`.
+    Boundary,
+    /// `==` <-> `!=`.
+    Equality,
+    /// `if (x)` -> `if (!(x))`.
+    NegateCondition,
+    /// `&&` <-> `||`.
+    Logical,
+    /// `+` <-> `-` (binary).
+    Arithmetic,
+    /// `&` <-> `|`, `<<` <-> `>>` (binary).
+    Bitwise,
+    /// An integer literal `n` -> `n + 1`, `n - 1` (written as literals in the same base).
+    Constant,
+    /// A statement that is only a call, removed (`f(x);` -> `;`).
+    RemoveCall,
+    /// `return e;` -> `return 0;`, and `return 0;` -> `return -EINVAL;`, `true` <-> `false`.
+    ReturnValue,
+}
+
+impl Operator {
+    pub const ALL: [Operator; 9] = [
+        Operator::Boundary,
+        Operator::Equality,
+        Operator::NegateCondition,
+        Operator::Logical,
+        Operator::Arithmetic,
+        Operator::Bitwise,
+        Operator::Constant,
+        Operator::RemoveCall,
+        Operator::ReturnValue,
+    ];
+}
+
+impl fmt::Display for Operator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// One mutant: a span of the source and what replaces it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mutant {
+    /// Stable: a digest of the file, function, operator, original and replacement text and the
+    /// occurrence of that same mutation within the function, so edits elsewhere keep it.
+    pub id: String,
+    /// The path inside the kernel tree (`kernel/trace/trace_events_user.c`).
+    pub file: String,
+    pub function: String,
+    pub operator: Operator,
+    /// 1-based; columns count bytes, the end is exclusive.
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
+    #[serde(skip)]
+    pub start_byte: usize,
+    #[serde(skip)]
+    pub end_byte: usize,
+    pub original: String,
+    pub replacement: String,
+}
+
+impl Mutant {
+    /// The source with this mutant applied.
+    pub fn apply(&self, source: &str) -> String {
+        format!("{}{}{}", &source[..self.start_byte], self.replacement, &source[self.end_byte..])
+    }
+
+    /// The lines (1-based) the mutant's span covers.
+    pub fn lines(&self) -> std::ops::RangeInclusive<u32> {
+        self.line..=self.end_line
+    }
+
+    /// A unified diff with three lines of context that `patch -p1` applies in the kernel tree.
+    pub fn diff(&self, source: &str) -> String {
+        let lines: Vec<&str> = source.split_inclusive('\n').collect();
+        let (first, last) = (self.line as usize - 1, self.end_line as usize - 1);
+        let line_start = source[..self.start_byte].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = source[self.end_byte..].find('\n').map_or(source.len(), |i| self.end_byte + i + 1);
+        let new_text =
+            format!("{}{}{}", &source[line_start..self.start_byte], self.replacement, &source[self.end_byte..line_end]);
+        let new_lines: Vec<&str> = new_text.split_inclusive('\n').collect();
+        let before = first.saturating_sub(3);
+        let after = (last + 4).min(lines.len());
+        let mut out = format!("--- a/{0}\n+++ b/{0}\n", self.file);
+        let old_count = after - before;
+        let new_count = old_count - (last - first + 1) + new_lines.len();
+        out += &format!("@@ -{},{} +{},{} @@ {}\n", before + 1, old_count, before + 1, new_count, self.function);
+        let mut push = |prefix: char, line: &str| {
+            out.push(prefix);
+            out.push_str(line);
+            if !line.ends_with('\n') {
+                out.push_str("\n\\ No newline at end of file\n");
+            }
+        };
+        lines[before..first].iter().for_each(|l| push(' ', l));
+        lines[first..=last].iter().for_each(|l| push('-', l));
+        new_lines.iter().for_each(|l| push('+', l));
+        lines[last + 1..after].iter().for_each(|l| push(' ', l));
+        out
+    }
+
+    /// `orig -> repl` on one line, whitespace runs folded, long texts shortened.
+    pub fn change(&self) -> String {
+        format!("{} -> {}", one_line(&self.original), one_line(&self.replacement))
+    }
+}
+
+fn one_line(text: &str) -> String {
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if folded.chars().count() > 60 {
+        format!("{}...", folded.chars().take(57).collect::<String>())
+    } else {
+        folded
+    }
+}
+
+/// Calls whose lines are never mutated: logging and assertions.
+fn logs(name: &str) -> bool {
+    name.starts_with("pr_")
+        || name.starts_with("printk")
+        || name.starts_with("WARN")
+        || name.starts_with("BUG")
+        || name.starts_with("dev_err")
+        || name.starts_with("dev_warn")
+        || name.starts_with("dev_info")
+        || name.starts_with("dev_dbg")
+}
+
+/// Subtrees never entered: comments, macro definitions, preprocessor conditions and calls, and
+/// what the parser could not make sense of (macros it does not know can confuse it).
+const SKIPPED: &[&str] =
+    &["comment", "preproc_def", "preproc_function_def", "preproc_call", "preproc_include", "ERROR"];
+
+/// Every mutant of `source`, in source order; `file` is its path inside the kernel tree.
+pub fn mutants(file: &str, source: &str) -> Result<Vec<Mutant>> {
+    let mut parser = Parser::new();
+    parser.set_language(&tree_sitter_c::LANGUAGE.into()).context("loading tree-sitter's C grammar")?;
+    let tree = parser.parse(source, None).context("tree-sitter could not parse the source")?;
+    let mut found = Finder { src: source, file, function: String::new(), out: Vec::new(), logging: BTreeSet::new() };
+    found.functions(tree.root_node());
+    let logging = found.logging;
+    let mut out: Vec<Mutant> = found.out.into_iter().filter(|m| !m.lines().any(|l| logging.contains(&l))).collect();
+    out.sort_by_key(|m| (m.start_byte, m.end_byte, m.operator, m.replacement.clone()));
+    // Two families can make the same change (`return 1;`: Constant and ReturnValue both give
+    // `return 0;`): the first family keeps it.
+    let mut seen = BTreeSet::new();
+    out.retain(|m| seen.insert((m.start_byte, m.end_byte, m.replacement.clone())));
+    assign_ids(&mut out);
+    Ok(out)
+}
+
+/// The id: the first 12 hex digits of the digest of what the mutant is and its occurrence.
+fn assign_ids(mutants: &mut [Mutant]) {
+    let mut seen: BTreeMap<(String, String, Operator, String, String), usize> = BTreeMap::new();
+    for m in mutants.iter_mut() {
+        let key = (m.file.clone(), m.function.clone(), m.operator, m.original.clone(), m.replacement.clone());
+        let n = seen.entry(key).or_default();
+        let text = format!("{}\0{}\0{}\0{}\0{}\0{}", m.file, m.function, m.operator, m.original, m.replacement, n);
+        m.id = crate::support::files::sha256_hex(text)[..12].to_string();
+        *n += 1;
+    }
+}
+
+struct Finder<'a> {
+    src: &'a str,
+    file: &'a str,
+    function: String,
+    out: Vec<Mutant>,
+    /// Lines spanned by a logging call.
+    logging: BTreeSet<u32>,
+}
+
+impl<'a> Finder<'a> {
+    fn text(&self, node: Node) -> &'a str {
+        &self.src[node.byte_range()]
+    }
+
+    /// Walks to the function definitions; their bodies are where mutants are.
+    fn functions(&mut self, node: Node) {
+        if SKIPPED.contains(&node.kind()) {
+            return;
+        }
+        if node.kind() == "function_definition" {
+            if let (Some(name), Some(body)) = (function_name(node, self.src), node.child_by_field_name("body")) {
+                self.function = name;
+                self.body(body);
+            }
+            return;
+        }
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            self.functions(child);
+        }
+    }
+
+    fn body(&mut self, node: Node) {
+        if SKIPPED.contains(&node.kind()) {
+            return;
+        }
+        match node.kind() {
+            "binary_expression" => self.binary(node),
+            "number_literal" => self.constant(node),
+            "if_statement" => {
+                if let Some(cond) = node.child_by_field_name("condition") {
+                    let text = self.text(cond);
+                    if let Some(inner) = text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
+                        self.push(cond, Operator::NegateCondition, format!("(!({inner}))"));
+                    }
+                }
+            }
+            "expression_statement" => self.call_statement(node),
+            "return_statement" => self.return_value(node),
+            "call_expression" => {
+                let name = node.child_by_field_name("function").map(|f| self.text(f)).unwrap_or_default();
+                if logs(name) {
+                    let (a, b) = (node.start_position().row as u32 + 1, node.end_position().row as u32 + 1);
+                    self.logging.extend(a..=b);
+                    return;
+                }
+            }
+            // The condition of `#if`/`#elif` is the preprocessor's, not C's.
+            "preproc_if" | "preproc_elif" => {
+                let cond = node.child_by_field_name("condition").map(|c| c.id());
+                let mut cursor = node.walk();
+                for child in node.children(&mut cursor).filter(|c| Some(c.id()) != cond) {
+                    self.body(child);
+                }
+                return;
+            }
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            self.body(child);
+        }
+    }
+
+    fn binary(&mut self, node: Node) {
+        let Some(op) = node.child_by_field_name("operator") else { return };
+        let (operator, repl) = match self.text(op) {
+            "<" => (Operator::Boundary, "<="),
+            "<=" => (Operator::Boundary, "<"),
+            ">" => (Operator::Boundary, ">="),
+            ">=" => (Operator::Boundary, ">"),
+            "==" => (Operator::Equality, "!="),
+            "!=" => (Operator::Equality, "=="),
+            "&&" => (Operator::Logical, "||"),
+            "||" => (Operator::Logical, "&&"),
+            "+" => (Operator::Arithmetic, "-"),
+            "-" => (Operator::Arithmetic, "+"),
+            "&" => (Operator::Bitwise, "|"),
+            "|" => (Operator::Bitwise, "&"),
+            "<<" => (Operator::Bitwise, ">>"),
+            ">>" => (Operator::Bitwise, "<<"),
+            _ => return,
+        };
+        self.push(op, operator, repl.to_string());
+    }
+
+    fn constant(&mut self, node: Node) {
+        let Some((value, radix, prefix, suffix)) = parse_int(self.text(node)) else { return };
+        let write = |v: u128| match radix {
+            16 => format!("{prefix}{v:x}{suffix}"),
+            8 if v != 0 => format!("0{v:o}{suffix}"),
+            _ => format!("{v}{suffix}"),
+        };
+        if let Some(up) = value.checked_add(1) {
+            self.push(node, Operator::Constant, write(up));
+        }
+        if let Some(down) = value.checked_sub(1) {
+            self.push(node, Operator::Constant, write(down));
+        }
+    }
+
+    fn call_statement(&mut self, node: Node) {
+        let Some(expr) = node.named_child(0) else { return };
+        if expr.kind() != "call_expression" || node.named_child_count() != 1 || !self.text(node).ends_with(';') {
+            return;
+        }
+        self.push(node, Operator::RemoveCall, ";".to_string());
+    }
+
+    fn return_value(&mut self, node: Node) {
+        let Some(expr) = node.named_child(0) else { return };
+        if expr.kind() == "comment" {
+            return;
+        }
+        let repl = match self.text(expr) {
+            "0" => "-EINVAL",
+            "true" => "false",
+            "false" => "true",
+            "NULL" => return,
+            _ => "0",
+        };
+        self.push(expr, Operator::ReturnValue, repl.to_string());
+    }
+
+    fn push(&mut self, node: Node, operator: Operator, replacement: String) {
+        let (start, end) = (node.start_position(), node.end_position());
+        self.out.push(Mutant {
+            id: String::new(),
+            file: self.file.to_string(),
+            function: self.function.clone(),
+            operator,
+            line: start.row as u32 + 1,
+            column: start.column as u32 + 1,
+            end_line: end.row as u32 + 1,
+            end_column: end.column as u32 + 1,
+            start_byte: node.start_byte(),
+            end_byte: node.end_byte(),
+            original: self.text(node).to_string(),
+            replacement,
+        });
+    }
+}
+
+/// The name a function definition declares, through pointer and parenthesised declarators.
+fn function_name(def: Node, src: &str) -> Option<String> {
+    let mut node = def.child_by_field_name("declarator")?;
+    loop {
+        if node.kind() == "identifier" {
+            return Some(src[node.byte_range()].to_string());
+        }
+        node = node.child_by_field_name("declarator").or_else(|| node.named_child(0))?;
+    }
+}
+
+/// An integer literal's value, radix, prefix and suffix (`0x1fUL` -> (31, 16, "0x", "UL")).
+fn parse_int(text: &str) -> Option<(u128, u32, &str, &str)> {
+    let digits_end = text.find(['u', 'U', 'l', 'L']).unwrap_or(text.len());
+    let (body, suffix) = text.split_at(digits_end);
+    let (radix, prefix, digits) = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        (16, &body[..2], h)
+    } else if body.len() > 1 && body.starts_with('0') {
+        (8, "0", &body[1..])
+    } else {
+        (10, "", body)
+    };
+    let value = u128::from_str_radix(digits, radix).ok()?;
+    Some((value, radix, prefix, suffix))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: &str = "\
+/* if (a < b) in a comment */
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+static int table[4] = { 1, 2 };
+
+static int check(int x, int y)
+{
+\tif (x < y && y != 0)
+\t\treturn -EINVAL;
+\tpr_warn(\"x=%d\\n\", x + 1);
+\tWARN_ON_ONCE(x == 3);
+\tkfree(x);
+\treturn x << 0x1f;
+}
+
+static bool *ptr(int z)
+{
+\treturn NULL;
+}
+
+static int one(void)
+{
+\treturn 1;
+}
+";
+
+    fn summary(ms: &[Mutant]) -> Vec<String> {
+        ms.iter().map(|m| format!("{}:{} {} {} {}", m.line, m.column, m.function, m.operator, m.change())).collect()
+    }
+
+    #[test]
+    fn finds_each_family_inside_functions_only() {
+        let ms = mutants("lib/x.c", SRC).unwrap();
+        let check: Vec<Mutant> = ms.iter().filter(|m| m.function == "check").cloned().collect();
+        assert_eq!(
+            summary(&check),
+            [
+                "7:5 check NegateCondition (x < y && y != 0) -> (!(x < y && y != 0))",
+                "7:8 check Boundary < -> <=",
+                "7:12 check Logical && -> ||",
+                "7:17 check Equality != -> ==",
+                "7:20 check Constant 0 -> 1",
+                "8:10 check ReturnValue -EINVAL -> 0",
+                "11:2 check RemoveCall kfree(x); -> ;",
+                "12:9 check ReturnValue x << 0x1f -> 0",
+                "12:11 check Bitwise << -> >>",
+                "12:14 check Constant 0x1f -> 0x1e",
+                "12:14 check Constant 0x1f -> 0x20",
+            ]
+        );
+        // Comments, the macro's definition, file-scope initialisers, the logging lines and
+        // `return NULL` give none; `return 1;` to `return 0;` is one mutant, not two.
+        let one: Vec<String> = summary(&ms).into_iter().filter(|s| s.contains(" one ")).collect();
+        assert_eq!(one, ["22:9 one Constant 1 -> 0", "22:9 one Constant 1 -> 2"]);
+        assert!(ms.iter().all(|m| m.function == "check" || m.function == "one"));
+    }
+
+    #[test]
+    fn ids_are_stable_against_edits_elsewhere_and_distinct() {
+        let ms = mutants("lib/x.c", SRC).unwrap();
+        let ids: BTreeSet<&str> = ms.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids.len(), ms.len());
+        let edited = SRC.replace(
+            "static bool *ptr(int z)",
+            "static int other(int q)\n{\n\treturn q + 1;\n}\n\nstatic bool *ptr(int z)",
+        );
+        let again = mutants("lib/x.c", &edited).unwrap();
+        for m in &ms {
+            let same = again.iter().find(|n| n.id == m.id).expect("the id survives an unrelated edit");
+            assert_eq!((same.operator, &same.original, &same.function), (m.operator, &m.original, &m.function));
+        }
+        assert_eq!(again.len(), ms.len() + 4, "the new function's own mutants");
+    }
+
+    #[test]
+    fn the_diff_applies_with_patch() {
+        let ms = mutants("lib/x.c", SRC).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("lib")).unwrap();
+        for m in &ms {
+            std::fs::write(dir.path().join("lib/x.c"), SRC).unwrap();
+            let out = std::process::Command::new("patch")
+                .args(["-p1", "--silent", "--no-backup-if-mismatch"])
+                .current_dir(dir.path())
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .and_then(|mut c| {
+                    use std::io::Write;
+                    c.stdin.take().unwrap().write_all(m.diff(SRC).as_bytes())?;
+                    c.wait()
+                });
+            let Ok(status) = out else { return }; // no patch(1) on this host
+            assert!(status.success(), "{}", m.diff(SRC));
+            assert_eq!(std::fs::read_to_string(dir.path().join("lib/x.c")).unwrap(), m.apply(SRC));
+        }
+    }
+
+    #[test]
+    fn integer_literals() {
+        assert_eq!(parse_int("0x1fUL"), Some((31, 16, "0x", "UL")));
+        assert_eq!(parse_int("017"), Some((15, 8, "0", "")));
+        assert_eq!(parse_int("0"), Some((0, 10, "", "")));
+        assert_eq!(parse_int("1.5"), None);
+    }
+}

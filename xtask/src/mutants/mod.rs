@@ -1,0 +1,17 @@
+//! Mutation testing of the kernel under test (`cargo xtask mutants`):
+//!
+//! - `find`: mutation points of a kernel C file, parsed with tree-sitter's C grammar, each with
+//!   a stable id, its location and its diff (sans-IO);
+//! - `select`: `--in-diff PATCH` and `--shard k/n` (sans-IO);
+//! - `plan`: the scenarios covering each mutant from a coverage run, the resumable state file;
+//! - `classify`: a mutant's outcome from its build and its scenarios' run (sans-IO);
+//! - `report`: the outcomes, the tracked equivalent list, `mutants.json` in Stryker's schema
+//!   (sans-IO);
+//! - `summary`: `summary.md`, the score with and without NoCoverage, per operator and function.
+
+pub mod classify;
+pub mod find;
+pub mod plan;
+pub mod report;
+pub mod select;
+pub mod summary;

@@ -1,0 +1,235 @@
+//! What running each mutant takes: the scenarios that execute its lines, per arch, from a
+//! coverage run's per-scenario tracefiles (`<run>/coverage/<arch>/<suite>/<scenario>.info`,
+//! `--coverage-map RUN`); none means NoCoverage without a build. The state file keeps each
+//! finished mutant's result (one JSON line each, appended as it ends), so a second run skips
+//! them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::coverage::lcov;
+use crate::mutants::find::Mutant;
+use crate::mutants::report::{MutantResult, Outcome};
+
+/// Per arch, per scenario (`suite/name`), the lines of the mutated file it executed.
+pub type CoverageMap = BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>;
+
+/// Reads the per-scenario tracefiles of a coverage run for `file` (a path in the kernel tree).
+pub fn read_coverage_map(run_dir: &Path, file: &str) -> Result<CoverageMap> {
+    let dir = run_dir.join(crate::coverage::runs::DIR);
+    let mut map = CoverageMap::new();
+    let arches = std::fs::read_dir(&dir).with_context(|| {
+        format!("--coverage-map: {} has no coverage folder (a `run --coverage` makes one)", run_dir.display())
+    })?;
+    for arch in arches.flatten().filter(|e| e.path().is_dir()) {
+        let arch_name = arch.file_name().to_string_lossy().into_owned();
+        let scenarios = map.entry(arch_name).or_default();
+        let mut stack = vec![arch.path()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d)?.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "info") {
+                    let rel = p.strip_prefix(arch.path()).expect("below the arch folder").with_extension("");
+                    let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+                    let files = lcov::parse_tracefile(&text).with_context(|| p.display().to_string())?;
+                    let lines = files.iter().filter(|f| f.path == file).flat_map(|f| f.hit_lines()).collect();
+                    scenarios.insert(rel.to_string_lossy().into_owned(), lines);
+                }
+            }
+        }
+    }
+    Ok(map)
+}
+
+/// What a mutant needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Decided without a build: finished in an earlier run, listed as equivalent, or covered by
+    /// no scenario.
+    Decided(MutantResult),
+    /// Build it and run these scenarios on these arches.
+    Run { scenarios: BTreeMap<String, Vec<String>> },
+}
+
+/// Each mutant's step, in the mutants' order. Without a coverage map nothing is NoCoverage:
+/// what is not decided is a `Run` with no scenarios known.
+pub fn plan(
+    mutants: &[Mutant],
+    coverage: Option<&CoverageMap>,
+    equivalent: &BTreeMap<String, String>,
+    done: &BTreeMap<String, MutantResult>,
+) -> Vec<(String, Step)> {
+    mutants
+        .iter()
+        .map(|m| {
+            let decided = |outcome| {
+                Step::Decided(MutantResult { id: m.id.clone(), outcome, covered_by: vec![], duration_ms: None })
+            };
+            // The tracked list wins over a result kept from before the mutant was listed.
+            let step = if let Some(reason) = equivalent.get(&m.id) {
+                decided(Outcome::Equivalent { reason: reason.clone() })
+            } else if let Some(r) = done.get(&m.id) {
+                Step::Decided(r.clone())
+            } else if let Some(coverage) = coverage {
+                let scenarios: BTreeMap<String, Vec<String>> = coverage
+                    .iter()
+                    .map(|(arch, by)| {
+                        let hit = by.iter().filter(|(_, lines)| m.lines().any(|l| lines.contains(&l)));
+                        (arch.clone(), hit.map(|(s, _)| s.clone()).collect::<Vec<_>>())
+                    })
+                    .filter(|(_, s)| !s.is_empty())
+                    .collect();
+                if scenarios.is_empty() {
+                    decided(Outcome::NoCoverage)
+                } else {
+                    Step::Run { scenarios }
+                }
+            } else {
+                Step::Run { scenarios: BTreeMap::new() }
+            };
+            (m.id.clone(), step)
+        })
+        .collect()
+}
+
+/// The state file of a mutants run: `<results>/state.jsonl`.
+pub fn state_file(results: &Path) -> PathBuf {
+    results.join("state.jsonl")
+}
+
+/// The results kept so far; a last line cut short by an interrupt is ignored (that mutant runs
+/// again), a later result of the same id wins.
+pub fn load_state(path: &Path) -> Result<BTreeMap<String, MutantResult>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut out = BTreeMap::new();
+    for (n, line) in lines.iter().enumerate() {
+        match serde_json::from_str::<MutantResult>(line) {
+            Ok(r) => {
+                out.insert(r.id.clone(), r);
+            }
+            Err(_) if n + 1 == lines.len() && !text.ends_with('\n') => {}
+            Err(e) => return Err(e).with_context(|| format!("{} line {}", path.display(), n + 1)),
+        }
+    }
+    Ok(out)
+}
+
+/// Appends one finished mutant's result, flushed to disk before the next mutant starts.
+pub fn append_state(path: &Path, result: &MutantResult) -> Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    writeln!(f, "{}", serde_json::to_string(result)?)?;
+    f.sync_data()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: &str = "int f(int x)\n{\n\tif (x < 2)\n\t\treturn -EINVAL;\n\treturn x + 1;\n}\n";
+
+    fn tracefile(lines: &[u32]) -> String {
+        let mut f = lcov::FileCov { path: "kernel/x.c".into(), ..Default::default() };
+        f.lines = (1..=6).map(|l| (l, u64::from(lines.contains(&l)))).collect();
+        lcov::tracefile("t", &[&f])
+    }
+
+    #[test]
+    fn the_covering_scenarios_per_arch_from_a_coverage_run() {
+        let run = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let p = run.path().join("coverage").join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write("x86_64/abi/bad-args.info", &tracefile(&[3, 4]));
+        write("x86_64/abi/ok.info", &tracefile(&[3, 5]));
+        write("s390x/abi/ok.info", &tracefile(&[3]));
+        write("x86_64.info", &tracefile(&[3, 4, 5])); // the arch's sum: not a scenario
+        let map = read_coverage_map(run.path(), "kernel/x.c").unwrap();
+        assert_eq!(map["x86_64"].keys().collect::<Vec<_>>(), ["abi/bad-args", "abi/ok"]);
+        assert_eq!(map["s390x"]["abi/ok"], [3].into());
+
+        let ms = crate::mutants::find::mutants("kernel/x.c", SRC).unwrap();
+        let (ret_einval, ret_x) =
+            (&ms.iter().find(|m| m.line == 4).unwrap().id, &ms.iter().find(|m| m.line == 5).unwrap().id);
+        let mut equivalent = BTreeMap::new();
+        let negate = ms.iter().find(|m| m.change().starts_with("(x < 2)")).unwrap();
+        equivalent.insert(negate.id.clone(), "a reviewer's reason".to_string());
+        let done_result = MutantResult {
+            id: ret_x.clone(),
+            outcome: Outcome::Survived,
+            covered_by: vec!["abi/ok".into()],
+            duration_ms: Some(9),
+        };
+        let done = BTreeMap::from([(ret_x.clone(), done_result.clone())]);
+        let mut done = done;
+        done.insert(
+            negate.id.clone(),
+            MutantResult { id: negate.id.clone(), outcome: Outcome::Survived, covered_by: vec![], duration_ms: None },
+        );
+        let steps: BTreeMap<String, Step> = plan(&ms, Some(&map), &equivalent, &done).into_iter().collect();
+        assert_eq!(steps.len(), ms.len());
+        assert_eq!(
+            steps[ret_einval],
+            Step::Run { scenarios: BTreeMap::from([("x86_64".to_string(), vec!["abi/bad-args".to_string()])]) }
+        );
+        assert_eq!(steps[ret_x], Step::Decided(done_result), "finished earlier: skipped");
+        let Step::Decided(eq) = &steps[&negate.id] else { panic!() };
+        assert_eq!(
+            eq.outcome,
+            Outcome::Equivalent { reason: "a reviewer's reason".into() },
+            "the list wins over a kept Survived"
+        );
+        let boundary = ms.iter().find(|m| m.original == "<").unwrap();
+        let Step::Run { scenarios } = &steps[&boundary.id] else { panic!() };
+        assert_eq!(scenarios["s390x"], ["abi/ok"], "line 3 runs on s390x too");
+        assert!(read_coverage_map(&run.path().join("nothing"), "kernel/x.c").is_err());
+    }
+
+    #[test]
+    fn nothing_covered_is_no_coverage_without_a_build() {
+        let ms = crate::mutants::find::mutants("kernel/x.c", SRC).unwrap();
+        let map =
+            CoverageMap::from([("x86_64".to_string(), BTreeMap::from([("a/b".to_string(), BTreeSet::from([1]))]))]);
+        for (_, step) in plan(&ms, Some(&map), &BTreeMap::new(), &BTreeMap::new()) {
+            let Step::Decided(r) = step else { panic!("{step:?}") };
+            assert_eq!(r.outcome, Outcome::NoCoverage);
+        }
+        for (_, step) in plan(&ms, None, &BTreeMap::new(), &BTreeMap::new()) {
+            assert_eq!(step, Step::Run { scenarios: BTreeMap::new() }, "no map: unknown, not NoCoverage");
+        }
+    }
+
+    #[test]
+    fn the_state_resumes_and_survives_a_torn_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = state_file(dir.path());
+        assert!(load_state(&path).unwrap().is_empty());
+        let r = |id: &str, outcome| MutantResult { id: id.into(), outcome, covered_by: vec![], duration_ms: None };
+        append_state(&path, &r("aaaaaaaaaaaa", Outcome::NoCoverage)).unwrap();
+        append_state(&path, &r("bbbbbbbbbbbb", Outcome::Survived)).unwrap();
+        append_state(&path, &r("aaaaaaaaaaaa", Outcome::Timeout { reason: "hang".into() })).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        write!(f, "{{\"id\":\"cccc").unwrap();
+        let state = load_state(&path).unwrap();
+        assert_eq!(state.len(), 2);
+        assert_eq!(state["aaaaaaaaaaaa"].outcome, Outcome::Timeout { reason: "hang".into() }, "the later result wins");
+        std::fs::write(&path, "not json\n{}\n").unwrap();
+        assert!(load_state(&path).is_err(), "a damaged line in the middle is an error, not a silent rerun");
+    }
+}

@@ -1,0 +1,189 @@
+//! `cargo xtask mutants`: the mutants of a kernel C file (default
+//! `kernel/trace/trace_events_user.c` of the default kernel source), selected by `--in-diff`
+//! and `--shard`, listed as text or JSON; with `--coverage-map RUN` each one's covering
+//! scenarios (or NoCoverage); `--run` builds and boots the planned ones (`mutants_run`);
+//! `--report` writes what is known into `mutants.json`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use crate::flags::MutantsArgs;
+use crate::kernel::source::{self, Spec};
+use crate::mutants::find::{self, Mutant, Operator};
+use crate::mutants::plan::{self, Step};
+use crate::mutants::report;
+use crate::mutants::select::{self, Shard};
+use crate::support::exit::{error, Kind};
+
+/// The default file, inside the kernel tree.
+pub const DEFAULT_FILE: &str = "kernel/trace/trace_events_user.c";
+
+/// The tracked list of equivalent mutants, in the checkout.
+pub const EQUIVALENT_LIST: &str = "mutants/equivalent.tsv";
+
+/// The file mutated: where it was read, its path in the kernel tree, its text.
+struct Target {
+    path: PathBuf,
+    name: String,
+    text: String,
+}
+
+impl MutantsArgs {
+    pub fn run(self) -> Result<u8> {
+        let shard = match &self.shard {
+            Some(s) => Some(s.parse::<Shard>().map_err(|e| error(Kind::BadInput, e))?),
+            None => None,
+        };
+        let target = self.target()?;
+        let mut mutants = find::mutants(&target.name, &target.text)?;
+        let total = mutants.len();
+        if let Some(patch) = &self.in_diff {
+            let diff = std::fs::read_to_string(patch)
+                .map_err(|e| error(Kind::BadInput, format!("--in-diff {}: {e}", patch.display())))?;
+            mutants = select::on_lines(mutants, &select::patch_lines(&diff, &target.name));
+        }
+        if let Some(shard) = shard {
+            mutants.retain(|m| shard.takes(m));
+        }
+        let out = self.out.clone().unwrap_or_else(|| crate::support::checkout::default_results().join("mutants"));
+        let mut steps = self.plan(&target, &mutants, &out)?;
+        if self.json {
+            print_json(&target, &mutants, &steps)?;
+        } else if self.list {
+            for m in &mutants {
+                let planned = steps.get(&m.id).map(|s| format!("  [{}]", describe(s))).unwrap_or_default();
+                println!("{}  {}:{}  {}  {}  {}{planned}", m.id, m.file, m.line, m.function, m.operator, m.change());
+            }
+        }
+        let per_operator: Vec<String> = Operator::ALL
+            .iter()
+            .map(|op| format!("{op} {}", mutants.iter().filter(|m| m.operator == *op).count()))
+            .collect();
+        eprintln!(
+            "{} mutants of {} ({total} in the file): {}",
+            mutants.len(),
+            target.path.display(),
+            per_operator.join(", ")
+        );
+        if !steps.is_empty() {
+            let mut tally: BTreeMap<String, usize> = BTreeMap::new();
+            for s in steps.values() {
+                *tally.entry(describe(s).split(':').next().unwrap_or_default().to_string()).or_default() += 1;
+            }
+            let tally: Vec<String> = tally.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            eprintln!("planned: {}", tally.join(", "));
+        }
+        let mut code = 0;
+        if self.run {
+            code = crate::verbs::mutants_run::run_all(&mutants, &target.text, &steps, &out)?;
+            for (id, r) in plan::load_state(&plan::state_file(&out))? {
+                if let Some(step) = steps.get_mut(&id) {
+                    *step = Step::Decided(r);
+                }
+            }
+        }
+        if self.report {
+            let results = steps
+                .iter()
+                .filter_map(|(id, s)| match s {
+                    Step::Decided(r) => Some((id.clone(), r.clone())),
+                    Step::Run { .. } => None,
+                })
+                .collect();
+            let json = report::stryker_json(&target.name, &target.text, &mutants, &results);
+            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+            let path = out.join("mutants.json");
+            std::fs::write(&path, serde_json::to_string_pretty(&json)?)
+                .with_context(|| format!("writing {}", path.display()))?;
+            let summary = out.join("summary.md");
+            let page = crate::mutants::summary::render(&target.name, &mutants, &results);
+            std::fs::write(&summary, page).with_context(|| format!("writing {}", summary.display()))?;
+            eprintln!("wrote {} and {}", path.display(), summary.display());
+        }
+        if !self.list && !self.json && !self.report && !self.run {
+            eprintln!("nothing asked: use --list, --json, --report or --run");
+        }
+        Ok(code)
+    }
+
+    fn target(&self) -> Result<Target> {
+        let (path, name) = match &self.file {
+            Some(file) => (file.clone(), name_in_tree(file)),
+            None => {
+                let cache = crate::kernel::cache::root(self.cache_dir.as_deref());
+                let ident = source::identify(&Spec::Debian, &cache)?;
+                (source::pristine_root(&Spec::Debian, &ident, &cache)?.join(DEFAULT_FILE), DEFAULT_FILE.to_string())
+            }
+        };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| error(Kind::BadInput, format!("--file {}: {e}", path.display())))?;
+        Ok(Target { path, name, text })
+    }
+
+    /// Each mutant's step when there is something to plan from (a coverage map, a state file,
+    /// the equivalent list's entries); empty otherwise.
+    fn plan(&self, target: &Target, mutants: &[Mutant], out: &Path) -> Result<BTreeMap<String, Step>> {
+        let list_path = crate::support::checkout::project_root().join(EQUIVALENT_LIST);
+        let list = std::fs::read_to_string(&list_path).unwrap_or_default();
+        let equivalent = report::parse_equivalent(&list)
+            .map_err(|e| error(Kind::BadInput, format!("{}: {e:#}", list_path.display())))?;
+        let done = plan::load_state(&plan::state_file(out))?;
+        let map = match &self.coverage_map {
+            Some(run) => {
+                Some(plan::read_coverage_map(run, &target.name).map_err(|e| error(Kind::BadInput, format!("{e:#}")))?)
+            }
+            None if equivalent.is_empty() && done.is_empty() => return Ok(BTreeMap::new()),
+            None => None,
+        };
+        Ok(plan::plan(mutants, map.as_ref(), &equivalent, &done).into_iter().collect())
+    }
+}
+
+/// A step in a few words: `NoCoverage`, `Equivalent`, `Killed` (done earlier), `run: 3
+/// scenarios on x86_64`.
+fn describe(step: &Step) -> String {
+    match step {
+        Step::Decided(r) => r.outcome.name().to_string(),
+        Step::Run { scenarios } if scenarios.is_empty() => "to run".to_string(),
+        Step::Run { scenarios } => {
+            let per_arch: Vec<String> = scenarios.iter().map(|(a, s)| format!("{} on {a}", s.len())).collect();
+            format!("to run: {}", per_arch.join(", "))
+        }
+    }
+}
+
+fn print_json(target: &Target, mutants: &[Mutant], steps: &BTreeMap<String, Step>) -> Result<()> {
+    let list: Vec<_> = mutants
+        .iter()
+        .map(|m| {
+            let mut v = serde_json::to_value(m).expect("a mutant serialises");
+            v["diff"] = json!(m.diff(&target.text));
+            match steps.get(&m.id) {
+                Some(Step::Decided(r)) => v["result"] = serde_json::to_value(r).expect("a result serialises"),
+                Some(Step::Run { scenarios }) if !scenarios.is_empty() => v["scenarios"] = json!(scenarios),
+                _ => {}
+            }
+            v
+        })
+        .collect();
+    println!("{}", serde_json::to_string_pretty(&list).context("writing JSON")?);
+    Ok(())
+}
+
+/// A file's path inside its kernel tree (the first ancestor with a Makefile and a Kconfig), or
+/// as given when it is in none.
+fn name_in_tree(file: &Path) -> String {
+    let abs = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
+    let root: Option<PathBuf> = abs
+        .ancestors()
+        .skip(1)
+        .find(|d| d.join("Makefile").is_file() && d.join("Kconfig").is_file())
+        .map(Path::to_path_buf);
+    match root.and_then(|r| abs.strip_prefix(r).ok().map(Path::to_path_buf)) {
+        Some(rel) => rel.to_string_lossy().into_owned(),
+        None => file.to_string_lossy().into_owned(),
+    }
+}
