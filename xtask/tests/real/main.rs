@@ -60,7 +60,10 @@ fn main() -> std::process::ExitCode {
             let mut outcomes = Vec::new();
             let scratch = tempfile::tempdir().expect("a scratch directory");
             for (name, check) in [
-                ("x86_64: a leak and an oops: culprits named, the rest on fresh boots", broken::leak_and_oops as fn(&Path) -> Result<()>),
+                (
+                    "x86_64: a leak and an oops: culprits named, the rest on fresh boots",
+                    broken::leak_and_oops as fn(&Path) -> Result<()>,
+                ),
                 ("x86_64: a kernel that oopses on every boot: collateral within the bound", broken::breaks_every_boot),
             ] {
                 let started = Instant::now();
@@ -86,6 +89,7 @@ fn run(args: &TestArgs) -> Result<u8> {
         arch: "all".into(),
         source: SourceArgs::default(),
         config: ConfigArgs::default(),
+        knobs: Default::default(),
         jobs: None,
         cache_dir: args.cache_dir.clone(),
         config_only: false,
