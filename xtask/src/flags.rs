@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand};
     about = "Build CONFIG_USER_EVENTS kernels and run the user_events conformance suites under QEMU",
     after_help = "Exit codes (safe for `git bisect run`): 0 passed, 1 a test failed, 125 the kernel cannot be \
                   built (bisect skips the commit), 128 bad input or usage, 129 infrastructure failure, \
-                  130 interrupted (128 and up abort a bisection instead of blaming a commit)."
+                  130 interrupted, 131 --timeout expired (128 and up abort a bisection instead of blaming a commit)."
 )]
 pub struct Xtask {
     #[command(subcommand)]

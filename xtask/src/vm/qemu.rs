@@ -646,6 +646,15 @@ impl ResultsTail {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_timeout_is_named_as_it_was_written() {
+        assert_eq!(humanize(Duration::from_secs(1200)), "20m");
+        assert_eq!(humanize(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(humanize(Duration::from_secs(90)), "1m30s");
+        assert_eq!(humanize(Duration::from_millis(500)), "500 ms");
+        assert_eq!(stop_reason(), "interrupted by a signal", "no timeout in this process");
+    }
+
     /// How a VM ended reads as words, never as Rust's `Killed { after_ms: .. }`.
     #[test]
     fn ended_reads_as_words() {
