@@ -430,7 +430,7 @@ pub struct ValidateArgs {
     pub select: SelectArgs,
     /// The baseline: this commit of the --kernel-src git tree (the change is then what lies
     /// between it and --head, or the working tree).
-    #[arg(long, value_name = "REF", requires = "kernel_src")]
+    #[arg(long, value_name = "REF")]
     pub base: Option<String>,
     /// With --base: the commit to validate (default: HEAD plus the uncommitted changes).
     #[arg(long, value_name = "REF", requires = "base")]
@@ -457,10 +457,10 @@ pub struct BisectArgs {
     #[command(flatten)]
     pub select: SelectArgs,
     /// A commit where the selected scenarios pass.
-    #[arg(long, value_name = "REF", requires = "kernel_src")]
+    #[arg(long, value_name = "REF")]
     pub good: String,
     /// A commit where they fail.
-    #[arg(long, value_name = "REF", requires = "kernel_src")]
+    #[arg(long, value_name = "REF")]
     pub bad: String,
 }
 
