@@ -821,5 +821,9 @@ mod tests {
         assert!(s.contains("patch -d \"$src\" -p1"), "{s}");
         assert!(s.contains("ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- -j\"$(nproc)\" Image"), "{s}");
         assert!(s.contains("merge_config.sh -m"), "{s}");
+        // A build with knobs rebuilds with its recorded make variables, quoted for the shell.
+        let knobs = Knobs { llvm: true, make_args: vec![("KCFLAGS".into(), "-O2 -g".into())], ..Knobs::default() };
+        let s = reproducer(&Metadata { make_vars: knobs.make_vars(arm), ..m }, arm);
+        assert!(s.contains("CROSS_COMPILE=aarch64-linux-gnu- LLVM=1 'KCFLAGS=-O2 -g' -j\"$(nproc)\" Image"), "{s}");
     }
 }

@@ -5,13 +5,12 @@
 //! cleared of the variables Kbuild would otherwise pick up from the shell unseen.
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 
 use crate::arch::Arch;
 use crate::support::exit::{error, Kind};
 
 /// The knobs of one build, from the flags.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Knobs {
     /// `LLVM=1`: clang, lld and the LLVM binutils instead of the GNU ones.
     pub llvm: bool,
