@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand};
     about = "Build CONFIG_USER_EVENTS kernels and run the user_events conformance suites under QEMU",
     after_help = "Exit codes (safe for `git bisect run`): 0 passed, 1 a test failed, 125 the kernel cannot be \
                   built (bisect skips the commit), 128 bad input or usage, 129 infrastructure failure, \
-                  130 interrupted (128 and up abort a bisection instead of blaming a commit)."
+                  130 interrupted, 131 --timeout expired (128 and up abort a bisection instead of blaming a commit)."
 )]
 pub struct Xtask {
     #[command(subcommand)]
@@ -69,6 +69,46 @@ pub enum Cmd {
     Mutants(MutantsArgs),
     /// The project's tests: unit tests, then real kernel builds and checks on both arches.
     Test(TestArgs),
+}
+
+impl Cmd {
+    /// The kernel flags of a verb that builds or boots a kernel.
+    pub fn kernel_mut(&mut self) -> Option<&mut KernelArgs> {
+        match self {
+            Cmd::Kernel(k) => Some(k),
+            Cmd::Run(RunArgs { kernel, .. })
+            | Cmd::Upstream(UpstreamArgs { kernel, .. })
+            | Cmd::Boot(BootArgs { kernel, .. })
+            | Cmd::Validate(ValidateArgs { kernel, .. })
+            | Cmd::Bisect(BisectArgs { kernel, .. })
+            | Cmd::Exec(ExecArgs { kernel, .. })
+            | Cmd::Shell(ShellArgs { kernel, .. })
+            | Cmd::Bench(BenchArgs { kernel, .. }) => Some(kernel),
+            _ => None,
+        }
+    }
+
+    /// `--timeout` of a verb that takes it.
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        match self {
+            Cmd::Run(RunArgs { budget, .. })
+            | Cmd::Boot(BootArgs { budget, .. })
+            | Cmd::Validate(ValidateArgs { budget, .. })
+            | Cmd::Bisect(BisectArgs { budget, .. }) => budget.timeout,
+            _ => None,
+        }
+    }
+}
+
+impl SourceArgs {
+    /// Whether no flag names a source (the default one is then used).
+    pub fn is_default(&self) -> bool {
+        self.kernel_src.is_none()
+            && self.kernel_tarball.is_none()
+            && self.kernel_version.is_none()
+            && self.kernel_image.is_none()
+            && self.git_commit.is_none()
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -139,6 +179,8 @@ pub struct KernelArgs {
     pub source: SourceArgs,
     #[command(flatten)]
     pub config: ConfigArgs,
+    #[command(flatten)]
+    pub knobs: KnobArgs,
     /// Parallel make jobs (default: the number of cores).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
@@ -151,6 +193,66 @@ pub struct KernelArgs {
     /// Print each build's metadata.json path and contents summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Build knobs as kernel engineers spell them (`kernel/knobs.rs`); each is in the cache key and
+/// the build's provenance.
+#[derive(Debug, Clone, Default, Args)]
+pub struct KnobArgs {
+    /// Build with clang and lld (`LLVM=1`); needs clang, lld and llvm.
+    #[arg(long)]
+    pub llvm: bool,
+    /// The compiler (`CC=`), e.g. `gcc-14` or `clang-19`.
+    #[arg(long, value_name = "CC")]
+    pub cc: Option<String>,
+    /// The toolchain prefix (`CROSS_COMPILE=`) instead of the arch's own.
+    #[arg(long, value_name = "PREFIX")]
+    pub cross_compile: Option<String>,
+    /// Compile through ccache (`CC="ccache gcc"`) when it is installed.
+    #[arg(long)]
+    pub ccache: bool,
+    /// An extra make variable, `KEY=VALUE` (repeatable, in order), e.g. `W=1`, `KCFLAGS=-g`;
+    /// `LLVM=1`, `CC=...` and `CROSS_COMPILE=...` are the knobs above.
+    #[arg(long = "make-arg", value_name = "KEY=VALUE", value_parser = crate::kernel::knobs::parse_make_arg)]
+    pub make_args: Vec<(String, String)>,
+}
+
+impl KnobArgs {
+    pub fn knobs(&self) -> anyhow::Result<crate::kernel::knobs::Knobs> {
+        crate::kernel::knobs::Knobs::from_flags(
+            self.llvm,
+            self.cc.clone(),
+            self.cross_compile.clone(),
+            self.ccache,
+            &self.make_args,
+        )
+    }
+}
+
+/// `--timeout`: how long a whole run may take.
+#[derive(Debug, Clone, Default, Args)]
+pub struct BudgetArgs {
+    /// Bound the whole run (`90s`, `20m`, `1h30m`; a bare number is seconds): when it expires
+    /// the boots are killed, the reports written, and the command exits 131.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+}
+
+/// `--timeout`: `90`, `90s`, `20m`, `1h30m`, `2h` (humantime-style, or ISO 8601 `PT20M`).
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let parsed = match t.parse::<u64>() {
+        Ok(secs) => std::time::Duration::from_secs(secs),
+        Err(_) => t
+            .parse::<jiff::SignedDuration>()
+            .ok()
+            .and_then(|d| std::time::Duration::try_from(d).ok())
+            .ok_or_else(|| format!("`{text}` is not a duration: write 90s, 20m or 1h30m"))?,
+    };
+    if parsed.is_zero() {
+        return Err(format!("`{text}`: the timeout must be longer than zero"));
+    }
+    Ok(parsed)
 }
 
 /// How the VMs run.
@@ -173,12 +275,14 @@ pub struct VmArgs {
     /// Memory per VM: MiB, or with a unit (`512M`, `1G`).
     #[arg(long, default_value = "512", value_parser = parse_memory)]
     pub memory: u32,
-    /// Appended to the guest kernel's command line, e.g. "loglevel=8 ftrace_dump_on_oops".
+    /// Appended to the guest kernel's command line, e.g. "loglevel=8 ftrace_dump_on_oops"
+    /// (repeatable; split as a shell would, quotes kept together: `dyndbg="file x.c +p"`).
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
-    pub kernel_args: Option<String>,
-    /// Appended to QEMU's arguments (split at spaces), e.g. "-d guest_errors".
+    pub kernel_args: Vec<String>,
+    /// Appended to QEMU's arguments, e.g. "-d guest_errors" (repeatable; split as a shell
+    /// would: `--qemu-args "-append 'a b'"` passes `a b` as one argument).
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
-    pub qemu_args: Option<String>,
+    pub qemu_args: Vec<String>,
     /// Where run folders go (default: results/ in the checkout).
     #[arg(long, value_name = "DIR")]
     pub results: Option<PathBuf>,
@@ -208,10 +312,30 @@ impl KernelArgs {
 }
 
 impl VmArgs {
+    /// `--kernel-args` and `--qemu-args`, each split into words as a shell would.
+    pub fn split_args(&self) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+        Ok((shell_words(&self.kernel_args, "--kernel-args")?, shell_words(&self.qemu_args, "--qemu-args")?))
+    }
+
     /// `--results`, else `results/` in the checkout.
     pub fn results_root(&self) -> PathBuf {
         self.results.clone().unwrap_or_else(crate::support::checkout::default_results)
     }
+}
+
+/// Each flag value split into words as a shell would, in order.
+fn shell_words(values: &[String], flag: &str) -> anyhow::Result<Vec<String>> {
+    let mut words = Vec::new();
+    for v in values {
+        let split = shlex::split(v).ok_or_else(|| {
+            crate::support::exit::error(
+                crate::support::exit::Kind::BadInput,
+                format!("{flag} {v:?}: an unclosed quote or a trailing backslash"),
+            )
+        })?;
+        words.extend(split);
+    }
+    Ok(words)
 }
 
 /// `--memory`: `512`, `512M`, `1G` (MiB as the unit when none is given).
@@ -274,6 +398,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub vm: VmArgs,
     #[command(flatten)]
+    pub budget: BudgetArgs,
+    #[command(flatten)]
     pub select: SelectArgs,
     /// After the suites, also run the kernel's own user_events selftests (not gating).
     #[arg(long)]
@@ -294,6 +420,8 @@ pub struct BootArgs {
     pub kernel: KernelArgs,
     #[command(flatten)]
     pub vm: VmArgs,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// A compiled plan (JSON, the guest agent's input) instead of the empty plan.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["suites", "filters", "list", "rerun_failed"])]
     pub plan: Option<PathBuf>,
@@ -341,10 +469,12 @@ pub struct ValidateArgs {
     #[command(flatten)]
     pub vm: VmArgs,
     #[command(flatten)]
+    pub budget: BudgetArgs,
+    #[command(flatten)]
     pub select: SelectArgs,
     /// The baseline: this commit of the --kernel-src git tree (the change is then what lies
     /// between it and --head, or the working tree).
-    #[arg(long, value_name = "REF", requires = "kernel_src")]
+    #[arg(long, value_name = "REF")]
     pub base: Option<String>,
     /// With --base: the commit to validate (default: HEAD plus the uncommitted changes).
     #[arg(long, value_name = "REF", requires = "base")]
@@ -375,12 +505,14 @@ pub struct BisectArgs {
     #[command(flatten)]
     pub vm: VmArgs,
     #[command(flatten)]
+    pub budget: BudgetArgs,
+    #[command(flatten)]
     pub select: SelectArgs,
     /// A commit where the selected scenarios pass.
-    #[arg(long, value_name = "REF", requires = "kernel_src")]
+    #[arg(long, value_name = "REF")]
     pub good: String,
     /// A commit where they fail.
-    #[arg(long, value_name = "REF", requires = "kernel_src")]
+    #[arg(long, value_name = "REF")]
     pub bad: String,
 }
 
@@ -608,11 +740,78 @@ mod tests {
         assert!(parse_memory("32M").unwrap_err().contains("too little"));
         let r = Xtask::try_parse_from(["x", "run", "--memory", "1G", "--kernel-args", "loglevel=8 nokaslr"]).unwrap();
         let Cmd::Run(r) = r.command else { panic!() };
-        assert_eq!((r.vm.memory, r.vm.cpus, r.vm.kernel_args.as_deref()), (1024, 2, Some("loglevel=8 nokaslr")));
+        assert_eq!(
+            (r.vm.memory, r.vm.cpus, r.vm.kernel_args.as_slice()),
+            (1024, 2, &["loglevel=8 nokaslr".into()][..])
+        );
         let r = Xtask::try_parse_from(["x", "boot", "--qemu-args", "-d guest_errors", "--cpus", "1"]).unwrap();
         let Cmd::Boot(b) = r.command else { panic!() };
-        assert_eq!((b.vm.qemu_args.as_deref(), b.vm.cpus), (Some("-d guest_errors"), 1));
+        assert_eq!((b.vm.qemu_args.as_slice(), b.vm.cpus), (&["-d guest_errors".into()][..], 1));
         assert!(Xtask::try_parse_from(["x", "run", "--cpus", "0"]).is_err());
+    }
+
+    #[test]
+    fn vm_args_are_shell_quoted_and_repeatable() {
+        let args = [
+            "x",
+            "run",
+            "--kernel-args",
+            "loglevel=8 dyndbg=\"file trace_events_user.c +p\"",
+            "--kernel-args",
+            "nokaslr",
+            "--qemu-args",
+            "-d guest_errors",
+            "--qemu-args",
+            "-D '/tmp/qemu log.txt'",
+        ];
+        let Cmd::Run(r) = Xtask::try_parse_from(args).unwrap().command else { panic!() };
+        let (kernel, qemu) = r.vm.split_args().unwrap();
+        assert_eq!(kernel, ["loglevel=8", "dyndbg=file trace_events_user.c +p", "nokaslr"]);
+        assert_eq!(qemu, ["-d", "guest_errors", "-D", "/tmp/qemu log.txt"]);
+        let Cmd::Run(r) = Xtask::try_parse_from(["x", "run", "--qemu-args", "-name 'x"]).unwrap().command else {
+            panic!()
+        };
+        let err = r.vm.split_args().unwrap_err();
+        assert!(err.to_string().contains("--qemu-args \"-name 'x\": an unclosed quote"), "{err}");
+        assert_eq!(crate::support::exit::code_for(&err), 128);
+    }
+
+    #[test]
+    fn timeouts_parse_like_humans_write_them() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("20m"), Ok(Duration::from_secs(1200)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("PT20M"), Ok(Duration::from_secs(1200)));
+        assert!(parse_duration("soon").unwrap_err().contains("not a duration"));
+        assert!(parse_duration("-5m").is_err());
+        assert!(parse_duration("0s").unwrap_err().contains("longer than zero"));
+        let Cmd::Run(r) = Xtask::try_parse_from(["x", "run", "--timeout", "20m"]).unwrap().command else { panic!() };
+        assert_eq!(r.budget.timeout, Some(Duration::from_secs(1200)));
+        assert!(Xtask::try_parse_from(["x", "run", "--timeout", "never"]).is_err());
+        let Cmd::Exec(e) = Xtask::try_parse_from(["x", "exec", "--timeout", "30", "--", "t"]).unwrap().command else {
+            panic!()
+        };
+        assert_eq!(e.timeout, 30, "exec's --timeout is still its program's seconds");
+    }
+
+    #[test]
+    fn build_knobs_parse() {
+        let args = ["x", "kernel", "--llvm", "--ccache", "--make-arg", "W=1", "--make-arg", "KCFLAGS=-O2 -g"];
+        let Cmd::Kernel(k) = Xtask::try_parse_from(args).unwrap().command else { panic!() };
+        let knobs = k.knobs.knobs().unwrap();
+        assert!(knobs.llvm && knobs.ccache);
+        assert_eq!(knobs.make_args, [("W".into(), "1".into()), ("KCFLAGS".into(), "-O2 -g".into())]);
+        let args = ["x", "run", "--cc", "gcc-14", "--cross-compile", "x86_64-linux-gnu-", "--make-arg", "LLVM=1"];
+        let Cmd::Run(r) = Xtask::try_parse_from(args).unwrap().command else { panic!() };
+        let knobs = r.kernel.knobs.knobs().unwrap();
+        assert_eq!(
+            (knobs.llvm, knobs.cc.as_deref(), knobs.cross_compile.as_deref()),
+            (true, Some("gcc-14"), Some("x86_64-linux-gnu-"))
+        );
+        assert!(Xtask::try_parse_from(["x", "kernel", "--make-arg", "ARCH=arm"]).is_err());
     }
 
     #[test]

@@ -1,9 +1,10 @@
-//! `cargo xtask`: the host orchestrator of the user_events conformance suite. This file only
-//! parses the command line and dispatches to the verb's `run` (one module per verb in `verbs/`).
+//! `cargo xtask` (and the installed `ue-conformance`, `src/bin/`): the host orchestrator of the
+//! user_events conformance suite. This file only parses the command line and dispatches to the
+//! verb's `run` (one module per verb in `verbs/`).
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use xtask::flags::{Cmd, Xtask};
 use xtask::support::exit::{self, Kind};
@@ -29,11 +30,37 @@ fn end_quietly_when_stdout_closes() {
     }));
 }
 
-fn main() -> ExitCode {
+/// The name the usage shows: `cargo xtask` for the `xtask` binary, else the binary's own.
+fn program_name() -> String {
+    let bin = std::env::args_os().next().map(std::path::PathBuf::from);
+    let name = bin.as_deref().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned());
+    match name.as_deref() {
+        None | Some("xtask") => "cargo xtask".to_string(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Inside a kernel git tree, with no source flag, the tree is the source (`--kernel-src .`).
+fn default_source_here(command: &mut Cmd) {
+    let Some(kernel) = command.kernel_mut() else { return };
+    if !kernel.source.is_default() {
+        return;
+    }
+    let Ok(here) = std::env::current_dir() else { return };
+    if xtask::kernel::git::kernel_tree(&here) {
+        xtask::support::progress::line(format!("source: the kernel tree here, {} (as --kernel-src .)", here.display()));
+        kernel.source.kernel_src = Some(here);
+    }
+}
+
+pub fn main() -> ExitCode {
     xtask::support::timings::start();
     xtask::vm::qemu::install_signal_handler();
     end_quietly_when_stdout_closes();
-    let args = match Xtask::try_parse() {
+    // clap takes a `&'static str` name; one small string for the process's life.
+    let name: &'static str = Box::leak(program_name().into_boxed_str());
+    let parsed = Xtask::command().name(name).bin_name(name).try_get_matches().and_then(|m| Xtask::from_arg_matches(&m));
+    let mut args = match parsed {
         Ok(a) => a,
         Err(e) => {
             let code = if e.use_stderr() { Kind::BadInput.code() } else { 0 };
@@ -41,7 +68,15 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if let Err(e) = xtask::support::checkout::check_root() {
+        eprintln!("error: {e}");
+        return ExitCode::from(Kind::Infra.code());
+    }
     xtask::setup::provision::skip(args.no_setup);
+    default_source_here(&mut args.command);
+    if let Some(limit) = args.command.timeout() {
+        xtask::vm::qemu::start_deadline(limit);
+    }
     let result = match args.command {
         Cmd::Setup(v) => v.run(),
         Cmd::Kernel(v) => v.run(),
@@ -63,11 +98,14 @@ fn main() -> ExitCode {
         Cmd::Mutants(v) => v.run(),
         Cmd::Test(v) => v.run(),
     };
+    let timed_out = xtask::vm::qemu::timed_out();
     match result {
+        Ok(code) if timed_out => ExitCode::from(code.max(Kind::TimedOut.code())),
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(exit::code_for(&e))
+            let code = if timed_out { Kind::TimedOut.code() } else { exit::code_for(&e) };
+            ExitCode::from(code)
         }
     }
 }

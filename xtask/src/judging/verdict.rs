@@ -22,8 +22,9 @@ pub enum HostEnd {
     WatchdogFired { after_ms: u64, reason: String },
     /// The host killed QEMU: the kernel did not reach /init in time.
     NoBoot { reason: String },
-    /// A signal (SIGINT, SIGTERM, SIGHUP) stopped the run.
-    Interrupted { after_ms: u64 },
+    /// A signal (SIGINT, SIGTERM, SIGHUP) or `--timeout` stopped the run; `reason` says which
+    /// (`interrupted by a signal`, `the run's --timeout of 20m expired`).
+    Interrupted { after_ms: u64, reason: String },
     /// The boot could not go on (QEMU or virtiofsd failed on the host).
     InfraError(String),
 }
@@ -35,7 +36,9 @@ impl HostEnd {
         match ended {
             Ended::Exited { code } => HostEnd::Exited { code: *code },
             Ended::Killed { reason, kind: KillKind::NoBoot, .. } => HostEnd::NoBoot { reason: reason.clone() },
-            Ended::Killed { after_ms, kind: KillKind::Interrupted, .. } => HostEnd::Interrupted { after_ms: *after_ms },
+            Ended::Killed { after_ms, reason, kind: KillKind::Interrupted } => {
+                HostEnd::Interrupted { after_ms: *after_ms, reason: reason.clone() }
+            }
             Ended::Killed { after_ms, reason, .. } => {
                 HostEnd::WatchdogFired { after_ms: *after_ms, reason: reason.clone() }
             }
@@ -148,8 +151,8 @@ enum Stop {
     /// The agent gave up the plan (`ue-abort`): a process stuck in the kernel, or the
     /// supervisor itself blocked while `scenario` ran.
     Abort { after: usize, reason: String, scenario: Option<(usize, String)> },
-    /// A signal stopped the run.
-    Interrupted { scenario: Option<(usize, String)> },
+    /// A signal or `--timeout` stopped the run.
+    Interrupted { reason: String, scenario: Option<(usize, String)> },
     /// QEMU exited without a sentinel and without a panic on the console.
     Vanished { code: Option<i32>, scenario: Option<(usize, String)> },
 }
@@ -160,7 +163,7 @@ impl Stop {
             Stop::Crash { scenario, .. }
             | Stop::Hang { scenario, .. }
             | Stop::Abort { scenario, .. }
-            | Stop::Interrupted { scenario }
+            | Stop::Interrupted { scenario, .. }
             | Stop::Vanished { scenario, .. } => scenario.as_ref().map(|s| s.0),
         }
     }
@@ -189,7 +192,10 @@ pub fn decide(
         _ if boot_failure.is_some() => {
             format!("not run: the kernel did not boot: {}", boot_failure.as_deref().unwrap_or_default())
         }
-        (Some(Stop::Interrupted { .. }), _) => "not run: the run was interrupted by a signal".to_string(),
+        (Some(Stop::Interrupted { reason, .. }), _) if reason.starts_with("interrupted") => {
+            format!("not run: the run was {reason}")
+        }
+        (Some(Stop::Interrupted { reason, .. }), _) => format!("not run: {reason}"),
         (Some(Stop::Abort { after, reason, .. }), _) => {
             format!("not run: the agent gave up the boot after scenario {after}: {reason}")
         }
@@ -257,8 +263,8 @@ pub fn decide(
                 r.diagnostics.push(format!("the agent gave up the boot: {reason}"));
                 r.console_tail = tail.clone();
             }
-            Some(Stop::Interrupted { .. }) if record.is_none() => {
-                r.diagnostics.push("interrupted by a signal while it ran".to_string());
+            Some(Stop::Interrupted { reason, .. }) if record.is_none() => {
+                r.diagnostics.push(format!("{reason} while it ran"));
                 r.console_tail = tail.clone();
             }
             Some(Stop::Vanished { .. }) if record.is_none() => {
@@ -514,7 +520,7 @@ fn stop(stream: &Stream, scan: &Scan, end: &HostEnd) -> Option<Stop> {
         HostEnd::WatchdogFired { after_ms, reason } => {
             Some(Stop::Hang { after_ms: *after_ms, reason: reason.clone(), scenario: running })
         }
-        HostEnd::Interrupted { .. } => Some(Stop::Interrupted { scenario: running }),
+        HostEnd::Interrupted { reason, .. } => Some(Stop::Interrupted { reason: reason.clone(), scenario: running }),
         HostEnd::Exited { code } => Some(Stop::Vanished { code: *code, scenario: running }),
         HostEnd::NoBoot { .. } | HostEnd::InfraError(_) => None,
     }

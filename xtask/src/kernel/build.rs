@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::arch::Arch;
 use crate::kernel::cache::{self, KeyInputs};
 use crate::kernel::kconfig::{self, Fragment, Missing};
+use crate::kernel::knobs::{shell_line, Knobs};
 use crate::kernel::source::{self, Identity, Patch, Spec};
 use crate::support::cmd::cmd;
 use crate::support::exit::{error, Kind};
@@ -36,6 +37,8 @@ pub struct Request<'a> {
     pub config_only: bool,
     /// Sources built with GCOV (`gcov.rs`); empty for a normal build.
     pub gcov_files: &'a [String],
+    /// `LLVM=1`, `CC=`, `CROSS_COMPILE=`, ccache, extra make variables (`knobs.rs`).
+    pub knobs: &'a Knobs,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -76,6 +79,10 @@ pub struct Metadata {
     /// The sources built with GCOV, their `.gcno` and source in `gcov/` beside the image.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gcov_files: Vec<String>,
+    /// The make variables of the build knobs (`ARCH=...`, `LLVM=1`, `CC=ccache gcc`, extra
+    /// `--make-arg`s); absent for a build without knobs, whose variables are the arch's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub make_vars: Vec<String>,
 }
 
 /// A kernel ready to boot.
@@ -120,6 +127,10 @@ fn location(source: &Identity) -> String {
 fn config_inputs(req: &Request, frag_paths: &[PathBuf], mirror: &Path, state_file: &Path) -> Result<String> {
     let mut h = Sha256::new();
     h.update(req.source.id.as_bytes());
+    for v in req.knobs.key_fields(req.arch) {
+        h.update(b"\0make-var\0");
+        h.update(v.as_bytes());
+    }
     for f in frag_paths {
         h.update(b"\0fragment\0");
         h.update(std::fs::read(f).with_context(|| format!("reading {}", f.display()))?);
@@ -145,8 +156,8 @@ fn kconfig_input(rel: &str) -> bool {
         || rel.starts_with("scripts/kconfig/")
 }
 
-pub fn compiler(arch: &Arch) -> Result<Compiler> {
-    let command = arch.compiler();
+pub fn compiler(arch: &Arch, knobs: &Knobs) -> Result<Compiler> {
+    let command = knobs.compiler(arch);
     let version = crate::support::cmd::sh().and_then(|sh| crate::support::cmd::text(cmd!(sh, "{command} --version")));
     match version {
         Ok(v) => Ok(Compiler { version: v.lines().next().unwrap_or("").trim().to_string(), command }),
@@ -185,7 +196,8 @@ fn record_phases(built: &Built) {
 
 fn build_or_reuse(req: &Request) -> Result<Built> {
     let arch = req.arch;
-    let compiler = compiler(arch)?;
+    let compiler = compiler(arch, req.knobs)?;
+    let knob_vars = req.knobs.key_fields(arch);
     let key = cache::key(&KeyInputs {
         arch: arch.name,
         source: req.source,
@@ -193,6 +205,7 @@ fn build_or_reuse(req: &Request) -> Result<Built> {
         fragments: req.fragments,
         compiler_version: &compiler.version,
         gcov_files: req.gcov_files,
+        knobs: &knob_vars,
     });
     let store = req.cache_dir.join("kernels").join(arch.name).join(&key[..24]);
     let source_ref = SourceRef {
@@ -239,13 +252,20 @@ fn build_or_reuse(req: &Request) -> Result<Built> {
             h.update(b"\0");
         }
         h.update(compiler.version.as_bytes());
+        if !req.knobs.is_default() {
+            h.update(req.knobs.toolchain_id().as_bytes());
+        }
         hex(&h.finalize())
     };
     let build_dir = req.cache_dir.join("build").join(format!("{}-{location}-{}", arch.name, &config_id[..12]));
     std::fs::create_dir_all(&build_dir)?;
     let log_path = build_dir.join("build.log");
     let mut log = std::fs::File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
-    let make = Make { arch, srctree: &mirror, out: &build_dir, gcov: super::gcov::make_vars(req.gcov_files) };
+    let make = Make {
+        vars: [req.knobs.make_vars(arch), super::gcov::make_vars(req.gcov_files)].concat(),
+        srctree: &mirror,
+        out: &build_dir,
+    };
 
     let t = Instant::now();
     let requested = kconfig::merged_requests(req.fragments)?;
@@ -314,6 +334,7 @@ fn build_or_reuse(req: &Request) -> Result<Built> {
         host: host(),
         image: file_name(arch.image_path),
         gcov_files: req.gcov_files.to_vec(),
+        make_vars: knob_vars.clone(),
     };
     if req.config_only {
         // The release the suites' `requires.kernel` are decided against (`--list`).
@@ -353,35 +374,41 @@ fn build_or_reuse(req: &Request) -> Result<Built> {
 }
 
 struct Make<'a> {
-    arch: &'a Arch,
     srctree: &'a Path,
     out: &'a Path,
-    gcov: Vec<String>,
+    /// `ARCH=`, the knobs' and the coverage build's variables.
+    vars: Vec<String>,
 }
 
 impl Make<'_> {
     /// `make`'s arguments after the program name.
     fn args(&self, args: &[&str]) -> Vec<String> {
         let mut all = vec!["-C".to_string(), self.srctree.display().to_string(), format!("O={}", self.out.display())];
-        all.extend(self.arch.make_vars());
-        all.extend(self.gcov.iter().cloned());
+        all.extend(self.vars.iter().cloned());
         all.extend(args.iter().map(|a| a.to_string()));
         all
     }
 
     fn command_line(&self, args: &[&str]) -> String {
-        format!("make {}", self.args(args).join(" "))
+        format!("make {}", shell_line(&self.args(args)))
     }
 
     fn run(&self, args: &[&str], log: &mut std::fs::File, task: Option<&mut Task>) -> Result<()> {
         let mut make = Command::new("make");
         make.args(self.args(args));
+        for var in crate::kernel::knobs::CLEARED_ENV {
+            make.env_remove(var);
+        }
         run_logged(make, log, task)
     }
 
     fn capture(&self, args: &[&str]) -> Result<String> {
         let sh = crate::support::cmd::sh()?;
-        Ok(String::from_utf8_lossy(&crate::support::cmd::stdout(sh.cmd("make").args(self.args(args)))?).into_owned())
+        let mut make = sh.cmd("make").args(self.args(args));
+        for var in crate::kernel::knobs::CLEARED_ENV {
+            make = make.env_remove(var);
+        }
+        Ok(String::from_utf8_lossy(&crate::support::cmd::stdout(make)?).into_owned())
     }
 }
 
@@ -548,7 +575,8 @@ fn host() -> String {
 
 /// A shell script that rebuilds the same kernel by hand from the files stored beside it.
 pub fn reproducer(m: &Metadata, arch: &Arch) -> String {
-    let vars = [arch.make_vars(), super::gcov::make_vars(&m.gcov_files)].concat().join(" ");
+    let knobs = if m.make_vars.is_empty() { arch.make_vars() } else { m.make_vars.clone() };
+    let vars = shell_line(&[knobs, super::gcov::make_vars(&m.gcov_files)].concat());
     let mut s = String::new();
     s.push_str("#!/bin/sh\n");
     s.push_str(&format!(
@@ -589,55 +617,6 @@ pub fn reproducer(m: &Metadata, arch: &Arch) -> String {
     s
 }
 
-/// The architecture a boot image was built for, from its header magic (`Arch::image_magic`).
-pub fn image_arch(bytes: &[u8]) -> Option<&'static str> {
-    crate::arch::ARCHES
-        .iter()
-        .find(|a| bytes.get(a.image_magic.0..a.image_magic.0 + a.image_magic.1.len()) == Some(a.image_magic.1))
-        .map(|a| a.name)
-}
-
-/// The release string in a boot image: the x86 setup header's `kernel_version` pointer, or
-/// the `Linux version` banner of an uncompressed arm64 Image.
-pub fn image_release(bytes: &[u8]) -> Option<String> {
-    let banner = if bytes.get(0x202..0x206) == Some(b"HdrS") {
-        let ptr = u16::from_le_bytes([*bytes.get(0x20e)?, *bytes.get(0x20f)?]) as usize + 0x200;
-        bytes.get(ptr..)?
-    } else {
-        // An uncompressed image's banner; a compressed one whose decompressor carries only the
-        // format ("Linux version %s", s390's bzImage) has the release as its own string,
-        // `RELEASE (user@host) #N ...` (arch/s390/boot/version.c), found by its " (" and ") #".
-        let needle = b"Linux version ";
-        let banner = bytes.windows(needle.len()).position(|w| w == needle).map(|at| &bytes[at + needle.len()..]);
-        match banner {
-            Some(b) if !b.starts_with(b"%") => b,
-            _ => return compressed_release(bytes),
-        }
-    };
-    let end = banner.iter().position(|&b| b == 0 || b == b' ')?;
-    Some(String::from_utf8_lossy(&banner[..end]).into_owned())
-}
-
-/// `RELEASE (user@host) #N`: the release is the run of printable bytes before " (", when it
-/// starts with a digit and the parenthesis holds an `@` and is followed by " #".
-fn compressed_release(bytes: &[u8]) -> Option<String> {
-    let mut from = 0;
-    while let Some(at) = bytes.get(from..)?.windows(2).position(|w| w == b" (").map(|p| p + from) {
-        from = at + 2;
-        let after = &bytes[from..];
-        let Some(close) = after.iter().take(256).position(|&b| b == b')') else { continue };
-        if !after[..close].contains(&b'@') || !after[close..].starts_with(b") #") {
-            continue;
-        }
-        let start = bytes[..at].iter().rposition(|&b| !(b.is_ascii_graphic())).map_or(0, |p| p + 1);
-        let release = &bytes[start..at];
-        // `strings` shows a stray printable byte glued to the release: start at its first digit.
-        let digit = release.iter().position(u8::is_ascii_digit)?;
-        return Some(String::from_utf8_lossy(&release[digit..]).into_owned());
-    }
-    None
-}
-
 /// A kernel the user built (`--kernel-image`): no build, but its arch and its configuration
 /// are checked against what the suites need.
 pub fn prebuilt(
@@ -649,7 +628,7 @@ pub fn prebuilt(
 ) -> Result<Built> {
     let bad = |msg: String| error(Kind::BadInput, msg);
     let bytes = std::fs::read(image).map_err(|e| bad(format!("--kernel-image {}: {e}", image.display())))?;
-    match image_arch(&bytes) {
+    match super::image::arch(&bytes) {
         Some(found) if found == arch.name => {}
         Some(found) => {
             return Err(bad(format!("--kernel-image {} is an {found} kernel, not {}", image.display(), arch.name)))
@@ -711,7 +690,7 @@ pub fn prebuilt(
             package_version: None,
         },
         patches: vec![],
-        kernelrelease: image_release(&bytes).unwrap_or_else(|| "unknown".into()),
+        kernelrelease: super::image::release(&bytes).unwrap_or_else(|| "unknown".into()),
         compiler: Compiler { command: "unknown".into(), version: "unknown".into() },
         config: ConfigRecord {
             sha256: crate::support::files::sha256_file(&config_path)?,
@@ -729,6 +708,7 @@ pub fn prebuilt(
         host: host(),
         image: file_name(&image.display().to_string()),
         gcov_files: vec![],
+        make_vars: vec![],
     };
     progress::line(format!("{}: using prebuilt {} ({})", arch.name, image.display(), metadata.kernelrelease));
     Ok(Built { arch, image, config: config_path, metadata, cache_hit: true, source: None })
@@ -758,15 +738,6 @@ mod tests {
         }
     }
 
-    fn x86_header(version: &str) -> Vec<u8> {
-        let mut b = vec![0u8; 0x400];
-        b[0x202..0x206].copy_from_slice(b"HdrS");
-        b[0x20e..0x210].copy_from_slice(&(0x100u16).to_le_bytes());
-        let s = format!("{version} (root@host) #1 SMP\0");
-        b[0x300..0x300 + s.len()].copy_from_slice(s.as_bytes());
-        b
-    }
-
     #[test]
     fn a_failed_build_shows_its_first_errors_and_the_log() {
         let dir = tempfile::tempdir().unwrap();
@@ -789,34 +760,10 @@ mod tests {
     }
 
     #[test]
-    fn image_headers_give_arch_and_release() {
-        let x = x86_header("6.12.117");
-        assert_eq!(image_arch(&x), Some("x86_64"));
-        assert_eq!(image_release(&x).as_deref(), Some("6.12.117"));
-        let mut a = vec![0u8; 0x100];
-        a[0x38..0x3c].copy_from_slice(b"ARM\x64");
-        a.extend_from_slice(b"xxLinux version 6.12.117-arm (gcc) #1\0");
-        assert_eq!(image_arch(&a), Some("arm64"));
-        assert_eq!(image_release(&a).as_deref(), Some("6.12.117-arm"));
-        assert_eq!(image_arch(b"\x1f\x8b gzip"), None);
-        let mut r = vec![0u8; 0x100];
-        r[0x30..0x3c].copy_from_slice(b"RISCV\0\0\0RSC\x05");
-        assert_eq!(image_arch(&r), Some("riscv64"));
-        let mut s = vec![0u8; 0x10100];
-        s[0x10008..0x1000e].copy_from_slice(b"S390EP");
-        assert_eq!(image_arch(&s), Some("s390x"));
-        // s390's compressed bzImage: the decompressor's format string, then kernel_version.
-        s.extend_from_slice(
-            b"\0Linux version %s\n\0 (no close\0x (y) #\0L6.12.117 (root@vm) #1 SMP Mon Nov 23 23:52:05 UTC 2026\0",
-        );
-        assert_eq!(image_release(&s).as_deref(), Some("6.12.117"));
-    }
-
-    #[test]
     fn prebuilt_checks_arch_and_config() {
         let dir = tempfile::tempdir().unwrap();
         let image = dir.path().join("bzImage");
-        std::fs::write(&image, x86_header("6.12.0")).unwrap();
+        std::fs::write(&image, super::super::image::tests::x86_header("6.12.0")).unwrap();
         let frags = [Fragment { name: "common.config".into(), text: "CONFIG_USER_EVENTS=y\n".into() }];
         let x86 = crate::arch::select("x86_64").unwrap()[0];
         let arm = crate::arch::select("arm64").unwrap()[0];
@@ -867,11 +814,16 @@ mod tests {
             host: String::new(),
             image: "Image".into(),
             gcov_files: vec![],
+            make_vars: vec![],
         };
         let s = reproducer(&m, arm);
         assert!(s.contains("tar -xf /usr/src/linux-source-6.12.tar.xz"), "{s}");
         assert!(s.contains("patch -d \"$src\" -p1"), "{s}");
         assert!(s.contains("ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- -j\"$(nproc)\" Image"), "{s}");
         assert!(s.contains("merge_config.sh -m"), "{s}");
+        // A build with knobs rebuilds with its recorded make variables, quoted for the shell.
+        let knobs = Knobs { llvm: true, make_args: vec![("KCFLAGS".into(), "-O2 -g".into())], ..Knobs::default() };
+        let s = reproducer(&Metadata { make_vars: knobs.make_vars(arm), ..m }, arm);
+        assert!(s.contains("CROSS_COMPILE=aarch64-linux-gnu- LLVM=1 'KCFLAGS=-O2 -g' -j\"$(nproc)\" Image"), "{s}");
     }
 }

@@ -35,6 +35,9 @@ pub struct KeyInputs<'a> {
     /// The sources built with GCOV (`kernel/gcov.rs`); empty for a normal build, whose key is
     /// then what it was before coverage existed.
     pub gcov_files: &'a [String],
+    /// The build knobs' make variables (`knobs.rs`); empty for the default build, whose key is
+    /// then what it was before knobs existed.
+    pub knobs: &'a [String],
 }
 
 /// The content-addressed key: equal inputs give equal keys on any machine, and any change to
@@ -59,6 +62,9 @@ pub fn key(k: &KeyInputs) -> String {
     field("compiler", k.compiler_version.as_bytes());
     for f in k.gcov_files {
         field("gcov", f.as_bytes());
+    }
+    for v in k.knobs {
+        field("make-var", v.as_bytes());
     }
     hex(&h.finalize())
 }
@@ -94,6 +100,7 @@ mod tests {
             fragments: &frags,
             compiler_version: "gcc 12",
             gcov_files: &[],
+            knobs: &[],
         };
         let k = key(&base);
         assert_eq!(k, key(&base), "same inputs, same key");
@@ -109,6 +116,16 @@ mod tests {
         assert_ne!(k, key(&KeyInputs { compiler_version: "gcc 13", ..base }), "compiler");
         let gcov = ["kernel/trace/trace_events_user.c".to_string()];
         assert_ne!(k, key(&KeyInputs { gcov_files: &gcov, ..base }), "a coverage build");
+        // Each build knob (kernel/knobs.rs) changes the key; so does its order.
+        let x86 = crate::arch::select("x86_64").unwrap()[0];
+        use crate::kernel::knobs::{one_of_each, Knobs};
+        let knobs = one_of_each();
+        let mut keys = std::collections::BTreeSet::from([k.clone()]);
+        for knob in &knobs {
+            let vars = knob.key_fields(x86);
+            assert!(keys.insert(key(&KeyInputs { knobs: &vars, ..base })), "{knob:?} changes the key");
+        }
+        assert_eq!(key(&KeyInputs { knobs: &Knobs::default().key_fields(x86), ..base }), k, "no knob, no change");
         // A normal build's key is the one it had before coverage existed.
         assert_eq!(
             k, "8d7db24cc4a6fb6c7c0c2a1436178f8a33326cd27eea9dfb9ba7f658c3ee2560",

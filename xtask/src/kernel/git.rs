@@ -26,6 +26,18 @@ pub fn repo(dir: &Path) -> Result<PathBuf> {
     Ok(PathBuf::from(top))
 }
 
+/// Whether `dir` is the top of a kernel git tree: a `Makefile` that sets `VERSION =`, a
+/// `Kbuild` file or `kernel/` folder beside it, and a git work tree. An installed tool run
+/// there takes it as the default source (`--kernel-src .`).
+pub fn kernel_tree(dir: &Path) -> bool {
+    let makefile = std::fs::read_to_string(dir.join("Makefile")).unwrap_or_default();
+    let versioned = makefile.lines().take(10).any(|l| l.replace(' ', "").starts_with("VERSION="));
+    if !versioned || !(dir.join("Kbuild").is_file() || dir.join("kernel").is_dir()) {
+        return false;
+    }
+    sh().and_then(|sh| text(command(&sh, dir).args(["rev-parse", "--is-inside-work-tree"]))).is_ok_and(|t| t == "true")
+}
+
 /// The full commit id a ref names (`HEAD~1`, a tag, a branch), or an error naming the flag.
 pub fn commit(repo: &Path, rev: &str, flag: &str) -> Result<String> {
     let sh = sh()?;
@@ -148,6 +160,21 @@ mod tests {
         let sh = sh().unwrap();
         sh.change_dir(dir);
         stdout(cmd!(sh, "sh -c {script}")).unwrap();
+    }
+
+    #[test]
+    fn a_kernel_git_tree_is_recognised() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        assert!(!kernel_tree(d), "an empty folder");
+        std::fs::write(d.join("Makefile"), "# SPDX-License-Identifier: GPL-2.0\nVERSION = 6\nPATCHLEVEL = 12\n")
+            .unwrap();
+        std::fs::create_dir(d.join("kernel")).unwrap();
+        assert!(!kernel_tree(d), "not a git work tree");
+        script(d, "git init -q . && git -c user.name=t -c user.email=t@t add Makefile");
+        assert!(kernel_tree(d));
+        std::fs::write(d.join("Makefile"), "all:\n\techo VERSION = 6\n").unwrap();
+        assert!(!kernel_tree(d), "a Makefile that does not set VERSION");
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! - `git`: a user's git tree, read only;
 //! - `kconfig`: fragments, `.config` parsing, requested against effective;
 //! - `cache`: the cache's location and a build's key;
+//! - `knobs`: `LLVM=1`, `CC=`, `CROSS_COMPILE=`, ccache, extra make variables;
 //! - `gcov`: a coverage build's GCOV objects and the notes kept with it;
+//! - `image`: a boot image's arch and release from its header;
 //! - `build`: configure, build, check, install (and prebuilt images).
 
 pub mod build;
@@ -16,5 +18,7 @@ pub mod cache;
 pub mod debian;
 pub mod gcov;
 pub mod git;
+pub mod image;
 pub mod kconfig;
+pub mod knobs;
 pub mod source;

@@ -274,6 +274,7 @@ fn kernel(m: &crate::kernel::build::Metadata) -> Kernel {
         fragments: m.config.fragments.clone(),
         compiler: m.compiler.version.clone(),
         build_key: m.key.clone(),
+        make_vars: m.make_vars.clone(),
         built_at: Some(m.built_at.clone()).filter(|t| !t.is_empty()),
         build_ms: (!m.durations.is_empty()).then(|| (m.durations.values().sum::<f64>() * 1000.0).round() as u64),
     }

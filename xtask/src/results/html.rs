@@ -420,7 +420,11 @@ mod tests {
         let excused = html.split("<h2>Skipped and expected failures (").nth(1).expect("the section");
         let excused = &excused[..excused.find("</table>").unwrap()];
         for a in &run.arches {
-            for s in a.scenarios.iter().filter(|s| matches!(s.status, Status::Skip | Status::Xfail | Status::Fixed | Status::Collateral)) {
+            for s in a
+                .scenarios
+                .iter()
+                .filter(|s| matches!(s.status, Status::Skip | Status::Xfail | Status::Fixed | Status::Collateral))
+            {
                 let reason = esc(s.reason.as_deref().unwrap());
                 assert!(
                     excused.contains(&format!("<code>{}</code>", s.name)) && excused.contains(&reason),

@@ -29,7 +29,10 @@ mod tests {
             run.arches.iter().flat_map(|a| a.scenarios.iter().map(|s| s.status)).collect();
         assert_eq!(statuses.into_iter().collect::<Vec<_>>(), Status::ALL);
         let x86 = run.arch("x86_64").unwrap();
-        assert_eq!(x86.boots.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(), ["x86_64", "x86_64.isolated-1", "x86_64.isolated-2"]);
+        assert_eq!(
+            x86.boots.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(),
+            ["x86_64", "x86_64.isolated-1", "x86_64.isolated-2"]
+        );
         let k = x86.kernel.as_ref().unwrap();
         assert_eq!(k.release, "6.12.117");
         assert_eq!(k.patches.len(), 1);

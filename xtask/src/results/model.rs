@@ -198,6 +198,10 @@ pub struct Kernel {
     pub compiler: String,
     /// The build cache key.
     pub build_key: String,
+    /// The build knobs' make variables (`LLVM=1`, `CC=ccache gcc`, `--make-arg`s); absent
+    /// for a build without knobs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub make_vars: Vec<String>,
     /// When the build finished (RFC 3339; a cache hit's is the original build's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub built_at: Option<String>,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::breakage::{resume_plan, stop_spending, stopped_at, Breakage, BROKEN_IN_A_ROW};
 use crate::arch::Arch;
 use crate::judging::run_folder::{self, BootDir, BootFacts, BootFolder, JudgedBoot, VmRecord};
 use crate::judging::verdict::{BootResult, WithXfail};
@@ -16,7 +17,6 @@ use crate::suites::Marks;
 use crate::support::exit::{error, Kind};
 use crate::support::progress::line;
 use crate::vm::qemu::AccelChoice;
-use super::breakage::{resume_plan, stop_spending, stopped_at, Breakage, BROKEN_IN_A_ROW};
 use crate::vm::qemu::{self, Accel, Share, VmRun, VmSpec};
 
 /// Options shared by every boot of a run (the VM flags, resolved once by `Options::of`).
@@ -58,15 +58,14 @@ impl Options {
     /// The VM flags resolved into the boots' options, once, before anything boots (a bad
     /// `--share` is bad input). `cache_dir` is `--cache-dir`.
     pub fn of(vm: &crate::flags::VmArgs, cache_dir: Option<&Path>) -> Result<Options> {
-        let split =
-            |a: &Option<String>| a.as_deref().unwrap_or_default().split_whitespace().map(String::from).collect();
+        let (kernel_args, qemu_args) = vm.split_args()?;
         Ok(Options {
             accel: vm.accel,
             share: vm.share.as_deref().map(parse_share).transpose()?,
             cpus: vm.cpus,
             memory_mb: vm.memory,
-            kernel_args: split(&vm.kernel_args),
-            qemu_args: split(&vm.qemu_args),
+            kernel_args,
+            qemu_args,
             vms: vm.vms as usize,
             cache_dir: crate::kernel::cache::root(cache_dir),
             results: vm.results_root(),
@@ -533,9 +532,12 @@ fn run_lane(
                         false => why,
                     };
                     let why = format!("({}); {why}", first.how);
-                    line(format!("{arch}: {} scenario(s) not run, collateral of {} {why}", rest.scenarios.len(), first.culprit));
-                    j.boot.facts.collateral =
-                        Some(run_folder::Collateral { culprit: first.culprit.clone(), why });
+                    line(format!(
+                        "{arch}: {} scenario(s) not run, collateral of {} {why}",
+                        rest.scenarios.len(),
+                        first.culprit
+                    ));
+                    j.boot.facts.collateral = Some(run_folder::Collateral { culprit: first.culprit.clone(), why });
                     j.boot.write_record()?;
                     judged.push((wave_no, j));
                     continue;
@@ -775,7 +777,10 @@ pub fn print_boot(j: &BootRun) {
 
 /// The process exit code for a set of boots (see `exit.rs`).
 pub fn exit_code(judged: &[BootRun]) -> u8 {
-    // An interrupt wins: the run did not finish, whatever it found so far.
+    // A timeout, then an interrupt, wins: the run did not finish, whatever it found so far.
+    if qemu::timed_out() {
+        return Kind::TimedOut.code();
+    }
     if qemu::interrupted() {
         return Kind::Interrupted.code();
     }

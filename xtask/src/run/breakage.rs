@@ -99,5 +99,4 @@ mod tests {
         assert!(late.starts_with("111 s after the first breakage"), "{late}");
         assert_eq!(stop_spending(0, s(1), MAX_RESUMES).as_deref(), Some("8 resume boots already"));
     }
-
 }

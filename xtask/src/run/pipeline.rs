@@ -58,6 +58,7 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
             _ => source::Spec::Debian,
         },
     };
+    let knobs = args.knobs.knobs()?.resolve(&arches)?;
     let identity = source::identify(&spec, &cache_dir)?;
     let patches = src.patches.iter().map(|p| source::Patch::read(p)).collect::<Result<Vec<_>>>()?;
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -74,6 +75,7 @@ pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
             cache_dir: &cache_dir,
             config_only: args.config_only,
             gcov_files: &gcov_files,
+            knobs: &knobs,
         };
         out.push(kernel::build(&req)?);
     }

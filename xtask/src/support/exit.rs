@@ -13,6 +13,7 @@
 //! | 128  | bad input or usage (a flag, a file, a fragment, a patch)             |
 //! | 129  | infrastructure failure (a missing tool, provisioning, QEMU)          |
 //! | 130  | interrupted (SIGINT, SIGTERM, SIGHUP); the run folder keeps what ran |
+//! | 131  | `--timeout` expired: ended like an interrupt, the reports written      |
 
 use std::fmt;
 
@@ -23,6 +24,8 @@ pub enum Kind {
     Infra,
     CannotBuild,
     Interrupted,
+    /// `--timeout` expired; it aborts a bisection, like an interrupt (nothing was judged).
+    TimedOut,
 }
 
 impl Kind {
@@ -33,6 +36,7 @@ impl Kind {
             Kind::Infra => 129,
             Kind::CannotBuild => 125,
             Kind::Interrupted => 130,
+            Kind::TimedOut => 131,
         }
     }
 }
@@ -78,5 +82,12 @@ mod tests {
         assert_eq!(code_for(&err), 125);
         assert_eq!(code_for(&anyhow::anyhow!("io")), 129);
         assert_eq!(code_for(&error(Kind::BadInput, "x")), 128);
+        // `git bisect run`: 0 good, 1 bad, 125 skip, above 127 abort.
+        let codes: Vec<u8> =
+            [Kind::TestFailed, Kind::CannotBuild, Kind::BadInput, Kind::Infra, Kind::Interrupted, Kind::TimedOut]
+                .iter()
+                .map(|k| k.code())
+                .collect();
+        assert_eq!(codes, [1, 125, 128, 129, 130, 131]);
     }
 }

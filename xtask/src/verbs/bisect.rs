@@ -53,7 +53,10 @@ impl BisectArgs {
 
 fn bisect(args: &BisectArgs) -> Result<u8> {
     let dir = args.kernel.source.kernel_src.as_ref().ok_or_else(|| {
-        error(Kind::BadInput, "bisect needs --kernel-src TREE, the git checkout --good and --bad belong to")
+        error(
+            Kind::BadInput,
+            "bisect needs --kernel-src TREE (or to run inside it), the git checkout --good and --bad belong to",
+        )
     })?;
     let cache_dir = crate::kernel::cache::root(args.kernel.cache_dir.as_deref());
     let repo = git::repo(dir)?;

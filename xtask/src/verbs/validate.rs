@@ -199,10 +199,12 @@ fn sides(args: &ValidateArgs) -> Result<(KernelArgs, KernelArgs, String, String)
             format!("patched with {}", patch_names()),
         ));
     };
-    let dir = src
-        .kernel_src
-        .as_ref()
-        .ok_or_else(|| error(Kind::BadInput, "--base REF needs --kernel-src TREE, the git checkout REF belongs to"))?;
+    let dir = src.kernel_src.as_ref().ok_or_else(|| {
+        error(
+            Kind::BadInput,
+            "--base REF needs --kernel-src TREE (or to run inside it), the git checkout REF belongs to",
+        )
+    })?;
     let cache_dir = crate::kernel::cache::root(args.kernel.cache_dir.as_deref());
     let repo = crate::kernel::git::repo(dir)?;
     let base_commit = crate::kernel::git::commit(&repo, base_ref, "--base")?;

@@ -74,9 +74,50 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// How long the run may take to write what it has (logs, verdicts, run.json) after a signal.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(30);
 
-/// Whether a signal asked the run to stop.
+/// Set when `--timeout` expired (then `INTERRUPTED` is set too): its value, as given.
+static TIMED_OUT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Whether a signal (or `--timeout`) asked the run to stop.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Whether `--timeout` ended the run.
+pub fn timed_out() -> bool {
+    TIMED_OUT.get().is_some()
+}
+
+/// Why running VMs are being stopped, for their kill reason.
+fn stop_reason() -> String {
+    match TIMED_OUT.get() {
+        Some(limit) => format!("the run's --timeout of {limit} expired"),
+        None => "interrupted by a signal".to_string(),
+    }
+}
+
+/// `--timeout`: after `limit` the run ends as a signal would end it (running boots killed and
+/// judged `interrupted`, no new boot, reports written), then exits 131; with no VM running
+/// (a kernel build), it exits 131 at once.
+pub fn start_deadline(limit: Duration) {
+    std::thread::spawn(move || {
+        std::thread::sleep(limit);
+        let shown = humanize(limit);
+        let _ = TIMED_OUT.set(shown.clone());
+        eprintln!("\ntimeout: the run took longer than --timeout {shown}: stopping it");
+        stop(crate::support::exit::Kind::TimedOut.code());
+    });
+}
+
+/// `20m`, `1h30m`, `90s`.
+fn humanize(d: Duration) -> String {
+    let s = d.as_secs();
+    let parts = [(s / 3600, "h"), (s / 60 % 60, "m"), (s % 60, "s")];
+    let text: String = parts.iter().filter(|(n, _)| *n > 0).map(|(n, u)| format!("{n}{u}")).collect();
+    if text.is_empty() {
+        format!("{} ms", d.as_millis())
+    } else {
+        text
+    }
 }
 
 /// Installs the handler for SIGINT, SIGTERM and SIGHUP. It kills every child group (children
@@ -86,21 +127,26 @@ pub fn interrupted() -> bool {
 /// logs, verdicts and reports before it exits with 130; a second signal, or
 /// [`INTERRUPT_GRACE`] without an exit, exits at once.
 pub fn install_signal_handler() {
-    let _ = ctrlc::set_handler(|| {
-        let again = INTERRUPTED.swap(true, Ordering::SeqCst);
-        let booting = GROUPS.lock().map(|g| !g.is_empty()).unwrap_or(false);
+    let _ = ctrlc::set_handler(|| stop(crate::support::exit::Kind::Interrupted.code()));
+}
+
+/// Stops the run (a signal, or `--timeout`): kills every child group; exits with `code` at
+/// once when no VM runs or this is the second stop, else lets the run write its reports.
+fn stop(code: u8) {
+    let again = INTERRUPTED.swap(true, Ordering::SeqCst);
+    let booting = GROUPS.lock().map(|g| !g.is_empty()).unwrap_or(false);
+    kill_all_groups();
+    let what = if timed_out() { "timeout" } else { "interrupted" };
+    if again || !booting {
+        abandon_children();
+        eprintln!("\n{what}: killed QEMU and virtiofsd");
+        std::process::exit(code.into());
+    }
+    eprintln!("\n{what}: killed QEMU and virtiofsd; keeping the logs and writing the reports");
+    std::thread::spawn(move || {
+        std::thread::sleep(INTERRUPT_GRACE);
         kill_all_groups();
-        if again || !booting {
-            abandon_children();
-            eprintln!("\ninterrupted: killed QEMU and virtiofsd");
-            std::process::exit(130);
-        }
-        eprintln!("\ninterrupted: killed QEMU and virtiofsd; keeping the logs and writing the reports");
-        std::thread::spawn(|| {
-            std::thread::sleep(INTERRUPT_GRACE);
-            kill_all_groups();
-            std::process::exit(130);
-        });
+        std::process::exit(code.into());
     });
 }
 
@@ -507,13 +553,13 @@ pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol
         }
         if let Some(status) = vm.child.try_wait()? {
             if interrupted() {
-                break killed(started, "interrupted by a signal".into(), KillKind::Interrupted);
+                break killed(started, stop_reason(), KillKind::Interrupted);
             }
             break Ended::Exited { code: status.code() };
         }
         let elapsed = started.elapsed();
         let kill = if interrupted() {
-            Some(("interrupted by a signal".to_string(), KillKind::Interrupted))
+            Some((stop_reason(), KillKind::Interrupted))
         } else if boot.is_none() && elapsed > spec.boot_timeout {
             let why = format!("the kernel did not reach /init within {} s", spec.boot_timeout.as_secs());
             Some((why, KillKind::NoBoot))
@@ -599,6 +645,15 @@ impl ResultsTail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timeout_is_named_as_it_was_written() {
+        assert_eq!(humanize(Duration::from_secs(1200)), "20m");
+        assert_eq!(humanize(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(humanize(Duration::from_secs(90)), "1m30s");
+        assert_eq!(humanize(Duration::from_millis(500)), "500 ms");
+        assert_eq!(stop_reason(), "interrupted by a signal", "no timeout in this process");
+    }
 
     /// How a VM ended reads as words, never as Rust's `Killed { after_ms: .. }`.
     #[test]

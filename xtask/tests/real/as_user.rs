@@ -385,6 +385,57 @@ pub fn git_tree_validate_and_bisect(scratch: &Path, args: &TestArgs) -> Result<(
     Ok(())
 }
 
+/// `git bisect start HEAD HEAD~2 && git bisect run ue-conformance run --arch x86_64 --filter
+/// limits/system-names-are-fixed` with the test tree as the working folder, as a kernel
+/// engineer would run it: no `--kernel-src` (the tree is the default source), the installed
+/// binary's spelling, its exit codes read by git (0 good, 1 bad, 125 skip, 128+ abort). Git
+/// must name the breaking commit; `git bisect reset` puts the tree back (its files are hard
+/// links into the pristine source, which git replaces, never writes in place).
+pub fn git_bisect_run_from_the_tree(scratch: &Path, args: &TestArgs) -> Result<()> {
+    let cache_dir = xtask::kernel::cache::root(args.cache_dir.as_deref());
+    let tree = git_test_tree(&cache_dir)?;
+    let results = tempfile::tempdir_in(scratch)?;
+    let results_arg = results.path().display().to_string();
+    let tool = std::path::PathBuf::from(env!("CARGO_BIN_EXE_ue-conformance"));
+    let breaking = xtask::kernel::git::commit(&tree, "HEAD~1", "test")?;
+    let head = xtask::kernel::git::commit(&tree, "HEAD", "test")?;
+    let sh = sh()?;
+    sh.change_dir(&tree);
+    // The tree's head is a branch; a bisection left over by an aborted earlier run is dropped.
+    let _ = cmd!(sh, "git bisect reset").quiet().ignore_status().ignore_stderr().output();
+    stdout(cmd!(sh, "git bisect start HEAD HEAD~2"))?;
+    let filter = "limits/system-names-are-fixed";
+    let out = cmd!(sh, "git bisect run {tool} run --arch x86_64 --filter {filter} --results {results_arg}")
+        .env("XTASK_CACHE_DIR", &cache_dir)
+        .ignore_status()
+        .output();
+    let log = cmd!(sh, "git bisect log").ignore_status().read().unwrap_or_default();
+    let reset = stdout(cmd!(sh, "git bisect reset"));
+    let out = out?;
+    reset?;
+    let text = format!(
+        "{}{}
+{log}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let named = text.lines().find_map(|l| l.strip_suffix(" is the first bad commit")).map(str::trim);
+    anyhow::ensure!(
+        out.status.success() && named == Some(breaking.as_str()),
+        "git bisect run exited {:?} and named {named:?}, the breaking commit is {breaking}:\n{text}",
+        out.status.code()
+    );
+    anyhow::ensure!(
+        text.contains("source: the kernel tree here"),
+        "the tool did not say it took the tree as the source:\n{text}"
+    );
+    anyhow::ensure!(
+        xtask::kernel::git::commit(&tree, "HEAD", "test")? == head && !tree.join(".git/BISECT_LOG").exists(),
+        "the tree was not put back at {head}"
+    );
+    Ok(())
+}
+
 /// The scenarios of `registration/*` that unregister an enabler successfully, so that the
 /// forced clear runs: what the racy patch must regress, and nothing else.
 const RACY_REGRESSES: [&str; 2] =

@@ -123,7 +123,12 @@ pub fn breaks_every_boot(scratch: &Path) -> Result<()> {
     anyhow::ensure!(!collateral.is_empty(), "nothing collateral: {got:?}");
     let first_failed = got.iter().find(|(_, s, _)| s != "pass").map(|(n, _, _)| n.clone()).context("no culprit")?;
     for s in &collateral {
-        anyhow::ensure!(s["collateral_of"] == first_failed.as_str(), "{} is collateral of {}", s["name"], s["collateral_of"]);
+        anyhow::ensure!(
+            s["collateral_of"] == first_failed.as_str(),
+            "{} is collateral of {}",
+            s["name"],
+            s["collateral_of"]
+        );
         let reason = s["reason"].as_str().unwrap_or_default();
         anyhow::ensure!(reason.contains("keeps breaking itself"), "reason {reason}");
     }

@@ -32,10 +32,16 @@ struct Cli {
     cache_dir: Option<std::path::PathBuf>,
     /// Only this group of checks: `coverage`, `consumers` (kunit.py and kcidb-io read the
     /// renderings of the results fixture; no kernel), or `broken` (kernels that break
-    /// themselves: culprit, collateral, bound).
-    #[arg(long, value_parser = ["coverage", "consumers", "broken"])]
+    /// themselves: culprit, collateral, bound), or `bisect-run` (`git bisect run ue-conformance`
+    /// from the test git tree).
+    #[arg(long, value_parser = ["coverage", "consumers", "broken", "bisect-run"])]
     only: Option<String>,
 }
+
+/// The check of `git bisect run` with the installed spelling, from the kernel tree.
+const BISECT_RUN: &str =
+    "x86_64: `git bisect run ue-conformance run --arch x86_64 --filter ...` from a kernel git tree \
+     (the tree the default source) names the breaking commit; the tree is left as it was";
 
 struct Outcome {
     name: String,
@@ -60,12 +66,22 @@ fn main() -> std::process::ExitCode {
             let mut outcomes = Vec::new();
             let scratch = tempfile::tempdir().expect("a scratch directory");
             for (name, check) in [
-                ("x86_64: a leak and an oops: culprits named, the rest on fresh boots", broken::leak_and_oops as fn(&Path) -> Result<()>),
+                (
+                    "x86_64: a leak and an oops: culprits named, the rest on fresh boots",
+                    broken::leak_and_oops as fn(&Path) -> Result<()>,
+                ),
                 ("x86_64: a kernel that oopses on every boot: collateral within the bound", broken::breaks_every_boot),
             ] {
                 let started = Instant::now();
                 record(&mut outcomes, name, started, check(scratch.path()));
             }
+            Ok(summary(&outcomes))
+        }
+        Some("bisect-run") => {
+            let mut outcomes = Vec::new();
+            let scratch = tempfile::tempdir().expect("a scratch directory");
+            let started = Instant::now();
+            record(&mut outcomes, BISECT_RUN, started, as_user::git_bisect_run_from_the_tree(scratch.path(), &args));
             Ok(summary(&outcomes))
         }
         _ => run(&args),
@@ -86,6 +102,7 @@ fn run(args: &TestArgs) -> Result<u8> {
         arch: "all".into(),
         source: SourceArgs::default(),
         config: ConfigArgs::default(),
+        knobs: Default::default(),
         jobs: None,
         cache_dir: args.cache_dir.clone(),
         config_only: false,
@@ -235,8 +252,8 @@ fn test_vm(results: &Path) -> VmArgs {
         cpus: 2,
         vms: 1,
         memory: 512,
-        kernel_args: None,
-        qemu_args: None,
+        kernel_args: vec![],
+        qemu_args: vec![],
         results: Some(results.to_path_buf()),
     }
 }
@@ -409,6 +426,10 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
         started,
         result,
     );
+
+    let started = Instant::now();
+    let result = as_user::git_bisect_run_from_the_tree(results.path(), args);
+    record(outcomes, BISECT_RUN, started, result);
 
     let started = Instant::now();
     let result = as_user::filter_list(results.path());
@@ -701,6 +722,7 @@ fn only_coverage(args: &TestArgs) -> Result<u8> {
         arch: coverage::ARCH.into(),
         source: SourceArgs::default(),
         config: ConfigArgs::default(),
+        knobs: Default::default(),
         jobs: None,
         cache_dir: args.cache_dir.clone(),
         config_only: false,

@@ -281,10 +281,17 @@ fn a_kernel_that_never_reaches_init_is_a_boot_failure() {
 #[test]
 fn an_interrupted_boot_says_so() {
     let ktap = &PASS[..PASS.find("ok 2").unwrap()];
-    let r = run(&ABI, ktap, PASS_LOG, &HostEnd::Interrupted { after_ms: 900 });
+    let r =
+        run(&ABI, ktap, PASS_LOG, &HostEnd::Interrupted { after_ms: 900, reason: "interrupted by a signal".into() });
     check(&r, "interrupted", &[Pass, NotRun, NotRun]);
     assert_eq!(r.scenarios[1].diagnostics.last().unwrap(), "interrupted by a signal while it ran");
     assert_eq!(r.scenarios[2].diagnostics, ["not run: the run was interrupted by a signal"]);
+    // `--timeout`: the same end, saying why.
+    let reason = "the run's --timeout of 20m expired".to_string();
+    let r = run(&ABI, ktap, PASS_LOG, &HostEnd::Interrupted { after_ms: 900, reason });
+    check(&r, "interrupted", &[Pass, NotRun, NotRun]);
+    assert_eq!(r.scenarios[1].diagnostics.last().unwrap(), "the run's --timeout of 20m expired while it ran");
+    assert_eq!(r.scenarios[2].diagnostics, ["not run: the run's --timeout of 20m expired"]);
 }
 
 #[test]
