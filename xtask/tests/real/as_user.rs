@@ -534,7 +534,17 @@ pub fn ctrl_c_leaves_nothing(results: &Path) -> Result<()> {
     let marker = format!("XTASK_TEST_MARKER=ctrl-c-{}", std::process::id());
     let plan_path = results.join("hang-plan.json");
     let mut plan = protocol::Plan::empty("ctrl-c");
-    plan.scenarios = vec![scenario("ctrl-c/hang", 600_000, vec![Step::Sleep { ms: 600_000 }])];
+    // It writes into the artifacts folder first, so the boot shares it and runs virtiofsd (a
+    // plan that writes nothing there starts none).
+    let artifact = Step::WriteFile {
+        path: format!("{}/before-the-hang", protocol::ARTIFACTS_DIR),
+        data: "x".into(),
+        create: true,
+        append: false,
+        expect: Default::default(),
+        within_ms: 0,
+    };
+    plan.scenarios = vec![scenario("ctrl-c/hang", 600_000, vec![artifact, Step::Sleep { ms: 600_000 }])];
     std::fs::write(&plan_path, serde_json::to_vec(&plan)?)?;
     let (key, value) = marker.split_once('=').unwrap_or_default();
     // A `std::process::Command`: the boot runs in a process group of its own, to be signalled

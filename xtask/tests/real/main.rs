@@ -32,9 +32,9 @@ struct Cli {
     cache_dir: Option<std::path::PathBuf>,
     /// Only this group of checks: `coverage`, `consumers` (kunit.py and kcidb-io read the
     /// renderings of the results fixture; no kernel), or `broken` (kernels that break
-    /// themselves: culprit, collateral, bound), or `bisect-run` (`git bisect run ue-conformance`
+    /// themselves: culprit, collateral, bound), `signals` (Ctrl-C mid-boot), or `bisect-run` (`git bisect run ue-conformance`
     /// from the test git tree).
-    #[arg(long, value_parser = ["coverage", "consumers", "broken", "bisect-run"])]
+    #[arg(long, value_parser = ["coverage", "consumers", "broken", "signals", "bisect-run"])]
     only: Option<String>,
 }
 
@@ -60,6 +60,14 @@ fn main() -> std::process::ExitCode {
             for (name, result) in xtask::results::tools::check_consumers() {
                 record(&mut outcomes, &format!("results: {name}"), Instant::now(), result);
             }
+            Ok(summary(&outcomes))
+        }
+        Some("signals") => {
+            let mut outcomes = Vec::new();
+            let scratch = tempfile::tempdir().expect("a scratch directory");
+            let started = Instant::now();
+            let result = as_user::ctrl_c_leaves_nothing(scratch.path());
+            record(&mut outcomes, "Ctrl-C during a boot leaves no QEMU or virtiofsd behind", started, result);
             Ok(summary(&outcomes))
         }
         Some("broken") => {
