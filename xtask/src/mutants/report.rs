@@ -225,7 +225,10 @@ mod tests {
         // And the check rejects what the schema does: an unknown status.
         let mut bad = report.clone();
         bad["files"]["kernel/x.c"]["mutants"][0]["status"] = json!("Equivalent");
-        assert_eq!(shape_errors(&bad), ["files.kernel/x.c.mutants[0].status: `Equivalent` is not a status of the schema"]);
+        assert_eq!(
+            shape_errors(&bad),
+            ["files.kernel/x.c.mutants[0].status: `Equivalent` is not a status of the schema"]
+        );
 
         let statuses: Vec<&str> = report["files"]["kernel/x.c"]["mutants"]
             .as_array()
