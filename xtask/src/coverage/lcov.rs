@@ -9,6 +9,10 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
+/// Found and hit, for lines, branches and functions (the run model's type, so a run's
+/// coverage rows carry exactly what is summed here).
+pub use crate::results::model::CoverageTotals as Totals;
+
 /// One source file's counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileCov {
@@ -21,44 +25,6 @@ pub struct FileCov {
     pub branches: BTreeMap<(u32, u32), Option<u64>>,
     /// Function name to (first line, count).
     pub functions: BTreeMap<String, (u32, u64)>,
-}
-
-/// Found and hit, for lines, branches and functions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Totals {
-    pub lines_found: u64,
-    pub lines_hit: u64,
-    pub branches_found: u64,
-    pub branches_hit: u64,
-    pub functions_found: u64,
-    pub functions_hit: u64,
-}
-
-impl Totals {
-    pub fn add(&mut self, o: &Totals) {
-        self.lines_found += o.lines_found;
-        self.lines_hit += o.lines_hit;
-        self.branches_found += o.branches_found;
-        self.branches_hit += o.branches_hit;
-        self.functions_found += o.functions_found;
-        self.functions_hit += o.functions_hit;
-    }
-
-    pub fn line_pct(&self) -> f64 {
-        pct(self.lines_hit, self.lines_found)
-    }
-
-    pub fn branch_pct(&self) -> f64 {
-        pct(self.branches_hit, self.branches_found)
-    }
-}
-
-fn pct(hit: u64, found: u64) -> f64 {
-    if found == 0 {
-        0.0
-    } else {
-        100.0 * hit as f64 / found as f64
-    }
 }
 
 impl FileCov {

@@ -174,18 +174,8 @@ fn totals(files: &[FileCov]) -> Totals {
     t
 }
 
-fn row(arch: &str, scenarios: usize, t: Totals, tracefile: String) -> CoverageRow {
-    CoverageRow {
-        arch: arch.to_string(),
-        scenarios,
-        lines_found: t.lines_found,
-        lines_hit: t.lines_hit,
-        branches_found: t.branches_found,
-        branches_hit: t.branches_hit,
-        functions_found: t.functions_found,
-        functions_hit: t.functions_hit,
-        tracefile,
-    }
+fn row(arch: &str, scenarios: usize, totals: Totals, tracefile: String) -> CoverageRow {
+    CoverageRow { arch: arch.to_string(), scenarios, totals, tracefile }
 }
 
 /// The patch's changed lines against every arch's counts: a blind spot is executable on some
@@ -248,7 +238,7 @@ pub fn write(run_dir: &Path, data: &RunData) -> Result<CoverageSummary> {
     let scenarios: BTreeSet<&String> = data.arches.iter().flat_map(|(_, p)| p.keys()).collect();
     rows.push(row("all", scenarios.len(), totals(&union), rel));
 
-    let summary_rows: Vec<(String, String)> = rows.iter().map(|r| (r.arch.clone(), r.describe())).collect();
+    let summary_rows: Vec<(String, String)> = rows.iter().map(|r| (r.arch.clone(), r.totals.describe())).collect();
     let mut sources = Vec::new();
     for (i, f) in data.files.iter().enumerate() {
         let mut by_line: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();
@@ -312,7 +302,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = write(dir.path(), &data).unwrap();
         let hits: Vec<(String, u64, u64)> =
-            s.rows.iter().map(|r| (r.arch.clone(), r.lines_hit, r.lines_found)).collect();
+            s.rows.iter().map(|r| (r.arch.clone(), r.totals.lines_hit, r.totals.lines_found)).collect();
         assert_eq!(hits, [("x86_64".into(), 2, 3), ("arm64".into(), 2, 3), ("all".into(), 3, 3)]);
         let two = std::fs::read_to_string(dir.path().join("coverage/x86_64/s/two.info")).unwrap();
         assert!(two.contains("DA:2,3\n") && two.starts_with("TN:s_two\nSF:a.c\n"), "{two}");

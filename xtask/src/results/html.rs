@@ -273,21 +273,21 @@ pub fn render(run: &Run) -> Vec<u8> {
             esc(&c.files.join(", ")),
             esc(&c.index)
         );
-        let pct = super::model::percent;
         for r in &c.rows {
+            let t = &r.totals;
             let _ = writeln!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{}/{} ({:.1}%)</td><td>{}/{} ({:.1}%)</td><td>{}/{}</td><td><a href=\"{}\">{}</a></td></tr>",
                 esc(&r.arch),
                 r.scenarios,
-                r.lines_hit,
-                r.lines_found,
-                pct(r.lines_hit, r.lines_found),
-                r.branches_hit,
-                r.branches_found,
-                pct(r.branches_hit, r.branches_found),
-                r.functions_hit,
-                r.functions_found,
+                t.lines_hit,
+                t.lines_found,
+                t.line_pct(),
+                t.branches_hit,
+                t.branches_found,
+                t.branch_pct(),
+                t.functions_hit,
+                t.functions_found,
                 esc(&r.tracefile),
                 esc(&r.tracefile)
             );

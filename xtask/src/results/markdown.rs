@@ -50,21 +50,21 @@ pub fn render(run: &Run) -> Vec<u8> {
         );
         let _ = writeln!(out, "| arch | scenarios | lines | line % | branches | branch % | functions |");
         let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
-        let pct = super::model::percent;
         for r in &c.rows {
+            let t = &r.totals;
             let arch = if r.arch == "all" { "all arches".to_string() } else { r.arch.clone() };
             let _ = writeln!(
                 out,
                 "| {arch} | {} | {}/{} | {:.1}% | {}/{} | {:.1}% | {}/{} |",
                 r.scenarios,
-                r.lines_hit,
-                r.lines_found,
-                pct(r.lines_hit, r.lines_found),
-                r.branches_hit,
-                r.branches_found,
-                pct(r.branches_hit, r.branches_found),
-                r.functions_hit,
-                r.functions_found
+                t.lines_hit,
+                t.lines_found,
+                t.line_pct(),
+                t.branches_hit,
+                t.branches_found,
+                t.branch_pct(),
+                t.functions_hit,
+                t.functions_found
             );
         }
         let _ = writeln!(out, "\nAnnotated sources: `{}`; lcov tracefiles: `coverage/*.info`.", c.index);
@@ -257,17 +257,20 @@ mod tests {
 
     #[test]
     fn coverage_rows_and_a_patch_s_blind_spots_come_first() {
-        use super::super::model::{BlindSpot, CoverageRow, CoverageSummary, PatchLines};
+        use super::super::model::{BlindSpot, CoverageRow, CoverageSummary, CoverageTotals, PatchLines};
         let mut run = fixture();
-        let row = |arch: &str| CoverageRow {
-            arch: arch.into(),
-            scenarios: 3,
+        let totals = CoverageTotals {
             lines_found: 200,
             lines_hit: 150,
             branches_found: 100,
             branches_hit: 40,
             functions_found: 20,
             functions_hit: 18,
+        };
+        let row = |arch: &str| CoverageRow {
+            arch: arch.into(),
+            scenarios: 3,
+            totals,
             tracefile: format!("coverage/{arch}.info"),
         };
         let blind =

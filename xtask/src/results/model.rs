@@ -106,18 +106,25 @@ pub struct CoverageRow {
     pub arch: String,
     /// Scenarios whose counters were read.
     pub scenarios: usize,
+    #[serde(flatten)]
+    pub totals: CoverageTotals,
+    /// The tracefile, relative to the run folder.
+    pub tracefile: String,
+}
+
+/// Found and hit, for lines, branches and functions: a tracefile's, a file's or a run's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoverageTotals {
     pub lines_found: u64,
     pub lines_hit: u64,
     pub branches_found: u64,
     pub branches_hit: u64,
     pub functions_found: u64,
     pub functions_hit: u64,
-    /// The tracefile, relative to the run folder.
-    pub tracefile: String,
 }
 
 /// `hit` of `found` as a percentage; 0 when nothing was found.
-pub fn percent(hit: u64, found: u64) -> f64 {
+fn percent(hit: u64, found: u64) -> f64 {
     if found == 0 {
         0.0
     } else {
@@ -125,17 +132,34 @@ pub fn percent(hit: u64, found: u64) -> f64 {
     }
 }
 
-impl CoverageRow {
+impl CoverageTotals {
+    pub fn add(&mut self, o: &CoverageTotals) {
+        self.lines_found += o.lines_found;
+        self.lines_hit += o.lines_hit;
+        self.branches_found += o.branches_found;
+        self.branches_hit += o.branches_hit;
+        self.functions_found += o.functions_found;
+        self.functions_hit += o.functions_hit;
+    }
+
+    pub fn line_pct(&self) -> f64 {
+        percent(self.lines_hit, self.lines_found)
+    }
+
+    pub fn branch_pct(&self) -> f64 {
+        percent(self.branches_hit, self.branches_found)
+    }
+
     /// `lines 812/1003 (81.0%), branches 402/750 (53.6%), functions 60/75`.
     pub fn describe(&self) -> String {
         format!(
             "lines {}/{} ({:.1}%), branches {}/{} ({:.1}%), functions {}/{}",
             self.lines_hit,
             self.lines_found,
-            percent(self.lines_hit, self.lines_found),
+            self.line_pct(),
             self.branches_hit,
             self.branches_found,
-            percent(self.branches_hit, self.branches_found),
+            self.branch_pct(),
             self.functions_hit,
             self.functions_found
         )

@@ -341,7 +341,7 @@ pub fn publish(judged: &[boot::BootRun], built: &[kernel::Built]) -> Result<Opti
     if let Some(data) = crate::coverage::runs::read(&boots, built)? {
         let summary = crate::coverage::runs::write(run_dir, &data)?;
         for r in &summary.rows {
-            progress::line(format!("coverage {}: {}", r.arch, r.describe()));
+            progress::line(format!("coverage {}: {}", r.arch, r.totals.describe()));
         }
         for p in &summary.problems {
             progress::line(format!("coverage: {p}"));

@@ -92,12 +92,13 @@ pub fn run_and_check(built: &[Built], opts: &xtask::run::boot::Options, results:
         anyhow::ensure!(r.scenarios == 3, "{}: {} scenarios counted", r.arch, r.scenarios);
         let (lines, branches) = lcov_summary(&run_dir.join(&r.tracefile))?;
         anyhow::ensure!(
-            lines == (r.lines_hit, r.lines_found) && branches == (r.branches_hit, r.branches_found),
+            lines == (r.totals.lines_hit, r.totals.lines_found)
+                && branches == (r.totals.branches_hit, r.totals.branches_found),
             "{}: lcov reads lines {lines:?} branches {branches:?}, the run says {}",
             r.tracefile,
-            r.describe()
+            r.totals.describe()
         );
-        anyhow::ensure!(r.lines_hit > 100 && r.branches_hit > 0, "{}: {}", r.arch, r.describe());
+        anyhow::ensure!(r.totals.lines_hit > 100 && r.totals.branches_hit > 0, "{}: {}", r.arch, r.totals.describe());
     }
     let calls = |scenario: &str, function: &str| -> Result<u64> {
         let file = run_dir.join(xtask::coverage::runs::scenario_tracefile(ARCH, scenario));
