@@ -43,6 +43,13 @@ const BISECT_RUN: &str =
     "x86_64: `git bisect run ue-conformance run --arch x86_64 --filter ...` from a kernel git tree \
      (the tree the default source) names the breaking commit; the tree is left as it was";
 
+const CTRL_C: &str = "Ctrl-C during a boot leaves no QEMU or virtiofsd behind";
+const LEAK_AND_OOPS: &str = "x86_64: an event the hygiene cannot delete, then an oops holding event_mutex (patched \
+     kernel): each culprit fails with its evidence and ends its boot, every other scenario passes on a fresh boot, \
+     within 180 s";
+const EVERY_BOOT: &str = "x86_64: a kernel that oopses on every boot: three broken fresh boots in a row, then the \
+     rest are collateral of the first culprit (run.json, KTAP, JUnit), within 180 s";
+
 struct Outcome {
     name: String,
     error: Option<String>,
@@ -62,36 +69,9 @@ fn main() -> std::process::ExitCode {
             }
             Ok(summary(&outcomes))
         }
-        Some("signals") => {
-            let mut outcomes = Vec::new();
-            let scratch = tempfile::tempdir().expect("a scratch directory");
-            let started = Instant::now();
-            let result = as_user::ctrl_c_leaves_nothing(scratch.path());
-            record(&mut outcomes, "Ctrl-C during a boot leaves no QEMU or virtiofsd behind", started, result);
-            Ok(summary(&outcomes))
-        }
-        Some("broken") => {
-            let mut outcomes = Vec::new();
-            let scratch = tempfile::tempdir().expect("a scratch directory");
-            for (name, check) in [
-                (
-                    "x86_64: a leak and an oops: culprits named, the rest on fresh boots",
-                    broken::leak_and_oops as fn(&Path) -> Result<()>,
-                ),
-                ("x86_64: a kernel that oopses on every boot: collateral within the bound", broken::breaks_every_boot),
-            ] {
-                let started = Instant::now();
-                record(&mut outcomes, name, started, check(scratch.path()));
-            }
-            Ok(summary(&outcomes))
-        }
-        Some("bisect-run") => {
-            let mut outcomes = Vec::new();
-            let scratch = tempfile::tempdir().expect("a scratch directory");
-            let started = Instant::now();
-            record(&mut outcomes, BISECT_RUN, started, as_user::git_bisect_run_from_the_tree(scratch.path(), &args));
-            Ok(summary(&outcomes))
-        }
+        Some("signals") => only(&[(CTRL_C, &as_user::ctrl_c_leaves_nothing)]),
+        Some("broken") => only(&[(LEAK_AND_OOPS, &broken::leak_and_oops), (EVERY_BOOT, &broken::breaks_every_boot)]),
+        Some("bisect-run") => only(&[(BISECT_RUN, &|scratch| as_user::git_bisect_run_from_the_tree(scratch, &args))]),
         _ => run(&args),
     };
     match result {
@@ -101,6 +81,17 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::from(exit::code_for(&e))
         }
     }
+}
+
+/// A group of checks alone (`--only`), sharing one scratch folder.
+fn only(checks: &[(&str, &dyn Fn(&Path) -> Result<()>)]) -> Result<u8> {
+    let scratch = tempfile::tempdir()?;
+    let mut outcomes = Vec::new();
+    for (name, check) in checks {
+        let started = Instant::now();
+        record(&mut outcomes, name, started, check(scratch.path()));
+    }
+    Ok(summary(&outcomes))
 }
 
 fn run(args: &TestArgs) -> Result<u8> {
@@ -385,7 +376,7 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
 
     let started = Instant::now();
     let result = as_user::ctrl_c_leaves_nothing(results.path());
-    record(outcomes, "Ctrl-C during a boot leaves no QEMU or virtiofsd behind", started, result);
+    record(outcomes, CTRL_C, started, result);
 
     let started = Instant::now();
     let result = as_user::sigterm_keeps_the_evidence(results.path());
@@ -408,23 +399,11 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
 
     let started = Instant::now();
     let result = broken::leak_and_oops(results.path());
-    record(
-        outcomes,
-        "x86_64: an event the hygiene cannot delete, then an oops holding event_mutex (patched kernel): each \
-         culprit fails with its evidence and ends its boot, every other scenario passes on a fresh boot, within 180 s",
-        started,
-        result,
-    );
+    record(outcomes, LEAK_AND_OOPS, started, result);
 
     let started = Instant::now();
     let result = broken::breaks_every_boot(results.path());
-    record(
-        outcomes,
-        "x86_64: a kernel that oopses on every boot: three broken fresh boots in a row, then the rest are collateral \
-         of the first culprit (run.json, KTAP, JUnit), within 180 s",
-        started,
-        result,
-    );
+    record(outcomes, EVERY_BOOT, started, result);
 
     let started = Instant::now();
     let result = as_user::git_tree_validate_and_bisect(results.path(), args);
