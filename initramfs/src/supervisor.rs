@@ -543,6 +543,16 @@ esac
         }
     }
 
+    /// A fake guest under `dir` with the hygiene on, whose scenario child is `script` (`$2` the
+    /// scenario's index, `$4` the plan, in `dir`).
+    fn with_hygiene(dir: &Path, script: &str) -> Paths {
+        Paths {
+            scenario_cmd: ["/bin/sh", "-c", script, "sh"].map(OsString::from).to_vec(),
+            hygiene: Some(crate::hygiene::fake_tree(dir)),
+            ..paths(dir)
+        }
+    }
+
     fn temp_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("ue-agent-test-{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
@@ -744,11 +754,7 @@ case "$2" in
   3) echo 7 > "$d/sys/kernel/user_events_max"; exit 0 ;;
 esac
 "#;
-        let p = Paths {
-            scenario_cmd: ["/bin/sh", "-c", script, "sh"].map(OsString::from).to_vec(),
-            hygiene: Some(crate::hygiene::fake_tree(&dir)),
-            ..paths(&dir)
-        };
+        let p = with_hygiene(&dir, script);
         let plan = plan(vec![scenario("t/sysctl", 5000), scenario("t/status", 5000), scenario("t/never", 5000)]);
         let mut out = Vec::new();
         let counts = run_plan(&plan, &p, &mut out, None);
@@ -785,11 +791,7 @@ esac
     fn the_last_scenarios_footprint_is_left_to_the_reboot() {
         let dir = temp_dir("hygiene-last");
         let script = r#"d=$(dirname "$4"); case "$2" in 1) echo 5 > "$d/sys/kernel/user_events_max" ;; 2) echo 7 > "$d/sys/kernel/user_events_max" ;; esac"#;
-        let p = Paths {
-            scenario_cmd: ["/bin/sh", "-c", script, "sh"].map(OsString::from).to_vec(),
-            hygiene: Some(crate::hygiene::fake_tree(&dir)),
-            ..paths(&dir)
-        };
+        let p = with_hygiene(&dir, script);
         let counts = run_plan(&plan(vec![scenario("t/a", 5000), scenario("t/last", 5000)]), &p, &mut Vec::new(), None);
         assert_eq!(counts, Counts { passed: 2, failed: 0, skipped: 0, timeout: 0 });
         assert_eq!(fs::read_to_string(dir.join("sys/kernel/user_events_max")).unwrap(), "7\n");
@@ -802,11 +804,7 @@ esac
         // Scenario 2 "oopses": the taint gains D (128) on top of the boot's 512. Its leftover
         // sysctl must not be touched: the hygiene would take the locks the oops may hold.
         let script = r#"d=$(dirname "$4"); case "$2" in 2) echo 7 > "$d/sys/kernel/user_events_max"; echo 640 > "$d/tainted"; exit 1 ;; esac"#;
-        let p = Paths {
-            scenario_cmd: ["/bin/sh", "-c", script, "sh"].map(OsString::from).to_vec(),
-            hygiene: Some(crate::hygiene::fake_tree(&dir)),
-            ..paths(&dir)
-        };
+        let p = with_hygiene(&dir, script);
         let plan = plan(vec![scenario("t/a", 5000), scenario("t/oops", 5000), scenario("t/never", 5000)]);
         let mut out = Vec::new();
         let counts = run_plan(&plan, &p, &mut out, None);
