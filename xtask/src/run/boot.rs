@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::breakage::{resume_plan, stop_spending, stopped_at, Breakage, BROKEN_IN_A_ROW};
+use super::breakage::{resume_plan, stop_spending, stopped_at, Breakage};
 use crate::arch::Arch;
 use crate::judging::run_folder::{self, BootDir, BootFacts, BootFolder, JudgedBoot, VmRecord};
 use crate::judging::verdict::{BootResult, WithXfail};
@@ -526,11 +526,8 @@ fn run_lane(
                 if matches!(BootDir::parse(&p.dir), Some((_, BootDir::Resume(_)))) {
                     broken_in_a_row += 1;
                 }
-                if let Some(why) = stop_spending(broken_in_a_row, first.at.elapsed(), resumes) {
-                    let why = match broken_in_a_row >= BROKEN_IN_A_ROW {
-                        true => format!("{why} (the last at {culprit}: {how})"),
-                        false => why,
-                    };
+                let last = format!("{culprit}: {how}");
+                if let Some(why) = stop_spending(broken_in_a_row, first.at.elapsed(), resumes, &last) {
                     let why = format!("({}); {why}", first.how);
                     line(format!(
                         "{arch}: {} scenario(s) not run, collateral of {} {why}",

@@ -30,12 +30,12 @@ pub struct Breakage {
 
 /// Why no further boot is spent on an arch whose kernel broke, if that is so: it broke again
 /// in [`BROKEN_IN_A_ROW`] fresh boots in a row, the [`RESUME_WINDOW`] after its first breakage
-/// is over, or it had [`MAX_RESUMES`] resume boots already.
-pub fn stop_spending(broken_in_a_row: u32, since_first: Duration, resumes: u32) -> Option<String> {
+/// is over, or it had [`MAX_RESUMES`] resume boots already. `last` is how the latest boot broke.
+pub fn stop_spending(broken_in_a_row: u32, since_first: Duration, resumes: u32, last: &str) -> Option<String> {
     if broken_in_a_row >= BROKEN_IN_A_ROW {
         Some(format!(
             "the kernel keeps breaking itself: {broken_in_a_row} fresh boots in a row broke too, so no further boot \
-             was spent on it"
+             was spent on it (the last at {last})"
         ))
     } else if since_first > RESUME_WINDOW {
         Some(format!(
@@ -91,12 +91,13 @@ mod tests {
     #[test]
     fn a_broken_kernel_gets_boots_until_it_keeps_breaking_or_the_window_closes() {
         let s = Duration::from_secs;
-        assert_eq!(stop_spending(0, s(5), 1), None);
-        assert_eq!(stop_spending(BROKEN_IN_A_ROW - 1, RESUME_WINDOW, 2), None);
-        let again = stop_spending(BROKEN_IN_A_ROW, s(30), 3).unwrap();
+        assert_eq!(stop_spending(0, s(5), 1, ""), None);
+        assert_eq!(stop_spending(BROKEN_IN_A_ROW - 1, RESUME_WINDOW, 2, ""), None);
+        let again = stop_spending(BROKEN_IN_A_ROW, s(30), 3, "t/x: timeout").unwrap();
         assert!(again.starts_with("the kernel keeps breaking itself: 3 fresh boots in a row"), "{again}");
-        let late = stop_spending(1, RESUME_WINDOW + s(1), 2).unwrap();
+        assert!(again.ends_with("(the last at t/x: timeout)"), "{again}");
+        let late = stop_spending(1, RESUME_WINDOW + s(1), 2, "").unwrap();
         assert!(late.starts_with("111 s after the first breakage"), "{late}");
-        assert_eq!(stop_spending(0, s(1), MAX_RESUMES).as_deref(), Some("8 resume boots already"));
+        assert_eq!(stop_spending(0, s(1), MAX_RESUMES, "").as_deref(), Some("8 resume boots already"));
     }
 }
