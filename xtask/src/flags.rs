@@ -264,6 +264,11 @@ pub struct VmArgs {
     /// Share a host folder into the guest over virtio-fs: HOST_DIR[:GUEST_PATH] (default /share).
     #[arg(long, value_name = "HOST_DIR[:GUEST_PATH]")]
     pub share: Option<String>,
+    /// How virtiofsd, which serves the guest's shared folders, is isolated from the host: the
+    /// kernel under test is untrusted. auto is namespace where the host allows it, else chroot;
+    /// none (unsandboxed, symlink escapes possible) only when named.
+    #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
+    pub virtiofsd_sandbox: crate::vm::virtiofsd::SandboxChoice,
     /// Virtual CPUs per VM (1 turns the SMP paths off).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub cpus: u32,

@@ -23,7 +23,7 @@ fn end_quietly_when_stdout_closes() {
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or_default();
         if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            xtask::vm::qemu::abandon_children();
+            xtask::vm::children::abandon_children();
             std::process::exit(0);
         }
         default(info);
@@ -55,7 +55,7 @@ fn default_source_here(command: &mut Cmd) {
 
 pub fn main() -> ExitCode {
     xtask::support::timings::start();
-    xtask::vm::qemu::install_signal_handler();
+    xtask::vm::children::install_signal_handler();
     end_quietly_when_stdout_closes();
     // clap takes a `&'static str` name; one small string for the process's life.
     let name: &'static str = Box::leak(program_name().into_boxed_str());
@@ -75,7 +75,7 @@ pub fn main() -> ExitCode {
     xtask::setup::provision::skip(args.no_setup);
     default_source_here(&mut args.command);
     if let Some(limit) = args.command.timeout() {
-        xtask::vm::qemu::start_deadline(limit);
+        xtask::vm::children::start_deadline(limit);
     }
     let result = match args.command {
         Cmd::Setup(v) => v.run(),
@@ -98,7 +98,7 @@ pub fn main() -> ExitCode {
         Cmd::Mutants(v) => v.run(),
         Cmd::Test(v) => v.run(),
     };
-    let timed_out = xtask::vm::qemu::timed_out();
+    let timed_out = xtask::vm::children::timed_out();
     match result {
         Ok(code) if timed_out => ExitCode::from(code.max(Kind::TimedOut.code())),
         Ok(code) => ExitCode::from(code),

@@ -199,6 +199,10 @@ pub struct BootFacts {
     /// Whether the artifacts folder came back from the guest over virtio-fs.
     #[serde(default)]
     pub artifacts_shared: bool,
+    /// The sandbox virtiofsd ran in (`namespace`, `chroot`, `none`); `None` when the boot shared
+    /// no folder, or was recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtiofsd_sandbox: Option<crate::vm::virtiofsd::Sandbox>,
     /// `None` in records saved before `replay` existed.
     #[serde(default)]
     pub vm: Option<VmRecord>,

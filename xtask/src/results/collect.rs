@@ -221,6 +221,7 @@ fn boot_model(b: &JudgedBoot) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
         accel: facts.accel.clone(),
         qemu_version,
         qemu_command: facts.qemu_command.clone(),
+        virtiofsd_sandbox: facts.virtiofsd_sandbox.map(|s| s.name().to_string()),
         verdict: RunVerdict::of(&j.counted.verdict),
         ended: ended_text,
         wall_ms: facts.wall_ms,

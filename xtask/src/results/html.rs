@@ -341,7 +341,13 @@ pub fn render(run: &Run) -> Vec<u8> {
             esc(&k.build_key)
         );
         for b in &a.boots {
-            let _ = writeln!(o, "<tr><th>{}</th><td><code>{}</code></td></tr>", esc(&b.name), esc(&b.qemu_command));
+            let shared = b
+                .virtiofsd_sandbox
+                .as_deref()
+                .map(|s| format!("<br>virtiofsd sandbox: {}", esc(s)))
+                .unwrap_or_default();
+            let _ =
+                writeln!(o, "<tr><th>{}</th><td><code>{}</code>{shared}</td></tr>", esc(&b.name), esc(&b.qemu_command));
         }
     }
     let _ = writeln!(

@@ -184,10 +184,11 @@ fn build(id: &str, checkout_id: &str, arch: &ArchRun) -> Value {
 
 fn environment(b: &super::model::Boot) -> Value {
     let qemu = b.qemu_version.as_deref().unwrap_or("QEMU (version not recorded)");
-    json!({
-        "comment": clean(&format!("{qemu}, {}", b.accel)),
-        "misc": { "accel": b.accel, "qemu_version": b.qemu_version, "qemu_command": b.qemu_command },
-    })
+    let mut misc = json!({ "accel": b.accel, "qemu_version": b.qemu_version, "qemu_command": b.qemu_command });
+    if let Some(sandbox) = &b.virtiofsd_sandbox {
+        misc["virtiofsd_sandbox"] = json!(sandbox);
+    }
+    json!({ "comment": clean(&format!("{qemu}, {}", b.accel)), "misc": misc })
 }
 
 fn kcidb_status(s: Status) -> &'static str {

@@ -150,9 +150,10 @@ pub fn render(run: &Run) -> Vec<u8> {
         }
         for b in &a.boots {
             let qemu = b.qemu_version.as_deref().unwrap_or("QEMU version not recorded");
+            let shared = b.virtiofsd_sandbox.as_deref().map(|s| format!(", virtiofsd sandbox {s}")).unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  - boot `{}`: {}, {}, {}, VM {:.1} s",
+                "  - boot `{}`: {}, {}{shared}, {}, VM {:.1} s",
                 b.name,
                 cell(qemu),
                 b.accel,

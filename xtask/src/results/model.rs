@@ -251,6 +251,10 @@ pub struct Boot {
     pub qemu_version: Option<String>,
     /// The full QEMU command line.
     pub qemu_command: String,
+    /// The sandbox of the virtiofsd serving the guest's folders (`namespace`, `chroot`,
+    /// `none`); absent when the boot shared none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtiofsd_sandbox: Option<String>,
     pub verdict: RunVerdict,
     /// How QEMU ended: `exited with code 0`, `killed after 60000 ms: ...`.
     pub ended: String,

@@ -16,8 +16,10 @@ use crate::results::model::RunVerdict;
 use crate::suites::Marks;
 use crate::support::exit::{error, Kind};
 use crate::support::progress::line;
+use crate::vm::children;
 use crate::vm::qemu::AccelChoice;
-use crate::vm::qemu::{self, Accel, Share, VmRun, VmSpec};
+use crate::vm::qemu::{self, Accel, VmRun, VmSpec};
+use crate::vm::virtiofsd::{SandboxChoice, Share};
 
 /// Options shared by every boot of a run (the VM flags, resolved once by `Options::of`).
 #[derive(Debug, Clone)]
@@ -25,6 +27,8 @@ pub struct Options {
     pub accel: AccelChoice,
     /// `--share HOST_DIR[:GUEST_PATH]`.
     pub share: Option<(PathBuf, String)>,
+    /// `--virtiofsd-sandbox`.
+    pub sandbox: SandboxChoice,
     pub cpus: u32,
     pub memory_mb: u32,
     /// `--kernel-args`, split at spaces.
@@ -62,6 +66,7 @@ impl Options {
         Ok(Options {
             accel: vm.accel,
             share: vm.share.as_deref().map(parse_share).transpose()?,
+            sandbox: vm.virtiofsd_sandbox,
             cpus: vm.cpus,
             memory_mb: vm.memory,
             kernel_args,
@@ -118,7 +123,7 @@ pub fn parse_share(arg: &str) -> Result<(PathBuf, String)> {
 
 /// Boots every job, the arches in parallel, and returns the outcomes in job order.
 pub fn run_all(jobs: Vec<Job>, opts: &Options) -> Result<Vec<Outcome>> {
-    let virtiofsd = crate::vm::qemu::virtiofsd_binary();
+    let virtiofsd = crate::vm::virtiofsd::binary();
     // Said only when a plan writes into `/artifacts`: `--share` without virtiofsd is an error
     // (`vm_spec`), and a plan that never names the folder loses nothing.
     if virtiofsd.is_none() && jobs.iter().any(|j| writes_artifacts(&j.plan)) {
@@ -208,6 +213,7 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
                 .to_string(),
             wall: started.elapsed(),
             boot: None,
+            sandbox: None,
         }
     });
     let to_init = vm.boot.unwrap_or(vm.wall);
@@ -289,6 +295,7 @@ fn vm_spec(guest: &Guest, plan: &mut protocol::Plan, virtiofsd: Option<&Path>, o
         memory_mb: opts.memory_mb,
         cpus: opts.cpus,
         shares,
+        sandbox: opts.sandbox,
         boot_timeout,
         watchdog,
         deadlines_ms,
@@ -366,6 +373,7 @@ fn accel_for(built: &Built, agent: &Path, opts: &Options) -> Result<Accel> {
         memory_mb: 256,
         cpus: 1,
         shares: vec![],
+        sandbox: Default::default(),
         boot_timeout: Duration::from_secs(8),
         watchdog: Duration::from_secs(12),
         deadlines_ms: None,
@@ -498,7 +506,7 @@ fn run_lane(
     let mut judged = Vec::new();
     let mut wave_no = 0;
     while let Some(wave) = waves.pop_front() {
-        if qemu::interrupted() {
+        if children::interrupted() {
             break;
         }
         let jobs = wave
@@ -616,7 +624,7 @@ pub fn shell(built: &Built, opts: &Options) -> Result<u8> {
     let mut plan = protocol::Plan::empty("shell");
     plan.shell = true;
     let clients = crate::vm::initramfs::clients_for(built.arch, &plan, true)?;
-    let virtiofsd = crate::vm::qemu::virtiofsd_binary();
+    let virtiofsd = crate::vm::virtiofsd::binary();
     let guest = Guest {
         built,
         agent: &agent,
@@ -666,6 +674,7 @@ impl BootRun {
                 .ok()
                 .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string()),
             artifacts_shared: outcome.artifacts_shared,
+            virtiofsd_sandbox: outcome.vm.sandbox,
             vm: Some(VmRecord::of(&outcome.spec)),
             xfail: marks.xfail,
             fixed_by: marks.fixed_by,
@@ -775,10 +784,10 @@ pub fn print_boot(j: &BootRun) {
 /// The process exit code for a set of boots (see `exit.rs`).
 pub fn exit_code(judged: &[BootRun]) -> u8 {
     // A timeout, then an interrupt, wins: the run did not finish, whatever it found so far.
-    if qemu::timed_out() {
+    if children::timed_out() {
         return Kind::TimedOut.code();
     }
-    if qemu::interrupted() {
+    if children::interrupted() {
         return Kind::Interrupted.code();
     }
     // The run model's mapping, so a run and `report --from` of it exit alike.

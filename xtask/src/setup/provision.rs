@@ -493,7 +493,7 @@ fn present(probe: &Probe, sysroot: &OnceLock<Option<PathBuf>>) -> bool {
             .as_ref()
             .is_some_and(|s| s.join("lib/rustlib").join(t).join("lib").is_dir()),
         Probe::File(path) => path.is_file(),
-        Probe::Virtiofsd => crate::vm::qemu::virtiofsd_binary().is_some(),
+        Probe::Virtiofsd => crate::vm::virtiofsd::binary().is_some(),
         Probe::Venv(tool) => tool.installed(),
     }
 }

@@ -110,6 +110,7 @@ pub fn boot(built: &[Built], runs: usize, accel: AccelChoice) -> Result<Vec<Boot
                     memory_mb: 512,
                     cpus: 1,
                     shares: vec![],
+                    sandbox: Default::default(),
                     boot_timeout: Duration::from_secs(60),
                     watchdog: Duration::from_secs(90),
                     deadlines_ms: None,

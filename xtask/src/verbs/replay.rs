@@ -10,7 +10,8 @@ use anyhow::{Context, Result};
 use crate::judging::run_folder;
 use crate::support::exit::{error, Kind};
 use crate::support::progress::line;
-use crate::vm::qemu::{self, Share, VmSpec};
+use crate::vm::qemu::{self, VmSpec};
+use crate::vm::virtiofsd::Share;
 
 impl crate::flags::ReplayArgs {
     pub fn run(self) -> Result<u8> {
@@ -34,7 +35,7 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
         )));
     }
     let run_dir = run_folder::new_run_dir(results)?;
-    let virtiofsd = crate::vm::qemu::virtiofsd_binary();
+    let virtiofsd = crate::vm::virtiofsd::binary();
     let mut judged = Vec::new();
     for recorded_in in chosen {
         let (name, file) = (recorded_in.name.clone(), recorded_in.file(run_folder::VERDICT));
@@ -78,6 +79,7 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
             memory_mb: vm.memory_mb,
             cpus: vm.cpus,
             shares,
+            sandbox: Default::default(),
             boot_timeout: Duration::from_millis(vm.boot_timeout_ms),
             watchdog: Duration::from_millis(vm.watchdog_ms),
             deadlines_ms: vm.deadlines_ms.clone(),

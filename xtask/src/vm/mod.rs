@@ -4,9 +4,14 @@
 //! turns into a verdict.
 //!
 //! - `initramfs`: the agent and clients built, and the cpio packed;
-//! - `qemu`: the only place that spawns QEMU and virtiofsd; command lines, kill reasons;
+//! - `qemu`: the only place that spawns QEMU (and, through `virtiofsd`, its daemons); command
+//!   lines, kill reasons;
+//! - `virtiofsd`: the shared folders' daemons, sandboxed (namespace, else chroot);
+//! - `children`: the child process groups, killed on drop, on a signal or at `--timeout`;
 //! - `hang`: sans-IO, when a silent guest counts as hung.
 
+pub mod children;
 pub mod hang;
 pub mod initramfs;
 pub mod qemu;
+pub mod virtiofsd;

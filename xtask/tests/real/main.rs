@@ -2,13 +2,15 @@
 //! `cargo test` leaves out, so it stays fast; `cargo xtask test` runs it after
 //! provisioning): kernel builds for every arch (cached across runs), the dropped-option gate,
 //! the result consumers, real boots with fault injection, hygiene, `exec` and shares, the debug
-//! profile (`debug.rs`), a coverage run (`coverage.rs`), and the checks that run the xtask binary as a user would
+//! profile (`debug.rs`), a coverage run (`coverage.rs`), virtiofsd's sandbox (`sandbox.rs`), kernels that break
+//! themselves (`broken.rs`), and the checks that run the xtask binary as a user would
 //! (`as_user.rs`). Each check prints a PASSED or FAILED line; the exit code is 1 when any failed.
 
 mod as_user;
 mod broken;
 mod coverage;
 mod debug;
+mod sandbox;
 
 use std::path::Path;
 use std::time::Instant;
@@ -33,8 +35,8 @@ struct Cli {
     /// Only this group of checks: `coverage`, `consumers` (kunit.py and kcidb-io read the
     /// renderings of the results fixture; no kernel), or `broken` (kernels that break
     /// themselves: culprit, collateral, bound), `signals` (Ctrl-C mid-boot), or `bisect-run` (`git bisect run ue-conformance`
-    /// from the test git tree).
-    #[arg(long, value_parser = ["coverage", "consumers", "broken", "signals", "bisect-run"])]
+    /// from the test git tree), or `sandbox` (virtiofsd's sandbox against a guest's planted symlinks).
+    #[arg(long, value_parser = ["coverage", "consumers", "broken", "signals", "bisect-run", "sandbox"])]
     only: Option<String>,
 }
 
@@ -42,6 +44,13 @@ struct Cli {
 const BISECT_RUN: &str =
     "x86_64: `git bisect run ue-conformance run --arch x86_64 --filter ...` from a kernel git tree \
      (the tree the default source) names the breaking commit; the tree is left as it was";
+
+const SANDBOX: &str = "x86_64: a guest plants symlinks and `..` paths to a host file in its share: it cannot read or \
+     overwrite the file, the namespace (auto) and chroot sandboxes keep the daemon's own view inside the share and \
+     are recorded in the boot, and unsandboxed (none) the daemon's view reaches the file";
+
+const SANDBOX_FALLBACK: &str = "virtiofsd on a host that refuses namespaces runs in chroot, its log keeping the \
+     refusal; refused both, the boot fails naming each refusal and `--virtiofsd-sandbox none`";
 
 const CTRL_C: &str = "Ctrl-C during a boot leaves no QEMU or virtiofsd behind";
 const LEAK_AND_OOPS: &str = "x86_64: an event the hygiene cannot delete, then an oops holding event_mutex (patched \
@@ -57,7 +66,7 @@ struct Outcome {
 
 fn main() -> std::process::ExitCode {
     xtask::support::timings::start();
-    xtask::vm::qemu::install_signal_handler();
+    xtask::vm::children::install_signal_handler();
     let cli = Cli::parse();
     let args = TestArgs { unit_only: false, cache_dir: cli.cache_dir };
     let result = match cli.only.as_deref() {
@@ -71,6 +80,9 @@ fn main() -> std::process::ExitCode {
         }
         Some("signals") => only(&[(CTRL_C, &as_user::ctrl_c_leaves_nothing)]),
         Some("broken") => only(&[(LEAK_AND_OOPS, &broken::leak_and_oops), (EVERY_BOOT, &broken::breaks_every_boot)]),
+        Some("sandbox") => {
+            only(&[(SANDBOX, &|scratch| sandbox_check(scratch, &args)), (SANDBOX_FALLBACK, &sandbox::fallback)])
+        }
         Some("bisect-run") => only(&[(BISECT_RUN, &|scratch| as_user::git_bisect_run_from_the_tree(scratch, &args))]),
         _ => run(&args),
     };
@@ -254,6 +266,7 @@ fn test_vm(results: &Path) -> VmArgs {
         kernel_args: vec![],
         qemu_args: vec![],
         results: Some(results.to_path_buf()),
+        virtiofsd_sandbox: Default::default(),
     }
 }
 
@@ -344,12 +357,33 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
         let count: usize = chosen.suites.iter().map(|s| s.scenarios.len()).sum();
         anyhow::ensure!(count > 0, "suites/ holds no scenario");
         let built = xtask::run::pipeline::kernels(&KernelArgs { arch: "all".into(), ..base.clone() })?;
-        let code = xtask::run::pipeline::run_and_publish(
+        let judged = xtask::run::pipeline::run(
             &chosen,
             &built,
             &xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?,
         )?;
-        anyhow::ensure!(code == 0, "the suites ended with exit code {code} (see the lines above)");
+        let run = xtask::run::pipeline::publish(&judged, &built)?;
+        let code = xtask::run::boot::exit_code(&judged);
+        // Named here, since a CI log may keep only its tail.
+        let failed: Vec<String> = run
+            .iter()
+            .flat_map(|r| &r.arches)
+            .flat_map(|a| a.scenarios.iter().map(move |s| (a, s)))
+            .filter(|(_, s)| s.status.is_failure())
+            .map(|(a, s)| {
+                let why = s.failing_step(1).join(" ");
+                format!("{}/{}/{} {}: {why}", a.arch, s.suite, s.name, s.status.as_str())
+            })
+            .collect();
+        anyhow::ensure!(
+            code == 0,
+            "the suites ended with exit code {code}; not passing: {}",
+            if failed.is_empty() {
+                "no scenario (a boot's own verdict, see above)".to_string()
+            } else {
+                failed.join("; ")
+            }
+        );
         Ok(())
     })();
     record(outcomes, "every suite in suites/ passes on every arch", started, result);
@@ -369,6 +403,13 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     let started = Instant::now();
     let result = exec_and_share(&vm, base, args, results.path());
     record(outcomes, "exec returns the binary's status; --share and artifacts cross virtio-fs", started, result);
+
+    let started = Instant::now();
+    let result = sandbox::symlink_escapes(results.path(), base, &vm, args.cache_dir.as_deref());
+    record(outcomes, SANDBOX, started, result);
+    let started = Instant::now();
+    let result = sandbox::fallback(results.path());
+    record(outcomes, SANDBOX_FALLBACK, started, result);
 
     let started = Instant::now();
     let result = as_user::missing_qemu(results.path());
@@ -698,6 +739,21 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
     let artifact = std::fs::read_to_string(j.outcome.out_dir.join("artifacts/raw.dat"))?;
     anyhow::ensure!(artifact == "artifact bytes", "artifact holds {artifact:?}");
     Ok(())
+}
+
+/// `--only sandbox`: the virtiofsd sandbox check alone.
+fn sandbox_check(scratch: &Path, args: &TestArgs) -> Result<()> {
+    let base = KernelArgs {
+        arch: "x86_64".into(),
+        source: SourceArgs::default(),
+        config: ConfigArgs::default(),
+        knobs: Default::default(),
+        jobs: None,
+        cache_dir: args.cache_dir.clone(),
+        config_only: false,
+        json: false,
+    };
+    sandbox::symlink_escapes(scratch, &base, &test_vm(scratch), args.cache_dir.as_deref())
 }
 
 /// `--only coverage`: the coverage checks alone.
