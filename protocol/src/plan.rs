@@ -27,6 +27,14 @@ pub struct Plan {
     /// it (`crate::gcov`). Absent otherwise, so a normal plan's JSON is as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gcov: Option<crate::gcov::GcovPlan>,
+    /// `run --fail-fast`: after the first scenario that fails or times out (other than those
+    /// in `expected_failures`), the agent runs no more and reports the rest as skipped. Absent
+    /// otherwise, so a normal plan's JSON is as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stop_at_first_failure: bool,
+    /// The scenarios expected to fail (`xfail`), which do not stop a `stop_at_first_failure` plan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expected_failures: Vec<String>,
 }
 
 impl Plan {
@@ -41,6 +49,8 @@ impl Plan {
             artifacts_virtiofs: false,
             shell: false,
             gcov: None,
+            stop_at_first_failure: false,
+            expected_failures: vec![],
         }
     }
 }
