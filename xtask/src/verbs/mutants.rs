@@ -86,6 +86,7 @@ impl MutantsArgs {
         }
         let mut code = 0;
         if self.run {
+            let cache = crate::kernel::cache::root(self.cache_dir.as_deref());
             code = crate::verbs::mutants_run::run_all(
                 &mutants,
                 &target.text,
@@ -93,6 +94,7 @@ impl MutantsArgs {
                 &steps,
                 &out,
                 self.timeout,
+                &cache,
             )?;
             for (id, r) in plan::load_state(&plan::state_file(&out))? {
                 if let Some(step) = steps.get_mut(&id) {
