@@ -649,7 +649,7 @@ pub struct RawReg {
     #[serde(default)]
     pub name_args: Option<Addr>,
     /// Bytes sent after the 28-byte struct (the kernel accepts a larger `size` only when
-    /// they are zero).
+    /// they are zero); zeros follow them up to `size` (at most 64 KiB are sent).
     #[serde(default)]
     pub tail: Vec<u8>,
     /// Pass this pointer as the ioctl argument instead of the struct.

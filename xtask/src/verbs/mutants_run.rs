@@ -93,15 +93,17 @@ pub fn run_all(
     Ok(0)
 }
 
-/// Removes the cache entries of the kernels a mutant's run built (19 MB each on x86_64: a
+/// Removes the cache entries of the kernels a mutant's run booted (19 MB each on x86_64: a
 /// whole-file run would fill the cache with kernels nothing boots again), only those built with
-/// the mutant's own patch. Best effort: a leftover entry costs space, not correctness.
+/// the mutant's own patch (by its digest: an earlier run's entry may name another copy of it).
+/// Best effort: a leftover entry costs space, not correctness.
 fn drop_kernels(results: &Path, patch: &Path, cache: &Path) {
+    let Ok(digest) = crate::support::files::sha256_file(patch) else { return };
     let run = results.join(crate::judging::run_folder::LATEST);
     for arch in std::fs::read_dir(&run).into_iter().flatten().flatten() {
         let Ok(text) = std::fs::read_to_string(arch.path().join("kernel-metadata.json")) else { continue };
         let Ok(meta) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
-        let mine = meta["patches"].as_array().into_iter().flatten().any(|p| p["path"] == patch.display().to_string());
+        let mine = meta["patches"].as_array().into_iter().flatten().any(|p| p["sha256"] == digest.as_str());
         let (Some(name), Some(key)) = (meta["arch"].as_str(), meta["key"].as_str()) else { continue };
         if mine && key.len() >= 24 && !name.contains('/') {
             let _ = std::fs::remove_dir_all(cache.join("kernels").join(name).join(&key[..24]));
