@@ -116,7 +116,9 @@ fn drop_kernels(results: &Path, patch: &Path, cache: &Path) {
 /// and the mutant runs again next time. The child shares our process group, so a Ctrl-C
 /// reaches it and it stops its own VMs.
 fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result<Outcome> {
-    let exe = std::env::current_exe().context("finding this program")?;
+    // This very program, even when a rebuild has replaced its file since it started.
+    let proc_exe = Path::new("/proc/self/exe");
+    let exe = if proc_exe.exists() { proc_exe.to_path_buf() } else { std::env::current_exe()? };
     // std::process rather than xshell: the child's stderr is shown as it comes and kept, for
     // the compiler's first error.
     let mut child = std::process::Command::new(&exe)
