@@ -1,5 +1,7 @@
 //! The supervisor: runs each scenario of the plan in a child process group under its deadline
 //! and reports it on the result channel as KTAP lines (`protocol::ResultLine`).
+//! tidy: long because half of it is the plan loop's tests, which drive it through a fake guest
+//! set up by this module's private helpers.
 
 use std::ffi::OsString;
 use std::fs;
@@ -181,6 +183,12 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
         if paths.reap_orphans {
             sys::reap_zombies();
         }
+        let unexpected = matches!(outcome, Outcome::Fail | Outcome::Timeout)
+            && !plan.expected_failures.iter().any(|n| *n == plan.scenarios[i].name);
+        if plan.stop_at_first_failure && unexpected {
+            skip_the_rest(plan, index, paths, out, &mut counts);
+            break;
+        }
     }
     if hygiene.runs > 0 {
         sys::console(&format!(
@@ -201,6 +209,19 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
     let Counts { passed, failed, skipped, timeout } = counts;
     emit(out, &ResultLine::Sentinel { total: plan.scenarios.len(), passed, failed, skipped, timeout });
     counts
+}
+
+/// A `stop_at_first_failure` plan after its first failure at `after`: every later scenario
+/// reported as skipped, unrun.
+fn skip_the_rest(plan: &Plan, after: usize, paths: &Paths, out: &mut dyn Write, counts: &mut Counts) {
+    let reason = format!("not run: the plan stops at its first failure ({})", plan.scenarios[after - 1].name);
+    for (index, s) in plan.scenarios.iter().enumerate().skip(after).map(|(i, s)| (i + 1, s)) {
+        let (name, taint, reason) = (s.name.clone(), read_taint(&paths.tainted), reason.clone());
+        emit(out, &ResultLine::Begin { index, name: name.clone(), taint });
+        emit(out, &ResultLine::Result { index, name, outcome: Outcome::Skip, time_ms: 0, taint, reason });
+        emit(out, &ResultLine::End { index, taint });
+        counts.skipped += 1;
+    }
 }
 
 /// What the between-scenario hygiene cost, for the console.
@@ -395,6 +416,8 @@ fn spawn_scenario(
                 artifacts_virtiofs: plan.artifacts_virtiofs,
                 shell: false,
                 gcov: None,
+                stop_at_first_failure: false,
+                expected_failures: vec![],
             };
             fs::write(file, serde_json::to_vec(&one).map_err(io::Error::other)?)?;
             (file, 1)
@@ -573,6 +596,8 @@ esac
             artifacts_virtiofs: false,
             shell: false,
             gcov: None,
+            stop_at_first_failure: false,
+            expected_failures: vec![],
         }
     }
 
@@ -739,6 +764,30 @@ esac
         let markers: Vec<&str> = kmsg.lines().collect();
         assert_eq!(markers[..2], ["ue-agent: begin 1 t/pass", "ue-agent: end 1"]);
         assert_eq!(markers.len(), 6, "{kmsg}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_plan_that_stops_at_its_first_failure_skips_the_rest() {
+        let dir = temp_dir("stop-first");
+        let p = paths(&dir);
+        let names = ["t/pass", "t/fail", "t/skip"];
+        let mut stopping = plan(names.iter().map(|n| scenario(n, 5000)).collect());
+        stopping.stop_at_first_failure = true;
+        let mut out = Vec::new();
+        let counts = run_plan(&stopping, &p, &mut out, None);
+        assert_eq!(counts, Counts { passed: 1, failed: 1, skipped: 1, timeout: 0 });
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("not run: the plan stops at its first failure (t/fail)"),
+            "the third is skipped unrun: {text}"
+        );
+        assert!(!text.contains("no perf support"), "{text}");
+        // An expected failure does not stop it.
+        stopping.expected_failures = vec!["t/fail".into()];
+        let mut out = Vec::new();
+        run_plan(&stopping, &p, &mut out, None);
+        assert!(String::from_utf8(out).unwrap().contains("no perf support"));
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -318,6 +318,10 @@ impl UserEvents {
             name_args: 0,
         };
         let mut buf = reg.encode(&raw.tail);
+        // What a larger `size` makes the kernel read is ours: zeros, not the heap beyond.
+        if (reg.size as usize) > buf.len() && reg.size <= 1 << 16 {
+            buf.resize(reg.size as usize, 0);
+        }
         let cmd = raw.cmd.unwrap_or(DIAG_IOCSREG);
         let hole = if [Some(enable), Some(name_args), arg].iter().any(|s| matches!(s, Some(Slot::Hole))) {
             memory::hole()?

@@ -74,6 +74,8 @@ fn runs_a_plan_end_to_end() {
         artifacts_virtiofs: false,
         shell: false,
         gcov: None,
+        stop_at_first_failure: false,
+        expected_failures: vec![],
     };
     fs::write(dir.join("plan.json"), serde_json::to_string(&plan).unwrap()).unwrap();
     let start = Instant::now();
@@ -163,6 +165,8 @@ fn user_events_steps_run_in_the_child() {
         artifacts_virtiofs: false,
         shell: false,
         gcov: None,
+        stop_at_first_failure: false,
+        expected_failures: vec![],
     };
     fs::write(dir.join("plan.json"), serde_json::to_string(&plan).unwrap()).unwrap();
     let (code, lines) = agent(&dir.join("plan.json"));
@@ -231,6 +235,8 @@ fn fork_thread_and_exec_agent_steps() {
         artifacts_virtiofs: false,
         shell: false,
         gcov: None,
+        stop_at_first_failure: false,
+        expected_failures: vec![],
     };
     fs::write(dir.join("plan.json"), serde_json::to_string(&plan).unwrap()).unwrap();
     let (code, lines) = agent(&dir.join("plan.json"));

@@ -27,6 +27,14 @@ pub struct Plan {
     /// it (`crate::gcov`). Absent otherwise, so a normal plan's JSON is as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gcov: Option<crate::gcov::GcovPlan>,
+    /// `run --fail-fast`: after the first scenario that fails or times out (other than those
+    /// in `expected_failures`), the agent runs no more and reports the rest as skipped. Absent
+    /// otherwise, so a normal plan's JSON is as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stop_at_first_failure: bool,
+    /// The scenarios expected to fail (`xfail`), which do not stop a `stop_at_first_failure` plan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expected_failures: Vec<String>,
 }
 
 impl Plan {
@@ -41,6 +49,8 @@ impl Plan {
             artifacts_virtiofs: false,
             shell: false,
             gcov: None,
+            stop_at_first_failure: false,
+            expected_failures: vec![],
         }
     }
 }
@@ -639,7 +649,7 @@ pub struct RawReg {
     #[serde(default)]
     pub name_args: Option<Addr>,
     /// Bytes sent after the 28-byte struct (the kernel accepts a larger `size` only when
-    /// they are zero).
+    /// they are zero); zeros follow them up to `size` (at most 64 KiB are sent).
     #[serde(default)]
     pub tail: Vec<u8>,
     /// Pass this pointer as the ioctl argument instead of the struct.

@@ -129,6 +129,13 @@ pub struct MutantsArgs {
     /// Keep the k-th of n deterministic shares (by mutant id), e.g. 2/4.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
+    /// Keep only the mutant of this id (repeatable); an id the file does not have is an error.
+    #[arg(long = "id", value_name = "ID")]
+    pub ids: Vec<String>,
+    /// Mutate the default file as these patches leave it (repeatable, applied in order); each
+    /// mutant's run builds the kernel with them and then the mutant's own diff.
+    #[arg(long = "patch", value_name = "PATCH", conflicts_with = "file")]
+    pub patches: Vec<PathBuf>,
     /// A `run --coverage` run folder: its per-scenario tracefiles say which scenarios execute
     /// each mutant's lines (none: NoCoverage, decided without a build).
     #[arg(long, value_name = "RUN")]
@@ -137,6 +144,10 @@ pub struct MutantsArgs {
     /// go (default: results/mutants/ in the checkout).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// The list of equivalent mutants (`<id><TAB><reason>` lines; default: the tracked
+    /// mutants/equivalent.tsv). An empty file runs the listed ones too.
+    #[arg(long, value_name = "FILE")]
+    pub equivalent: Option<PathBuf>,
     /// Write <out>/mutants.json (Stryker's report schema) with what is known without running:
     /// results kept in the state file, the tracked equivalents, NoCoverage from
     /// --coverage-map; every other mutant Pending.
@@ -144,9 +155,13 @@ pub struct MutantsArgs {
     pub report: bool,
     /// Build and boot each planned mutant (needs --coverage-map): its diff as an extra
     /// --patch, only its covering scenarios run, each result kept in <out>/state.jsonl; a
-    /// second run skips the finished ones. Untested end to end so far.
+    /// second run skips the finished ones.
     #[arg(long, requires = "coverage_map", conflicts_with_all = ["list", "json"])]
     pub run: bool,
+    /// With --run, bound each mutant's run (build and boots; `90s`, `10m`): a mutant whose run
+    /// is still going then is Timeout, unless a scenario had already failed (Killed).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "run")]
+    pub timeout: Option<std::time::Duration>,
     /// Cache directory for sources, build trees and built kernels.
     #[arg(long, env = "XTASK_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
@@ -409,6 +424,11 @@ pub struct RunArgs {
     /// After the suites, also run the kernel's own user_events selftests (not gating).
     #[arg(long)]
     pub upstream_selftests: bool,
+    /// Stop each arch at its first failing scenario (an xfail does not count): the agent
+    /// reports the rest of that boot as skipped, and no resume or isolated boot follows on
+    /// that arch. What `mutants --run` uses: one failure is enough to kill a mutant.
+    #[arg(long)]
+    pub fail_fast: bool,
 }
 
 #[derive(Debug, Clone, Args)]

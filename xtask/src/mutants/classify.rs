@@ -56,11 +56,13 @@ pub fn classify(run: &Run) -> Outcome {
     Outcome::Survived
 }
 
-/// The outcome of a mutant whose kernel did not build: the compiler's first error line.
+/// The outcome of a mutant whose kernel did not build: the compiler's first error line
+/// (`file:line:col: error: ...`), else the first line that says `error:`.
 pub fn compile_error(build_log: &str) -> Outcome {
     let line = build_log
         .lines()
-        .find(|l| l.contains("error:"))
+        .find(|l| l.contains(": error:"))
+        .or_else(|| build_log.lines().find(|l| l.contains("error:")))
         .or_else(|| build_log.lines().rev().find(|l| !l.trim().is_empty()))
         .unwrap_or("the build failed");
     Outcome::CompileError { reason: line.trim().to_string() }
@@ -139,7 +141,7 @@ mod tests {
 
     #[test]
     fn a_build_failure_names_the_first_compiler_error() {
-        let log = "  CC      kernel/trace/trace_events_user.o\nkernel/trace/trace_events_user.c:12:3: error: expected ';'\nmake: *** Error 1\n";
+        let log = "error: x86_64: the kernel build failed (make)\n  CC      kernel/trace/trace_events_user.o\nkernel/trace/trace_events_user.c:12:3: error: expected ';'\nmake: *** Error 1\n";
         assert_eq!(
             compile_error(log),
             Outcome::CompileError { reason: "kernel/trace/trace_events_user.c:12:3: error: expected ';'".into() }

@@ -1,8 +1,10 @@
 //! What running each mutant takes: the scenarios that execute its lines, per arch, from a
 //! coverage run's per-scenario tracefiles (`<run>/coverage/<arch>/<suite>/<scenario>.info`,
-//! `--coverage-map RUN`); none means NoCoverage without a build. The state file keeps each
-//! finished mutant's result (one JSON line each, appended as it ends), so a second run skips
-//! them.
+//! `--coverage-map RUN`); none means NoCoverage without a build. A mutant on a line gcov gives
+//! no counter of its own (a `return x;`, a declaration merged into a neighbour's code) is
+//! covered where the counted lines just before and after it in its function are. The state
+//! file keeps each finished mutant's result (one JSON line each, appended as it ends), so a
+//! second run skips them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -14,8 +16,35 @@ use crate::coverage::lcov;
 use crate::mutants::find::Mutant;
 use crate::mutants::report::{MutantResult, Outcome};
 
-/// Per arch, per scenario (`suite/name`), the lines of the mutated file it executed.
-pub type CoverageMap = BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>;
+/// One arch's coverage of the mutated file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArchMap {
+    /// The lines gcov counts (has a `DA` record for), in any scenario.
+    pub counted: BTreeSet<u32>,
+    /// The first line of each function (`FN` records).
+    pub functions: BTreeSet<u32>,
+    /// Per scenario (`suite/name`), the lines it executed.
+    pub scenarios: BTreeMap<String, BTreeSet<u32>>,
+}
+
+impl ArchMap {
+    /// The counted lines that stand for a mutant: its own, or when gcov counts none of them,
+    /// the counted lines just before and after it inside its function.
+    pub fn lines_of(&self, m: &Mutant) -> Vec<u32> {
+        let own: Vec<u32> = m.lines().filter(|l| self.counted.contains(l)).collect();
+        if !own.is_empty() {
+            return own;
+        }
+        let start = self.functions.range(..=m.line).next_back().copied().unwrap_or(0);
+        let end = self.functions.range(m.line + 1..).next().copied().unwrap_or(u32::MAX);
+        let before = self.counted.range(start..m.line).next_back();
+        let after = self.counted.range(m.end_line + 1..end).next();
+        before.into_iter().chain(after).copied().collect()
+    }
+}
+
+/// Per arch, the coverage of the mutated file.
+pub type CoverageMap = BTreeMap<String, ArchMap>;
 
 /// Reads the per-scenario tracefiles of a coverage run for `file` (a path in the kernel tree).
 pub fn read_coverage_map(run_dir: &Path, file: &str) -> Result<CoverageMap> {
@@ -26,7 +55,7 @@ pub fn read_coverage_map(run_dir: &Path, file: &str) -> Result<CoverageMap> {
     })?;
     for arch in arches.flatten().filter(|e| e.path().is_dir()) {
         let arch_name = arch.file_name().to_string_lossy().into_owned();
-        let scenarios = map.entry(arch_name).or_default();
+        let arch_map = map.entry(arch_name).or_default();
         let mut stack = vec![arch.path()];
         while let Some(d) = stack.pop() {
             for e in std::fs::read_dir(&d)?.flatten() {
@@ -36,9 +65,14 @@ pub fn read_coverage_map(run_dir: &Path, file: &str) -> Result<CoverageMap> {
                 } else if p.extension().is_some_and(|x| x == "info") {
                     let rel = p.strip_prefix(arch.path()).expect("below the arch folder").with_extension("");
                     let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-                    let files = lcov::parse_tracefile(&text).with_context(|| p.display().to_string())?;
-                    let lines = files.iter().filter(|f| f.path == file).flat_map(|f| f.hit_lines()).collect();
-                    scenarios.insert(rel.to_string_lossy().into_owned(), lines);
+                    let files = lcov::parse_lines(&text).with_context(|| p.display().to_string())?;
+                    let mut hit = BTreeSet::new();
+                    for f in files.iter().filter(|f| f.path == file) {
+                        arch_map.counted.extend(f.lines.keys());
+                        arch_map.functions.extend(f.functions.values().map(|(line, _)| *line));
+                        hit.extend(f.hit_lines());
+                    }
+                    arch_map.scenarios.insert(rel.to_string_lossy().into_owned(), hit);
                 }
             }
         }
@@ -78,8 +112,9 @@ pub fn plan(
             } else if let Some(coverage) = coverage {
                 let scenarios: BTreeMap<String, Vec<String>> = coverage
                     .iter()
-                    .map(|(arch, by)| {
-                        let hit = by.iter().filter(|(_, lines)| m.lines().any(|l| lines.contains(&l)));
+                    .map(|(arch, map)| {
+                        let stand_for = map.lines_of(m);
+                        let hit = map.scenarios.iter().filter(|(_, lines)| stand_for.iter().any(|l| lines.contains(l)));
                         (arch.clone(), hit.map(|(s, _)| s.clone()).collect::<Vec<_>>())
                     })
                     .filter(|(_, s)| !s.is_empty())
@@ -161,8 +196,9 @@ mod tests {
         write("s390x/abi/ok.info", &tracefile(&[3]));
         write("x86_64.info", &tracefile(&[3, 4, 5])); // the arch's sum: not a scenario
         let map = read_coverage_map(run.path(), "kernel/x.c").unwrap();
-        assert_eq!(map["x86_64"].keys().collect::<Vec<_>>(), ["abi/bad-args", "abi/ok"]);
-        assert_eq!(map["s390x"]["abi/ok"], [3].into());
+        assert_eq!(map["x86_64"].scenarios.keys().collect::<Vec<_>>(), ["abi/bad-args", "abi/ok"]);
+        assert_eq!(map["s390x"].scenarios["abi/ok"], [3].into());
+        assert_eq!(map["x86_64"].counted, (1..=6).collect());
 
         let ms = crate::mutants::find::mutants("kernel/x.c", SRC).unwrap();
         let (ret_einval, ret_x) =
@@ -204,8 +240,12 @@ mod tests {
     #[test]
     fn nothing_covered_is_no_coverage_without_a_build() {
         let ms = crate::mutants::find::mutants("kernel/x.c", SRC).unwrap();
-        let map =
-            CoverageMap::from([("x86_64".to_string(), BTreeMap::from([("a/b".to_string(), BTreeSet::from([1]))]))]);
+        let arch = ArchMap {
+            counted: (1..=6).collect(),
+            functions: [1].into(),
+            scenarios: BTreeMap::from([("a/b".to_string(), BTreeSet::from([1]))]),
+        };
+        let map = CoverageMap::from([("x86_64".to_string(), arch)]);
         for (_, step) in plan(&ms, Some(&map), &BTreeMap::new(), &BTreeMap::new()) {
             let Step::Decided(r) = step else { panic!("{step:?}") };
             assert_eq!(r.outcome, Outcome::NoCoverage);
@@ -213,6 +253,33 @@ mod tests {
         for (_, step) in plan(&ms, None, &BTreeMap::new(), &BTreeMap::new()) {
             assert_eq!(step, Step::Run { scenarios: BTreeMap::new() }, "no map: unknown, not NoCoverage");
         }
+    }
+
+    #[test]
+    fn a_line_gcov_does_not_count_is_covered_through_its_neighbours_in_the_function() {
+        // Line 4 (`return -EINVAL;`) has no counter; f() starts at 1, g() at 8.
+        let src = "int f(int x)\n{\n\tif (x < 2)\n\t\treturn -EINVAL;\n\treturn x + 1;\n}\n\nint g(void)\n{\n\treturn 7;\n}\n";
+        let ms = crate::mutants::find::mutants("kernel/x.c", src).unwrap();
+        let einval = ms.iter().find(|m| m.line == 4).unwrap();
+        let seven = ms.iter().find(|m| m.line == 10).unwrap();
+        let arch = ArchMap {
+            counted: [1, 3, 5, 8].into(),
+            functions: [1, 8].into(),
+            scenarios: BTreeMap::from([
+                ("s/reaches-3".to_string(), BTreeSet::from([1, 3])),
+                ("s/reaches-5".to_string(), BTreeSet::from([1, 3, 5])),
+                ("s/only-g".to_string(), BTreeSet::from([8])),
+            ]),
+        };
+        assert_eq!(arch.lines_of(einval), [3, 5], "the counted lines before and after, inside f()");
+        assert_eq!(arch.lines_of(seven), [8], "nothing after it in g(): the line before only");
+        let map = CoverageMap::from([("x86_64".to_string(), arch)]);
+        let steps: BTreeMap<String, Step> =
+            plan(&ms, Some(&map), &BTreeMap::new(), &BTreeMap::new()).into_iter().collect();
+        let Step::Run { scenarios } = &steps[&einval.id] else { panic!() };
+        assert_eq!(scenarios["x86_64"], ["s/reaches-3", "s/reaches-5"]);
+        let Step::Run { scenarios } = &steps[&seven.id] else { panic!() };
+        assert_eq!(scenarios["x86_64"], ["s/only-g"]);
     }
 
     #[test]

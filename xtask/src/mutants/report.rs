@@ -148,6 +148,48 @@ pub fn stryker_json(file: &str, source: &str, mutants: &[Mutant], results: &BTre
     })
 }
 
+/// What the schema (version 1) requires of a report, each miss in a line (none: it
+/// conforms): `schemaVersion`, `thresholds` `high` and `low`, `files` with `language`,
+/// `source` and `mutants`, each mutant's `id`, `mutatorName`, `location.start`/`end` `line`
+/// and `column` (from 1), a `status` of its enum, and string arrays for
+/// `killedBy`/`coveredBy`; `testFiles`' tests with `id`, `name`.
+pub fn schema_errors(r: &Value) -> Vec<String> {
+    const STATUSES: [&str; 8] =
+        ["Killed", "Survived", "NoCoverage", "CompileError", "RuntimeError", "Timeout", "Ignored", "Pending"];
+    let mut errors = Vec::new();
+    let mut need = |ok: bool, what: String| {
+        if !ok {
+            errors.push(what);
+        }
+    };
+    need(r["schemaVersion"].is_string(), "schemaVersion".into());
+    need(r["thresholds"]["high"].is_number() && r["thresholds"]["low"].is_number(), "thresholds".into());
+    for (path, f) in r["files"].as_object().into_iter().flatten() {
+        need(f["language"].is_string() && f["source"].is_string(), format!("files.{path}: language, source"));
+        for (i, m) in f["mutants"].as_array().into_iter().flatten().enumerate() {
+            let at = format!("files.{path}.mutants[{i}]");
+            need(m["id"].is_string() && m["mutatorName"].is_string(), format!("{at}: id, mutatorName"));
+            for end in ["start", "end"] {
+                let p = &m["location"][end];
+                let ok = ["line", "column"].iter().all(|k| p[*k].as_u64().is_some_and(|n| n >= 1));
+                need(ok, format!("{at}.location.{end}"));
+            }
+            let status = m["status"].as_str().unwrap_or_default();
+            need(STATUSES.contains(&status), format!("{at}.status: `{status}` is not a status of the schema"));
+            for k in ["killedBy", "coveredBy"] {
+                let ok = m.get(k).is_none_or(|v| v.as_array().is_some_and(|a| a.iter().all(Value::is_string)));
+                need(ok, format!("{at}.{k}"));
+            }
+        }
+    }
+    for (suite, t) in r["testFiles"].as_object().into_iter().flatten() {
+        for test in t["tests"].as_array().into_iter().flatten() {
+            need(test["id"].is_string() && test["name"].is_string(), format!("testFiles.{suite}: id, name"));
+        }
+    }
+    errors
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,58 +217,17 @@ mod tests {
             .collect()
     }
 
-    /// What the schema (version 1) requires of a report: `schemaVersion`, `thresholds` `high`
-    /// and `low`, `files` with `language`, `source` and `mutants`, each mutant's `id`,
-    /// `mutatorName`, `location.start`/`end` `line` and `column` (from 1), a `status` of its
-    /// enum, and string arrays for `killedBy`/`coveredBy`; `testFiles`' tests with `id`, `name`.
-    fn shape_errors(r: &Value) -> Vec<String> {
-        const STATUSES: [&str; 8] =
-            ["Killed", "Survived", "NoCoverage", "CompileError", "RuntimeError", "Timeout", "Ignored", "Pending"];
-        let mut errors = Vec::new();
-        let mut need = |ok: bool, what: String| {
-            if !ok {
-                errors.push(what);
-            }
-        };
-        need(r["schemaVersion"].is_string(), "schemaVersion".into());
-        need(r["thresholds"]["high"].is_number() && r["thresholds"]["low"].is_number(), "thresholds".into());
-        for (path, f) in r["files"].as_object().into_iter().flatten() {
-            need(f["language"].is_string() && f["source"].is_string(), format!("files.{path}: language, source"));
-            for (i, m) in f["mutants"].as_array().into_iter().flatten().enumerate() {
-                let at = format!("files.{path}.mutants[{i}]");
-                need(m["id"].is_string() && m["mutatorName"].is_string(), format!("{at}: id, mutatorName"));
-                for end in ["start", "end"] {
-                    let p = &m["location"][end];
-                    let ok = ["line", "column"].iter().all(|k| p[*k].as_u64().is_some_and(|n| n >= 1));
-                    need(ok, format!("{at}.location.{end}"));
-                }
-                let status = m["status"].as_str().unwrap_or_default();
-                need(STATUSES.contains(&status), format!("{at}.status: `{status}` is not a status of the schema"));
-                for k in ["killedBy", "coveredBy"] {
-                    let ok = m.get(k).is_none_or(|v| v.as_array().is_some_and(|a| a.iter().all(Value::is_string)));
-                    need(ok, format!("{at}.{k}"));
-                }
-            }
-        }
-        for (suite, t) in r["testFiles"].as_object().into_iter().flatten() {
-            for test in t["tests"].as_array().into_iter().flatten() {
-                need(test["id"].is_string() && test["name"].is_string(), format!("testFiles.{suite}: id, name"));
-            }
-        }
-        errors
-    }
-
     #[test]
     fn the_report_follows_the_published_schema() {
         let ms = crate::mutants::find::mutants("kernel/x.c", SRC).unwrap();
         assert!(ms.len() > 6, "a mutant per outcome and some Pending");
         let report = stryker_json("kernel/x.c", SRC, &ms, &results(&ms));
-        assert_eq!(shape_errors(&report), Vec::<String>::new());
+        assert_eq!(schema_errors(&report), Vec::<String>::new());
         // And the check rejects what the schema does: an unknown status.
         let mut bad = report.clone();
         bad["files"]["kernel/x.c"]["mutants"][0]["status"] = json!("Equivalent");
         assert_eq!(
-            shape_errors(&bad),
+            schema_errors(&bad),
             ["files.kernel/x.c.mutants[0].status: `Equivalent` is not a status of the schema"]
         );
 

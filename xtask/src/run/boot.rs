@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::breakage::{resume_plan, stop_spending, stopped_at, Breakage};
 use crate::arch::Arch;
 use crate::judging::run_folder::{self, BootDir, BootFacts, BootFolder, JudgedBoot, VmRecord};
-use crate::judging::verdict::{BootResult, WithXfail};
+use crate::judging::verdict::{BootResult, BootVerdict, WithXfail};
 use crate::kernel::build::Built;
 use crate::results::model::RunVerdict;
 use crate::suites::Marks;
@@ -42,6 +42,8 @@ pub struct Options {
     pub results: PathBuf,
     /// Told each result line as it arrives, after it is printed.
     pub watch: Option<Watch>,
+    /// `run --fail-fast`: each arch stops at its first failure.
+    pub fail_fast: bool,
 }
 
 /// What a boot's result lines are told to as they arrive (the boot's folder name, the line):
@@ -75,6 +77,7 @@ impl Options {
             cache_dir: crate::kernel::cache::root(cache_dir),
             results: vm.results_root(),
             watch: None,
+            fail_fast: false,
         })
     }
 }
@@ -513,7 +516,11 @@ fn run_lane(
             .iter()
             .map(|p| Job {
                 built: p.built,
-                plan: p.plan.clone(),
+                plan: protocol::Plan {
+                    stop_at_first_failure: opts.fail_fast,
+                    expected_failures: if opts.fail_fast { p.marks.xfail.keys().cloned().collect() } else { vec![] },
+                    ..p.plan.clone()
+                },
                 extra: extra.to_vec(),
                 out_dir: run_dir.join(&p.dir),
                 xfail: p.marks.xfail.keys().cloned().collect(),
@@ -535,7 +542,12 @@ fn run_lane(
                     broken_in_a_row += 1;
                 }
                 let last = format!("{culprit}: {how}");
-                if let Some(why) = stop_spending(broken_in_a_row, first.at.elapsed(), resumes, &last) {
+                let stop = if opts.fail_fast {
+                    Some("--fail-fast: no fresh boot after a failure".to_string())
+                } else {
+                    stop_spending(broken_in_a_row, first.at.elapsed(), resumes, &last)
+                };
+                if let Some(why) = stop {
                     let why = format!("({}); {why}", first.how);
                     line(format!(
                         "{arch}: {} scenario(s) not run, collateral of {} {why}",
@@ -563,6 +575,13 @@ fn run_lane(
             waves.push_back(next);
         }
         wave_no += 1;
+        if opts.fail_fast && judged.iter().any(|(_, j)| j.counted().verdict != BootVerdict::Pass) {
+            if !waves.is_empty() {
+                let left: usize = waves.iter().flatten().map(|p| p.plan.scenarios.len()).sum();
+                line(format!("--fail-fast: {left} scenario(s) of later boots not run after a failure"));
+            }
+            break;
+        }
     }
     Ok(judged)
 }

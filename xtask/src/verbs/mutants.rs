@@ -24,11 +24,13 @@ pub const DEFAULT_FILE: &str = "kernel/trace/trace_events_user.c";
 /// The tracked list of equivalent mutants, in the checkout.
 pub const EQUIVALENT_LIST: &str = "mutants/equivalent.tsv";
 
-/// The file mutated: where it was read, its path in the kernel tree, its text.
+/// The file mutated: where it was read, its path in the kernel tree, its text (the
+/// `--patch`es applied), and those patches.
 struct Target {
     path: PathBuf,
     name: String,
     text: String,
+    patches: Vec<PathBuf>,
 }
 
 impl MutantsArgs {
@@ -47,6 +49,12 @@ impl MutantsArgs {
         }
         if let Some(shard) = shard {
             mutants.retain(|m| shard.takes(m));
+        }
+        if !self.ids.is_empty() {
+            if let Some(unknown) = self.ids.iter().find(|id| !mutants.iter().any(|m| m.id == **id)) {
+                return Err(error(Kind::BadInput, format!("--id {unknown}: no such mutant of {}", target.name)));
+            }
+            mutants.retain(|m| self.ids.contains(&m.id));
         }
         let out = self.out.clone().unwrap_or_else(|| crate::support::checkout::default_results().join("mutants"));
         let mut steps = self.plan(&target, &mutants, &out)?;
@@ -78,7 +86,16 @@ impl MutantsArgs {
         }
         let mut code = 0;
         if self.run {
-            code = crate::verbs::mutants_run::run_all(&mutants, &target.text, &steps, &out)?;
+            let cache = crate::kernel::cache::root(self.cache_dir.as_deref());
+            code = crate::verbs::mutants_run::run_all(
+                &mutants,
+                &target.text,
+                &target.patches,
+                &steps,
+                &out,
+                self.timeout,
+                &cache,
+            )?;
             for (id, r) in plan::load_state(&plan::state_file(&out))? {
                 if let Some(step) = steps.get_mut(&id) {
                     *step = Step::Decided(r);
@@ -115,19 +132,40 @@ impl MutantsArgs {
             None => {
                 let cache = crate::kernel::cache::root(self.cache_dir.as_deref());
                 let ident = source::identify(&Spec::Debian, &cache)?;
-                (source::pristine_root(&Spec::Debian, &ident, &cache)?.join(DEFAULT_FILE), DEFAULT_FILE.to_string())
+                let root = source::pristine_root(&Spec::Debian, &ident, &cache)?;
+                if !self.patches.is_empty() {
+                    // Absolute: `patch -d` and the mutants' runs read them from elsewhere.
+                    let patches: Vec<PathBuf> = self
+                        .patches
+                        .iter()
+                        .map(|p| {
+                            p.canonicalize().map_err(|e| error(Kind::BadInput, format!("--patch {}: {e}", p.display())))
+                        })
+                        .collect::<Result<_>>()?;
+                    let changed = crate::coverage::map::change_texts(&root, &[], &patches, &[DEFAULT_FILE.into()])?;
+                    let text = changed.into_iter().next().map(|c| c.new).unwrap_or_default();
+                    return Ok(Target { path: root.join(DEFAULT_FILE), name: DEFAULT_FILE.into(), text, patches });
+                }
+                (root.join(DEFAULT_FILE), DEFAULT_FILE.to_string())
             }
         };
         let text = std::fs::read_to_string(&path)
             .map_err(|e| error(Kind::BadInput, format!("--file {}: {e}", path.display())))?;
-        Ok(Target { path, name, text })
+        Ok(Target { path, name, text, patches: vec![] })
     }
 
     /// Each mutant's step when there is something to plan from (a coverage map, a state file,
     /// the equivalent list's entries); empty otherwise.
     fn plan(&self, target: &Target, mutants: &[Mutant], out: &Path) -> Result<BTreeMap<String, Step>> {
-        let list_path = crate::support::checkout::project_root().join(EQUIVALENT_LIST);
-        let list = std::fs::read_to_string(&list_path).unwrap_or_default();
+        let list_path =
+            self.equivalent.clone().unwrap_or_else(|| crate::support::checkout::project_root().join(EQUIVALENT_LIST));
+        let list = match std::fs::read_to_string(&list_path) {
+            Ok(text) => text,
+            Err(e) if self.equivalent.is_some() => {
+                return Err(error(Kind::BadInput, format!("--equivalent {}: {e}", list_path.display())))
+            }
+            Err(_) => String::new(),
+        };
         let equivalent = report::parse_equivalent(&list)
             .map_err(|e| error(Kind::BadInput, format!("{}: {e:#}", list_path.display())))?;
         let done = plan::load_state(&plan::state_file(out))?;

@@ -1,30 +1,44 @@
 //! `cargo xtask mutants --run`: each planned mutant in turn, its diff an extra `--patch` on
 //! the default kernel (the private mirror makes it an incremental build of one object and a
-//! relink), only its covering scenarios booted (`cargo xtask run --filter`), the judged run
+//! relink), only its covering scenarios booted (`cargo xtask run --fail-fast --filter`, a
+//! child process of this binary so that `--timeout` bounds each mutant alone), the judged run
 //! classified and appended to the state file before the next, so an interrupted run resumes.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use crate::flags::{Cmd, RunArgs, Xtask};
+use crate::flags::Xtask;
 use crate::mutants::classify;
 use crate::mutants::find::Mutant;
 use crate::mutants::plan::{self, Step};
 use crate::mutants::report::{MutantResult, Outcome};
-use crate::support::exit::{code_for, error, Kind};
+use crate::support::exit::{error, Kind};
 
-/// The `run` command line of one mutant: its patch, the arches of its covering scenarios and
+/// The `run` command line of one mutant: the base patches then its own, the arches of its covering scenarios and
 /// their union as filters (each arch runs the union: a superset of its own), its own results
-/// folder.
-pub fn run_argv(patch: &Path, scenarios: &BTreeMap<String, Vec<String>>, results: &Path) -> Vec<String> {
+/// folder, `--fail-fast` (one failure kills it), and the per-mutant `--timeout` if any.
+pub fn run_argv(
+    base: &[PathBuf],
+    patch: &Path,
+    scenarios: &BTreeMap<String, Vec<String>>,
+    results: &Path,
+    timeout: Option<Duration>,
+) -> Vec<String> {
     let arches: Vec<&str> = scenarios.keys().map(String::as_str).collect();
     let all: BTreeSet<&String> = scenarios.values().flatten().collect();
-    let mut argv = vec!["xtask".to_string(), "run".into(), "--arch".into(), arches.join(",")];
-    argv.extend(["--patch".to_string(), patch.display().to_string()]);
+    let mut argv = vec!["xtask".to_string(), "run".into(), "--fail-fast".into(), "--arch".into(), arches.join(",")];
+    for p in base.iter().map(PathBuf::as_path).chain([patch]) {
+        argv.extend(["--patch".to_string(), p.display().to_string()]);
+    }
     argv.extend(["--results".to_string(), results.display().to_string()]);
+    if let Some(t) = timeout {
+        argv.extend(["--timeout".to_string(), format!("{}s", t.as_secs().max(1))]);
+    }
     for s in all {
         argv.extend(["--filter".to_string(), s.clone()]);
     }
@@ -34,7 +48,15 @@ pub fn run_argv(patch: &Path, scenarios: &BTreeMap<String, Vec<String>>, results
 /// Runs every mutant whose step is `Run`, in order, each result appended to the state file
 /// (only outcomes of runs: NoCoverage and the equivalents are decided afresh each time, from
 /// the map and the list as they are then).
-pub fn run_all(mutants: &[Mutant], source: &str, steps: &BTreeMap<String, Step>, out: &Path) -> Result<u8> {
+pub fn run_all(
+    mutants: &[Mutant],
+    source: &str,
+    base: &[PathBuf],
+    steps: &BTreeMap<String, Step>,
+    out: &Path,
+    timeout: Option<Duration>,
+    cache: &Path,
+) -> Result<u8> {
     let state = plan::state_file(out);
     std::fs::create_dir_all(out.join("patches")).with_context(|| format!("creating {}", out.display()))?;
     let todo: Vec<&Mutant> = mutants.iter().filter(|m| matches!(steps.get(&m.id), Some(Step::Run { .. }))).collect();
@@ -52,12 +74,12 @@ pub fn run_all(mutants: &[Mutant], source: &str, steps: &BTreeMap<String, Step>,
         let patch = out.join("patches").join(format!("{}.patch", m.id));
         std::fs::write(&patch, m.diff(source)).with_context(|| format!("writing {}", patch.display()))?;
         let results = out.join("runs").join(&m.id);
-        let argv = run_argv(&patch, scenarios, &results);
-        let Cmd::Run(args) = Xtask::try_parse_from(&argv).context("the mutant's run command line")?.command else {
-            unreachable!("run_argv builds a `run` command line")
-        };
+        let argv = run_argv(base, &patch, scenarios, &results, timeout);
+        // Checked here, so a bad command line is our error, not the mutant's outcome.
+        Xtask::try_parse_from(&argv).context("the mutant's run command line")?;
         let started = std::time::Instant::now();
-        let outcome = run_one(args, &results)?;
+        let outcome = run_one(&argv[1..], &results, timeout)?;
+        drop_kernels(&results, &patch, cache);
         let covered_by: BTreeSet<String> = scenarios.values().flatten().cloned().collect();
         let result = MutantResult {
             id: m.id.clone(),
@@ -71,29 +93,76 @@ pub fn run_all(mutants: &[Mutant], source: &str, steps: &BTreeMap<String, Step>,
     Ok(0)
 }
 
-/// One mutant's outcome; an infrastructure failure or an interrupt is the run's error, not the
-/// mutant's outcome, so it is not recorded and the mutant runs again next time.
-fn run_one(args: RunArgs, results: &Path) -> Result<Outcome> {
-    match args.run() {
-        Ok(code) if code == Kind::Interrupted.code() => Err(error(Kind::Interrupted, "interrupted")),
-        Ok(code) if code == Kind::Infra.code() => Err(error(
-            Kind::Infra,
-            format!("the mutant's run failed for a reason of the infrastructure; see {}", results.display()),
-        )),
-        Ok(_) => {
-            let run_json: PathBuf =
-                results.join(crate::judging::run_folder::LATEST).join(crate::judging::run_folder::RUN_JSON);
-            let run = crate::results::compare::read_run_json(&run_json)?;
-            Ok(classify::classify(&run))
+/// Removes the cache entries of the kernels a mutant's run booted (19 MB each on x86_64: a
+/// whole-file run would fill the cache with kernels nothing boots again), only those built with
+/// the mutant's own patch (by its digest: an earlier run's entry may name another copy of it).
+/// Best effort: a leftover entry costs space, not correctness.
+fn drop_kernels(results: &Path, patch: &Path, cache: &Path) {
+    let Ok(digest) = crate::support::files::sha256_file(patch) else { return };
+    let run = results.join(crate::judging::run_folder::LATEST);
+    for arch in std::fs::read_dir(&run).into_iter().flatten().flatten() {
+        let Ok(text) = std::fs::read_to_string(arch.path().join("kernel-metadata.json")) else { continue };
+        let Ok(meta) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        let mine = meta["patches"].as_array().into_iter().flatten().any(|p| p["sha256"] == digest.as_str());
+        let (Some(name), Some(key)) = (meta["arch"].as_str(), meta["key"].as_str()) else { continue };
+        if mine && key.len() >= 24 && !name.contains('/') {
+            let _ = std::fs::remove_dir_all(cache.join("kernels").join(name).join(&key[..24]));
         }
-        Err(e) if code_for(&e) == Kind::CannotBuild.code() => Ok(classify::compile_error(&format!("{e:#}"))),
-        Err(e) => Err(e),
+    }
+}
+
+/// One mutant's outcome from `cargo xtask <args>` run as a child process; an infrastructure
+/// failure or an interrupt is the run's error, not the mutant's outcome, so it is not recorded
+/// and the mutant runs again next time. The child shares our process group, so a Ctrl-C
+/// reaches it and it stops its own VMs.
+fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result<Outcome> {
+    // This very program, even when a rebuild has replaced its file since it started.
+    let proc_exe = Path::new("/proc/self/exe");
+    let exe = if proc_exe.exists() { proc_exe.to_path_buf() } else { std::env::current_exe()? };
+    // std::process rather than xshell: the child's stderr is shown as it comes and kept, for
+    // the compiler's first error.
+    let mut child = std::process::Command::new(&exe)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {}", exe.display()))?;
+    let mut said = Vec::new();
+    for line in BufReader::new(child.stderr.take().expect("piped")).lines() {
+        let line = line.context("reading the mutant's run")?;
+        eprintln!("{line}");
+        said.push(line);
+    }
+    let code = child.wait().context("waiting for the mutant's run")?.code();
+    let run_json = results.join(crate::judging::run_folder::LATEST).join(crate::judging::run_folder::RUN_JSON);
+    let judged = || -> Result<Outcome> { Ok(classify::classify(&crate::results::compare::read_run_json(&run_json)?)) };
+    match code {
+        Some(c) if c == i32::from(Kind::CannotBuild.code()) => Ok(classify::compile_error(&said.join("\n"))),
+        Some(c) if c == i32::from(Kind::TimedOut.code()) => {
+            let shown = timeout.map(|t| format!("{} s", t.as_secs())).unwrap_or_default();
+            match judged() {
+                Ok(k @ Outcome::Killed { .. }) => Ok(k),
+                Ok(_) => Ok(Outcome::Timeout { reason: format!("the mutant's run passed --timeout {shown}") }),
+                Err(_) => Err(error(
+                    Kind::Infra,
+                    format!("--timeout {shown} expired before the mutant's kernel booted: give a longer one"),
+                )),
+            }
+        }
+        Some(c) if c == i32::from(Kind::Interrupted.code()) => Err(error(Kind::Interrupted, "interrupted")),
+        Some(c) if c == i32::from(Kind::Infra.code()) || c == i32::from(Kind::BadInput.code()) => Err(error(
+            Kind::Infra,
+            format!("the mutant's run failed (exit {c}) for a reason not the mutant's; see {}", results.display()),
+        )),
+        None => Err(error(Kind::Interrupted, "the mutant's run was killed by a signal")),
+        Some(_) => judged(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flags::Cmd;
 
     #[test]
     fn a_mutants_run_command_line_parses_as_run() {
@@ -101,10 +170,18 @@ mod tests {
             ("x86_64".to_string(), vec!["abi/a".to_string(), "abi/b".to_string()]),
             ("s390x".to_string(), vec!["abi/b".to_string(), "endian/c".to_string()]),
         ]);
-        let argv = run_argv(Path::new("/o/patches/abc.patch"), &scenarios, Path::new("/o/runs/abc"));
+        let argv = run_argv(
+            &[PathBuf::from("/p/base.patch")],
+            Path::new("/o/patches/abc.patch"),
+            &scenarios,
+            Path::new("/o/runs/abc"),
+            Some(Duration::from_secs(300)),
+        );
         let Cmd::Run(args) = Xtask::try_parse_from(&argv).unwrap().command else { panic!() };
+        assert!(args.fail_fast);
+        assert_eq!(args.budget.timeout, Some(Duration::from_secs(300)));
         assert_eq!(args.kernel.arch, "s390x,x86_64");
-        assert_eq!(args.kernel.source.patches, [PathBuf::from("/o/patches/abc.patch")]);
+        assert_eq!(args.kernel.source.patches, [PathBuf::from("/p/base.patch"), PathBuf::from("/o/patches/abc.patch")]);
         assert_eq!(args.select.filters, ["abi/a", "abi/b", "endian/c"]);
         assert_eq!(args.vm.results, Some(PathBuf::from("/o/runs/abc")));
     }

@@ -14,7 +14,8 @@ impl RunArgs {
         self.kernel = pipeline::rerun_arches(&chosen, self.kernel);
         let needs = Needs::run(&self, &clients_of_chosen(&chosen));
         let kernel = KernelArgs { config_only: self.select.list, ..self.kernel.clone() };
-        let p = prepare(&needs, &kernel, &self.vm)?;
+        let mut p = prepare(&needs, &kernel, &self.vm)?;
+        p.opts.fail_fast = self.fail_fast;
         if self.select.list {
             return pipeline::list_plans(&chosen, &p.built);
         }

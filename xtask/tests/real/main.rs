@@ -10,6 +10,7 @@ mod as_user;
 mod broken;
 mod coverage;
 mod debug;
+mod mutants;
 mod sandbox;
 
 use std::path::Path;
@@ -34,9 +35,10 @@ struct Cli {
     cache_dir: Option<std::path::PathBuf>,
     /// Only this group of checks: `coverage`, `consumers` (kunit.py and kcidb-io read the
     /// renderings of the results fixture; no kernel), or `broken` (kernels that break
-    /// themselves: culprit, collateral, bound), `signals` (Ctrl-C mid-boot), or `bisect-run` (`git bisect run ue-conformance`
-    /// from the test git tree), or `sandbox` (virtiofsd's sandbox against a guest's planted symlinks).
-    #[arg(long, value_parser = ["coverage", "consumers", "broken", "signals", "bisect-run", "sandbox"])]
+    /// themselves: culprit, collateral, bound), `signals` (Ctrl-C mid-boot), `bisect-run` (`git bisect run ue-conformance`
+    /// from the test git tree), `mutants` (`mutants --run` on four fixed mutants), or `sandbox`
+    /// (virtiofsd's sandbox against a guest's planted symlinks).
+    #[arg(long, value_parser = ["coverage", "consumers", "broken", "signals", "bisect-run", "mutants", "sandbox"])]
     only: Option<String>,
 }
 
@@ -56,6 +58,9 @@ const CTRL_C: &str = "Ctrl-C during a boot leaves no QEMU or virtiofsd behind";
 const LEAK_AND_OOPS: &str = "x86_64: an event the hygiene cannot delete, then an oops holding event_mutex (patched \
      kernel): each culprit fails with its evidence and ends its boot, every other scenario passes on a fresh boot, \
      within 180 s";
+const MUTANTS: &str = "x86_64: mutants --run on four fixed mutants with a format/* coverage map: one Killed by \
+     format scenarios with a mismatch, one CompileError, one NoCoverage, the listed equivalent Survived (Ignored with \
+     the tracked list); mutants.json meets the schema";
 const EVERY_BOOT: &str = "x86_64: a kernel that oopses on every boot: three broken fresh boots in a row, then the \
      rest are collateral of the first culprit (run.json, KTAP, JUnit), within 180 s";
 
@@ -83,6 +88,7 @@ fn main() -> std::process::ExitCode {
         Some("sandbox") => {
             only(&[(SANDBOX, &|scratch| sandbox_check(scratch, &args)), (SANDBOX_FALLBACK, &sandbox::fallback)])
         }
+        Some("mutants") => only(&[(MUTANTS, &mutants::fixed_mutants)]),
         Some("bisect-run") => only(&[(BISECT_RUN, &|scratch| as_user::git_bisect_run_from_the_tree(scratch, &args))]),
         _ => run(&args),
     };
@@ -445,6 +451,10 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     let started = Instant::now();
     let result = broken::breaks_every_boot(results.path());
     record(outcomes, EVERY_BOOT, started, result);
+
+    let started = Instant::now();
+    let result = mutants::fixed_mutants(results.path());
+    record(outcomes, MUTANTS, started, result);
 
     let started = Instant::now();
     let result = as_user::git_tree_validate_and_bisect(results.path(), args);

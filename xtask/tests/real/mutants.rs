@@ -1,0 +1,140 @@
+//! `cargo xtask mutants --run` on four fixed mutants of known outcome, run as a user would: a
+//! coverage map of the `format` suite on x86_64, then the mutants of `trace_events_user.c` with
+//! `test_data/patches/mutants-build-bug-on.patch` applied, chosen by id: one the `format` suite
+//! kills, one that cannot build, one no `format` scenario reaches, and the tracked equivalent
+//! one (run with an empty list: it survives; reported with the tracked list: Ignored). The
+//! state file, `mutants.json` (against the schema's requirements) and `summary.md` are checked.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::as_user::{run_folder, this_xtask};
+use xtask::support::cmd::{cmd, sh};
+
+/// `user_events_write_core`: `if (unlikely(i->count < user->min_size))` negated, so every
+/// write of a full payload is EINVAL and short ones go through.
+pub const KILLED: &str = "092dea4a69d0";
+/// On the patch's `BUILD_BUG_ON(sizeof(u32) != 4)` in `user_reg_get`: `!=` to `==`.
+pub const COMPILE_ERROR: &str = "7413157a7e89";
+/// `set_max_user_events_sysctl`: `return ret;` to `return 0;`; only the `limits` suite writes
+/// the sysctl.
+pub const NO_COVERAGE: &str = "9fd52a3a9176";
+/// `user_field_set_string`: `buf + pos` to `buf - pos` where `pos` is still 0 (listed in
+/// mutants/equivalent.tsv).
+pub const EQUIVALENT: &str = "d357b3111bbd";
+
+/// Runs `cargo xtask ARGS` to its end; its exit code and its whole output.
+fn xtask(args: &[String]) -> Result<(Option<i32>, String)> {
+    let (sh, exe) = (sh()?, this_xtask()?);
+    let out = cmd!(sh, "{exe} {args...}").ignore_status().output()?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    Ok((out.status.code(), text))
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// The four mutants' statuses in `mutants.json`, by id, and the report itself.
+fn report(out: &Path) -> Result<(std::collections::BTreeMap<String, Value>, Value)> {
+    let json: Value = serde_json::from_slice(&std::fs::read(out.join("mutants.json"))?)?;
+    let errors = xtask::mutants::report::schema_errors(&json);
+    anyhow::ensure!(errors.is_empty(), "mutants.json does not meet the schema: {errors:?}");
+    let file = json["files"].as_object().and_then(|f| f.values().next()).context("mutants.json has no file")?;
+    let by_id = file["mutants"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| (m["id"].as_str().unwrap_or_default().to_string(), m.clone()))
+        .collect();
+    Ok((by_id, json))
+}
+
+/// A mutant's status in `mutants.json`.
+fn stryker(by_id: &std::collections::BTreeMap<String, Value>, id: &str) -> String {
+    by_id.get(id).and_then(|m| m["status"].as_str()).unwrap_or("absent").to_string()
+}
+
+/// The check: the coverage map, the run with no equivalents listed, the report with the
+/// tracked list.
+pub fn fixed_mutants(scratch: &Path) -> Result<()> {
+    let root = xtask::support::checkout::project_root();
+    let cov = scratch.join("mutants-coverage");
+    let mut args = strings(&["run", "--arch", "x86_64", "--coverage", "--filter", "format/*", "--results"]);
+    args.push(cov.display().to_string());
+    let (code, log) = xtask(&args)?;
+    anyhow::ensure!(code == Some(0), "the coverage run of format/* exited {code:?}:\n{log}");
+    let map = run_folder(&cov).context("no coverage run folder")?;
+
+    let out = scratch.join("mutants-out");
+    let none = scratch.join("no-equivalents.tsv");
+    std::fs::write(&none, "")?;
+    let patch = root.join("xtask/test_data/patches/mutants-build-bug-on.patch");
+    let mut common = strings(&["mutants", "--coverage-map"]);
+    common.extend([map.display().to_string(), "--out".into(), out.display().to_string()]);
+    common.extend(["--patch".to_string(), patch.display().to_string()]);
+    for id in [KILLED, COMPILE_ERROR, NO_COVERAGE, EQUIVALENT] {
+        common.extend(["--id".to_string(), id.to_string()]);
+    }
+
+    // Run with an empty equivalent list: the equivalent one is built and run too.
+    let mut run = common.clone();
+    run.extend(strings(&["--run", "--report", "--timeout", "5m", "--equivalent"]));
+    run.push(none.display().to_string());
+    let (code, log) = xtask(&run)?;
+    anyhow::ensure!(code == Some(0), "mutants --run exited {code:?}:\n{log}");
+    let state = xtask::mutants::plan::load_state(&xtask::mutants::plan::state_file(&out))?;
+    let status = |id: &str| state.get(id).map(|r| r.outcome.name()).unwrap_or("not in the state file");
+    let (by_id, _) = report(&out)?;
+
+    use xtask::mutants::report::Outcome;
+    let killed = state.get(KILLED).map(|r| &r.outcome);
+    let Some(Outcome::Killed { by, evidence }) = killed else {
+        anyhow::bail!("{KILLED}: {} (expected Killed)\n{log}", status(KILLED));
+    };
+    anyhow::ensure!(
+        !by.is_empty() && by.iter().all(|s| s.starts_with("format/")) && evidence.contains("(expected"),
+        "{KILLED}: killed by {by:?} with evidence `{evidence}`: expected format scenarios and a mismatch"
+    );
+    let Some(Outcome::CompileError { reason }) = state.get(COMPILE_ERROR).map(|r| &r.outcome) else {
+        anyhow::bail!("{COMPILE_ERROR}: {} (expected CompileError)\n{log}", status(COMPILE_ERROR));
+    };
+    anyhow::ensure!(reason.contains("error"), "{COMPILE_ERROR}: the reason `{reason}` names no compiler error");
+    anyhow::ensure!(
+        state.get(EQUIVALENT).is_some_and(|r| r.outcome == Outcome::Survived),
+        "{EQUIVALENT}: {} (expected Survived: it is equivalent)",
+        status(EQUIVALENT)
+    );
+    anyhow::ensure!(!state.contains_key(NO_COVERAGE), "{NO_COVERAGE} was run, not decided without a build");
+    let want =
+        [(KILLED, "Killed"), (COMPILE_ERROR, "CompileError"), (NO_COVERAGE, "NoCoverage"), (EQUIVALENT, "Survived")];
+    for (id, s) in want {
+        let got = stryker(&by_id, id);
+        anyhow::ensure!(got == s, "{id}: mutants.json says {got} (expected {s})");
+    }
+    anyhow::ensure!(by_id.len() == 4, "mutants.json has {} mutants, not the four asked for", by_id.len());
+
+    // The report again with the tracked list: the kept Survived becomes Ignored, with the reason.
+    let mut again = common;
+    again.push("--report".into());
+    let (code, log) = xtask(&again)?;
+    anyhow::ensure!(code == Some(0), "mutants --report exited {code:?}:\n{log}");
+    let (by_id, _) = report(&out)?;
+    let eq = by_id.get(EQUIVALENT).context("the equivalent mutant is not in mutants.json")?;
+    let reason = eq["statusReason"].as_str().unwrap_or_default();
+    anyhow::ensure!(
+        eq["status"] == "Ignored" && reason.starts_with("equivalent: "),
+        "{EQUIVALENT} with the tracked list: {} `{reason}` (expected Ignored, equivalent: ...)",
+        eq["status"]
+    );
+    anyhow::ensure!(stryker(&by_id, KILLED) == "Killed", "{KILLED} lost its kept result on the second report");
+    let summary = std::fs::read_to_string(out.join("summary.md"))?;
+    // The CompileError and the equivalent left out: 1 Killed of 2 with the NoCoverage one, of 1 without.
+    anyhow::ensure!(
+        summary.contains("50.0%") && summary.contains("100.0%"),
+        "summary.md does not give the scores 50.0% and 100.0%:\n{summary}"
+    );
+    Ok(())
+}
