@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 
+use super::accel::accel_for;
 use super::breakage::{resume_plan, stop_spending, stopped_at, Breakage};
 use crate::arch::Arch;
 use crate::judging::run_folder::{self, BootDir, BootFacts, BootFolder, JudgedBoot, VmRecord};
@@ -148,7 +148,7 @@ pub fn run_all(jobs: Vec<Job>, opts: &Options) -> Result<Vec<Outcome>> {
         extra.append(&mut job.extra);
         job.extra = extra;
         crate::support::timings::record(Some(&boot_name(&job.out_dir)), "initramfs", started.elapsed());
-        let accel = accel_for(job.built, &agent, opts)?;
+        let accel = accel_for(job.built, &agent, opts.accel, &opts.cache_dir)?;
         prepared.push((job, agent, accel));
     }
     std::thread::scope(|s| {
@@ -330,72 +330,6 @@ fn keep_initramfs(cache_dir: &Path, scratch: &Path, write: impl FnOnce(&Path) ->
         std::fs::rename(&part, &kept)?;
     }
     Ok(kept)
-}
-
-/// The cached answer of the KVM trial boot.
-#[derive(Debug, Serialize, Deserialize)]
-struct Probe {
-    key: String,
-    kvm: bool,
-    detail: String,
-}
-
-fn accel_for(built: &Built, agent: &Path, opts: &Options) -> Result<Accel> {
-    match opts.accel {
-        AccelChoice::Kvm => return Ok(Accel::Kvm),
-        AccelChoice::Tcg => return Ok(Accel::Tcg),
-        AccelChoice::Auto => {}
-    }
-    let host_machine = std::env::consts::ARCH;
-    if host_machine != built.arch.uname_machine || !Path::new("/dev/kvm").exists() {
-        return Ok(Accel::Tcg);
-    }
-    // Never trust access("/dev/kvm"): nested virtualisation can hang the guest. Boot once.
-    let qemu = qemu::qemu_binary(built.arch, qemu::qemu_search_path().as_deref())?;
-    let version = qemu::version(&qemu).unwrap_or_default();
-    let host_kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let key = format!("{} | {} | {}", version, host_kernel.trim(), built.arch.name);
-    let memo = opts.cache_dir.join("accel-probe.json");
-    if let Some(p) = std::fs::read(&memo).ok().and_then(|b| serde_json::from_slice::<Probe>(&b).ok()) {
-        if p.key == key {
-            return Ok(if p.kvm { Accel::Kvm } else { Accel::Tcg });
-        }
-    }
-    line(format!("{}: probing KVM with a trial boot (once per host; the answer is cached)", built.arch.name));
-    let scratch = tempfile::Builder::new().prefix("xtask-kvm-probe-").tempdir()?;
-    let initrd = scratch.path().join("initramfs.cpio");
-    let plan = protocol::Plan::empty("kvm-probe");
-    crate::vm::initramfs::write(&initrd, agent, &plan, &[])?;
-    let spec = VmSpec {
-        arch: built.arch,
-        kernel: built.image.clone(),
-        initrd,
-        workdir: scratch.path().to_path_buf(),
-        logs: scratch.path().to_path_buf(),
-        accel: Accel::Kvm,
-        memory_mb: 256,
-        cpus: 1,
-        shares: vec![],
-        sandbox: Default::default(),
-        boot_timeout: Duration::from_secs(8),
-        watchdog: Duration::from_secs(12),
-        deadlines_ms: None,
-        extra_cmdline: vec![],
-        extra_qemu: vec![],
-    };
-    let (kvm, detail) = match qemu::run(&spec, None) {
-        Ok(vm) => match (&vm.ended, vm.boot) {
-            (qemu::Ended::Exited { .. }, Some(boot)) => {
-                (true, format!("booted to /init in {:.2} s", boot.as_secs_f64()))
-            }
-            (ended, None) => (false, format!("no boot to /init: QEMU {ended}")),
-            (ended, Some(_)) => (false, format!("QEMU {ended}")),
-        },
-        Err(e) => (false, format!("{e:#}")),
-    };
-    line(format!("{}: KVM {} ({detail})", built.arch.name, if kvm { "works" } else { "does not work, using TCG" }));
-    crate::support::files::write_atomic(&memo, &serde_json::to_vec_pretty(&Probe { key, kvm, detail })?)?;
-    Ok(if kvm { Accel::Kvm } else { Accel::Tcg })
 }
 
 /// Boots `plan` on every built kernel and judges each boot.
@@ -638,7 +572,7 @@ pub fn exec(built: &Built, command: &[String], timeout_s: u64, opts: &Options) -
 /// `cargo xtask shell`: the agent's interactive shell on the terminal.
 pub fn shell(built: &Built, opts: &Options) -> Result<u8> {
     let agent = crate::vm::initramfs::build_agent(built.arch)?;
-    let accel = accel_for(built, &agent, opts)?;
+    let accel = accel_for(built, &agent, opts.accel, &opts.cache_dir)?;
     let scratch = tempfile::Builder::new().prefix("xtask-shell-").tempdir()?;
     let mut plan = protocol::Plan::empty("shell");
     plan.shell = true;

@@ -7,8 +7,10 @@
 //! - `pipeline`: the steps of a run, from the flags to the published reports;
 //! - `select`: `--filter` globs and `--rerun-failed`;
 //! - `boot`: the boots of a plan (shared, isolated, resume), `exec` and `shell`;
+//! - `accel`: KVM or TCG, KVM probed once with a trial boot;
 //! - `breakage`: a kernel that broke: the culprit, a fresh boot for the rest or collateral.
 
+pub mod accel;
 pub mod boot;
 pub mod breakage;
 pub mod pipeline;
