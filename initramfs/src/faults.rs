@@ -95,9 +95,11 @@ impl Fault {
                 format!("fail_nth: {path}: {e} (needs CONFIG_FAULT_INJECTION_DEBUG_FS, CONFIG_FAILSLAB and CONFIG_FAIL_PAGE_ALLOC: --profile faults)")
             })?;
         }
-        let file = OpenOptions::new().read(true).write(true).open(FAIL_NTH).map_err(|e| {
-            format!("fail_nth: {FAIL_NTH}: {e} (needs CONFIG_FAULT_INJECTION: --profile faults)")
-        })?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(FAIL_NTH)
+            .map_err(|e| format!("fail_nth: {FAIL_NTH}: {e} (needs CONFIG_FAULT_INJECTION: --profile faults)"))?;
         let files = if self.unchanged { STATE_FILES.iter().map(|p| read(p)).collect() } else { Vec::new() };
         ARMED.set(Some(Armed { fd: file.as_raw_fd(), nth: self.nth, left: None }));
         Ok(Before { file, files, words })

@@ -278,7 +278,9 @@ impl Checker<'_> {
             let what = kind.map_or("nothing".to_string(), |k| format!("`{k}`"));
             self.error(
                 base,
-                format!("`fail_nth` arms the next step's call, which must be one of {FAULT_TARGETS:?}; here it is {what}"),
+                format!(
+                    "`fail_nth` arms the next step's call, which must be one of {FAULT_TARGETS:?}; here it is {what}"
+                ),
             );
         }
     }
