@@ -10,6 +10,7 @@ use std::cell::Cell;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
 
 use crate::outcome::StepOutcome;
 
@@ -18,6 +19,8 @@ const FAIL_NTH: &str = "/proc/thread-self/fail-nth";
 /// nearly every allocation of user_events can (GFP_KERNEL, GFP_KERNEL_ACCOUNT).
 const IGNORE_GFP_WAIT: [&str; 2] =
     ["/sys/kernel/debug/failslab/ignore-gfp-wait", "/sys/kernel/debug/fail_page_alloc/ignore-gfp-wait"];
+/// How long `unchanged` waits for the state to come back (a deferred delete).
+const SETTLE: Duration = Duration::from_secs(2);
 /// What `unchanged` compares, besides the enable words.
 const STATE_FILES: [&str; 2] = ["/sys/kernel/tracing/user_events_status", "/sys/kernel/tracing/dynamic_events"];
 
@@ -106,11 +109,12 @@ impl Fault {
     }
 
     /// After the step (which ended `outcome`): disarms, says whether the fault came, and checks
-    /// it against `injected` and, with `unchanged`, the state against `before`'s.
+    /// it against `injected` and, with `unchanged`, the state against `before`'s (the words
+    /// read with `words`), waiting up to [`SETTLE`] for it to come back.
     pub fn check(
         &self,
         before: Before,
-        words: Option<Vec<u8>>,
+        words: &dyn Fn() -> Option<Vec<u8>>,
         outcome: StepOutcome,
         say: &mut dyn FnMut(&str),
     ) -> StepOutcome {
@@ -142,19 +146,36 @@ impl Fault {
             }
         }
         if self.unchanged {
-            for (path, was) in STATE_FILES.iter().zip(&before.files) {
-                let now = read(path);
-                if &now != was {
-                    say(&format!("fail_nth {nth}: {path} changed: before {was:?}, after {now:?}"));
-                    ok = false;
+            // What a failed call leaves may go by itself (an event whose last reference the
+            // failure dropped is deleted by a worker after an RCU grace period): poll a while.
+            let started = Instant::now();
+            let diffs = loop {
+                let mut diffs = Vec::new();
+                for (path, was) in STATE_FILES.iter().zip(&before.files) {
+                    let now = read(path);
+                    if &now != was {
+                        diffs.push(format!("{path} changed: before {was:?}, after {now:?}"));
+                    }
                 }
+                if let Some(diff) = words_diff(before.words.as_deref(), words().as_deref()) {
+                    diffs.push(format!("the enable words changed: {diff}"));
+                }
+                if diffs.is_empty() || started.elapsed() >= SETTLE {
+                    break diffs;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            let waited = started.elapsed().as_millis();
+            for d in &diffs {
+                say(&format!("fail_nth {nth}: {d} ({waited} ms after the call)"));
             }
-            if let Some(diff) = words_diff(before.words.as_deref(), words.as_deref()) {
-                say(&format!("fail_nth {nth}: the enable words changed: {diff}"));
+            if diffs.is_empty() {
+                say(&format!(
+                    "fail_nth {nth}: user_events_status, dynamic_events and the enable words as before{}",
+                    if waited >= 5 { format!(" (after {waited} ms)") } else { String::new() }
+                ));
+            } else {
                 ok = false;
-            }
-            if ok {
-                say(&format!("fail_nth {nth}: user_events_status, dynamic_events and the enable words as before"));
             }
         }
         if ok {

@@ -78,7 +78,7 @@ fn run_nested(state: &mut ScenarioState, steps: &[Step], out: &mut dyn Write, ne
             _ => run_step(step, state, &mut say),
         };
         if let (Some(f), Some(Ok(b))) = (fault, before) {
-            outcome = f.check(b, state.events.words_snapshot(), outcome, &mut say);
+            outcome = f.check(b, &|| state.events.words_snapshot(), outcome, &mut say);
         }
         match outcome {
             StepOutcome::Pass => {}
