@@ -4,15 +4,13 @@
 //! this thread; the first `ioctl` or `write(2)` the step makes on it runs inside [`around`],
 //! which writes N to `fail-nth` right before the call and reads it back (0: the Nth point
 //! failed) and disarms right after, so nothing else the agent does is failed. [`Fault::check`]
-//! then says whether the fault was injected and whether the state reads as before.
+//! then says whether the fault was injected and whether the state reads as before. A leaf.
 
 use std::cell::Cell;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
-
-use crate::outcome::StepOutcome;
 
 const FAIL_NTH: &str = "/proc/thread-self/fail-nth";
 /// Without `N` here failslab and fail_page_alloc count only allocations that cannot sleep, and
@@ -108,16 +106,10 @@ impl Fault {
         Ok(Before { file, files, words })
     }
 
-    /// After the step (which ended `outcome`): disarms, says whether the fault came, and checks
+    /// After the step: disarms, says whether the fault came, and checks (true: as expected)
     /// it against `injected` and, with `unchanged`, the state against `before`'s (the words
     /// read with `words`), waiting up to [`SETTLE`] for it to come back.
-    pub fn check(
-        &self,
-        before: Before,
-        words: &dyn Fn() -> Option<Vec<u8>>,
-        outcome: StepOutcome,
-        say: &mut dyn FnMut(&str),
-    ) -> StepOutcome {
+    pub fn check(&self, before: Before, words: &dyn Fn() -> Option<Vec<u8>>, say: &mut dyn FnMut(&str)) -> bool {
         let armed = ARMED.take();
         for path in IGNORE_GFP_WAIT {
             let _ = write(path, "Y");
@@ -178,11 +170,7 @@ impl Fault {
                 ok = false;
             }
         }
-        if ok {
-            outcome
-        } else {
-            StepOutcome::Fail
-        }
+        ok
     }
 }
 

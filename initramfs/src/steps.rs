@@ -78,7 +78,9 @@ fn run_nested(state: &mut ScenarioState, steps: &[Step], out: &mut dyn Write, ne
             _ => run_step(step, state, &mut say),
         };
         if let (Some(f), Some(Ok(b))) = (fault, before) {
-            outcome = f.check(b, &|| state.events.words_snapshot(), outcome, &mut say);
+            if !f.check(b, &|| state.events.words_snapshot(), &mut say) {
+                outcome = StepOutcome::Fail;
+            }
         }
         match outcome {
             StepOutcome::Pass => {}
