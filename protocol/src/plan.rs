@@ -128,14 +128,14 @@ pub enum Step {
     Sleep {
         ms: u64,
     },
-    /// Arms the kernel's own fault injection (`/proc/thread-self/fail-nth`, with failslab and
-    /// fail_page_alloc counting sleeping allocations) for the first call of the next step (a
-    /// `register`, `unregister`, `delete` or `write_file`): the `nth` fault-injection point
-    /// (slab or page allocation) that call reaches fails. Afterwards the step checks that the
-    /// fault was injected (`injected: false`: that the call reached fewer than `nth` points)
-    /// and, with `unchanged` (the default), that `user_events_status`, `dynamic_events` and
-    /// the scenario's enable words read exactly as before the call. Needs a kernel with
-    /// CONFIG_FAULT_INJECTION, CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC and
+    /// Arms the kernel's own fault injection (`/proc/thread-self/fail-nth`, with failslab
+    /// counting sleeping allocations) for the first call of the next step (a `register`,
+    /// `unregister`, `delete` or `write_file`): the `nth` fault-injection point (a slab
+    /// allocation, or a page allocation that cannot sleep) that call reaches fails. Afterwards
+    /// the step checks that the fault was injected (`injected: false`: that the call reached
+    /// fewer than `nth` points) and, with `unchanged` (the default), that `user_events_status`,
+    /// `dynamic_events` and the scenario's enable words read exactly as before the call. Needs
+    /// a kernel with CONFIG_FAULT_INJECTION, CONFIG_FAILSLAB and
     /// CONFIG_FAULT_INJECTION_DEBUG_FS (`--profile faults`).
     FailNth {
         nth: u32,
