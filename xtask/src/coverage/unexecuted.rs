@@ -120,6 +120,8 @@ pub enum ExecutedWith {
     Config(String),
     /// When the run includes this arch (`arch:s390x`).
     Arch(String),
+    /// In some runs only, as a race goes (`sometimes`): neither required nor stale.
+    Sometimes,
 }
 
 /// A row of the tracked list.
@@ -146,13 +148,14 @@ impl Entry {
             ExecutedWith::Never => "-".to_string(),
             ExecutedWith::Config(c) => format!("config:{c}"),
             ExecutedWith::Arch(a) => format!("arch:{a}"),
+            ExecutedWith::Sometimes => "sometimes".to_string(),
         };
         format!("{}\t{}\t{}\t{}\t{with}\t{}", self.file, self.function, self.text, self.reason, self.why)
     }
 }
 
 /// Reads the tracked list: `#` comments, then rows of file, function, text, reason,
-/// executed_with (`-`, `config:CONFIG_X`, `arch:NAME`) and why, tab-separated.
+/// executed_with (`-`, `sometimes`, `config:CONFIG_X`, `arch:NAME`) and why, tab-separated.
 pub fn parse_tracked(text: &str) -> Result<Vec<Entry>> {
     let mut out: Vec<Entry> = Vec::new();
     let mut seen = BTreeSet::new();
@@ -170,9 +173,13 @@ pub fn parse_tracked(text: &str) -> Result<Vec<Entry>> {
         }
         let executed_with = match f[4].split_once(':') {
             None if f[4] == "-" => ExecutedWith::Never,
+            None if f[4] == "sometimes" => ExecutedWith::Sometimes,
             Some(("config", c)) if c.starts_with("CONFIG_") => ExecutedWith::Config(c.into()),
             Some(("arch", a)) if crate::arch::ARCHES.iter().any(|x| x.name == a) => ExecutedWith::Arch(a.into()),
-            _ => bail!("{TRACKED}:{at}: executed_with `{}` is not `-`, `config:CONFIG_X` or `arch:NAME`", f[4]),
+            _ => bail!(
+                "{TRACKED}:{at}: executed_with `{}` is not `-`, `sometimes`, `config:CONFIG_X` or `arch:NAME`",
+                f[4]
+            ),
         };
         if f[5].trim().is_empty() {
             bail!("{TRACKED}:{at}: no why");
@@ -209,7 +216,7 @@ pub struct RunFacts {
 impl RunFacts {
     fn has(&self, with: &ExecutedWith) -> bool {
         match with {
-            ExecutedWith::Never => false,
+            ExecutedWith::Never | ExecutedWith::Sometimes => false,
             ExecutedWith::Config(c) => self.configs.contains(c),
             ExecutedWith::Arch(a) => self.arches.contains(a),
         }
@@ -294,7 +301,7 @@ pub fn check(entries: &[Entry], lines: &[Line], facts: &RunFacts) -> Report {
             if !idle.is_empty() && !facts.partial {
                 report.should_run.push((e.clone(), idle));
             }
-        } else if idle.is_empty() {
+        } else if idle.is_empty() && e.executed_with != ExecutedWith::Sometimes {
             report.executed.push(e.clone());
         }
     }
@@ -367,9 +374,11 @@ mod tests {
             entry("f", "goto out;", "untested", ExecutedWith::Never),
             entry("g", "goto out;", "unreachable", ExecutedWith::Never),
             entry("h", "gone();", "unreachable", ExecutedWith::Never),
+            entry("f", "if (!p)", "untested", ExecutedWith::Sometimes),
         ];
         let r = check(&list, &ls, &facts);
         assert!(r.unlisted.is_empty());
+        // g's line runs: stale; f's `if (!p)` runs too, but only sometimes does.
         assert_eq!(r.executed.iter().map(|e| e.function.as_str()).collect::<Vec<_>>(), ["g"], "g's line runs");
         assert_eq!(r.missing.iter().map(|e| e.function.as_str()).collect::<Vec<_>>(), ["h"]);
         assert_eq!(r.by_reason, [("allocation".to_string(), 1), ("untested".into(), 1)].into());
@@ -396,7 +405,7 @@ mod tests {
         assert_eq!(e[0].row(), ok.lines().nth(1).unwrap());
         for (bad, says) in [
             ("a.c\tf\tx;\tmaybe\t-\twhy", "reason `maybe`"),
-            ("a.c\tf\tx;\tboot\tsometimes\twhy", "executed_with `sometimes`"),
+            ("a.c\tf\tx;\tboot\tnow and then\twhy", "executed_with `now and then`"),
             ("a.c\tf\tx;\tboot\tarch:vax\twhy", "executed_with `arch:vax`"),
             ("a.c\tf\t x;\tboot\t-\twhy", "whitespace"),
             ("a.c\tf\tx;\tboot\t-", "5 fields"),
