@@ -79,7 +79,7 @@ pub fn write_once(path: &Path, data: &str, mode: Mode, expect: &Expect, say: &mu
                 return StepOutcome::Fail;
             }
         },
-        Ok(mut file) => match file.write(data.as_bytes()) {
+        Ok(mut file) => match crate::faults::around(|| file.write(data.as_bytes())) {
             Ok(n) if n == data.len() => (Ok(n as i64), "ok".to_string()),
             Ok(n) => (Ok(n as i64), format!("short write of {n} of {} bytes", data.len())),
             Err(e) => {

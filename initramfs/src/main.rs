@@ -3,6 +3,7 @@
 //! optionally opens a shell, and reboots; `--scenario N` is the child that runs one scenario.
 
 mod bpf;
+mod faults;
 mod files;
 mod format;
 mod fuzz;

@@ -1,6 +1,6 @@
 //! How a step ends (`StepOutcome`) and the helpers every step area shares to get there: a call's
 //! result said as `WHAT: GOT (expected E)` and checked against the step's `expect`, errno names,
-//! the raw `ioctl`. A leaf: it imports no other module of the agent.
+//! the raw `ioctl`. It imports only `faults`, whose hook runs the `ioctl` a `fail_nth` armed.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -76,12 +76,14 @@ pub fn ioctl(fd: RawFd, cmd: u64, arg: u64) -> Result<i64, i32> {
     // SAFETY: the argument is a pointer into a live buffer or an address chosen to be invalid;
     // the kernel validates user pointers, so a bad one gives EFAULT, not memory corruption.
     // The request type differs between libcs (c_int on musl, c_ulong on glibc).
-    let r = unsafe { libc::ioctl(fd, cmd as _, arg as usize as *mut libc::c_void) };
-    if r >= 0 {
-        Ok(i64::from(r))
-    } else {
-        Err(errno())
-    }
+    crate::faults::around(|| {
+        let r = unsafe { libc::ioctl(fd, cmd as _, arg as usize as *mut libc::c_void) };
+        if r >= 0 {
+            Ok(i64::from(r))
+        } else {
+            Err(errno())
+        }
+    })
 }
 
 #[cfg(test)]

@@ -24,6 +24,8 @@ pub struct ScenarioState {
     pub children: HashMap<String, libc::pid_t>,
     /// A thread of a `threads` step: steps that act on the whole process are refused.
     pub in_threads: bool,
+    /// A `fail_nth` step waiting for the next step, whose first call it fails.
+    pub fault: Option<crate::faults::Fault>,
 }
 
 // SAFETY: the pages and ring buffers are plain mappings owned by this state; a `thread` step

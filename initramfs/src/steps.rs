@@ -19,7 +19,7 @@ use crate::files::{self, Mode};
 use crate::outcome::{finish, StepOutcome};
 use crate::state::ScenarioState;
 use crate::uevents::{self, Del, Payload, Reg};
-use crate::{bpf, fuzz, measure, perf, ringbuf, supervisor, sync, sys};
+use crate::{bpf, faults, fuzz, measure, perf, ringbuf, supervisor, sync, sys};
 
 const LKDTM_DIRECT: &str = "/sys/kernel/debug/provoke-crash/DIRECT";
 
@@ -67,7 +67,22 @@ fn run_nested(state: &mut ScenarioState, steps: &[Step], out: &mut dyn Write, ne
             // Before a program or a crash point runs, everything said so far must be out.
             let _ = out.flush();
         };
-        match run_step(step, state, &mut say) {
+        // A `fail_nth` just before arms this step's first call.
+        let fault = state.fault.take();
+        let before = fault.map(|f| f.arm(state.events.words_snapshot()));
+        let mut outcome = match &before {
+            Some(Err(e)) => {
+                say(e);
+                StepOutcome::Fail
+            }
+            _ => run_step(step, state, &mut say),
+        };
+        if let (Some(f), Some(Ok(b))) = (fault, before) {
+            if !f.check(b, &|| state.events.words_snapshot(), &mut say) {
+                outcome = StepOutcome::Fail;
+            }
+        }
+        match outcome {
             StepOutcome::Pass => {}
             StepOutcome::Fail => return 1,
             StepOutcome::Skip => return protocol::EXIT_SKIP,
@@ -138,6 +153,14 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
         Step::Repeat { count, steps, for_ms } => repeat(*count, *for_ms, steps, state, say),
         Step::Barrier { name, parties, within_ms } => sync::barrier(name, *parties, *within_ms, say),
         Step::Pin { cpu } => sync::pin(*cpu, say),
+        Step::FailNth { nth, injected, unchanged } => {
+            say(&format!(
+                "fail_nth {nth}: the next step's first call fails at its fault-injection point {nth}{}",
+                if *injected { "" } else { " (if it reaches it)" }
+            ));
+            state.fault = Some(faults::Fault { nth: *nth, injected: *injected, unchanged: *unchanged });
+            StepOutcome::Pass
+        }
         Step::Open { fd, path, read_only, expect } => finish(state.events.open(fd, path, *read_only, expect, say), say),
         Step::Close { fd } => finish(state.events.close(fd, say), say),
         Step::Register { fd, format, word, bit, size, flags, index_as, expect_index, raw, expect } => {

@@ -208,6 +208,18 @@ impl UserEvents {
         self.names().word(name)
     }
 
+    /// The enable words' page as it reads now (`None` before it is mapped or after `memory:
+    /// unmap`), for `fail_nth`'s `unchanged` check.
+    pub fn words_snapshot(&self) -> Option<Vec<u8>> {
+        let names = self.names();
+        let page = names.words.as_ref().filter(|_| !names.words_gone)?;
+        let mut bytes = vec![0u8; page.len()];
+        // SAFETY: the page is mapped and readable (it is never made write-only); other threads
+        // change words through atomics, and a torn copy would only show as a difference.
+        unsafe { std::ptr::copy_nonoverlapping(page.ptr() as *const u8, bytes.as_mut_ptr(), page.len()) };
+        Some(bytes)
+    }
+
     /// `Step::Memory` on the words page.
     pub fn memory(&self, op: protocol::MemoryOp, file: Option<&str>, say: &mut dyn FnMut(&str)) -> Done {
         use protocol::MemoryOp;

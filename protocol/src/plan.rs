@@ -138,6 +138,22 @@ pub enum Step {
     Sleep {
         ms: u64,
     },
+    /// Arms the kernel's own fault injection (`/proc/thread-self/fail-nth`, with failslab
+    /// counting sleeping allocations) for the first call of the next step (a `register`,
+    /// `unregister`, `delete` or `write_file`): the `nth` fault-injection point (a slab
+    /// allocation, or a page allocation that cannot sleep) that call reaches fails. Afterwards
+    /// the step checks that the fault was injected (`injected: false`: that the call reached
+    /// fewer than `nth` points) and, with `unchanged` (the default), that `user_events_status`,
+    /// `dynamic_events` and the scenario's enable words read exactly as before the call. Needs
+    /// a kernel with CONFIG_FAULT_INJECTION, CONFIG_FAILSLAB and
+    /// CONFIG_FAULT_INJECTION_DEBUG_FS (`--profile faults`).
+    FailNth {
+        nth: u32,
+        #[serde(default = "yes")]
+        injected: bool,
+        #[serde(default = "yes")]
+        unchanged: bool,
+    },
     /// Opens a file and keeps the descriptor under a name. The name `data` is opened on
     /// `/sys/kernel/tracing/user_events_data` (read-write) by the first step that uses it.
     Open {
@@ -571,6 +587,10 @@ fn data_fd() -> String {
 
 fn four() -> u8 {
     4
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn ten_seconds() -> u64 {

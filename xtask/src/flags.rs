@@ -1,4 +1,7 @@
 //! Every command-line flag of `cargo xtask`, declared in one place.
+//!
+//! tidy: long because it is the one place every verb's flags are declared (their help is the
+//! `--help` text); splitting it by verb would scatter the shared groups (`KernelArgs`, `VmArgs`).
 
 use std::path::PathBuf;
 
@@ -182,6 +185,18 @@ pub struct CoverageArgs {
     /// Where run folders are (default: results/ in the checkout).
     #[arg(long, value_name = "DIR")]
     pub results: Option<PathBuf>,
+    /// Instead: check a coverage run's unexecuted lines against suites/unexecuted-lines.tsv (RUN:
+    /// a run folder or a run id under --results; default the newest coverage run); exit 1 when
+    /// a line is neither executed nor listed, or the list is stale.
+    #[arg(long, value_name = "RUN", num_args = 0..=1, default_missing_value = "")]
+    pub unexecuted: Option<PathBuf>,
+    /// With --unexecuted: the run ran only some scenarios, so only listed lines it executed
+    /// (and listed lines gone from the source) are findings.
+    #[arg(long, requires = "unexecuted")]
+    pub partial: bool,
+    /// With --unexecuted: this list instead of suites/unexecuted-lines.tsv.
+    #[arg(long, value_name = "FILE", requires = "unexecuted")]
+    pub list: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

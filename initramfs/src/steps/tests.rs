@@ -819,3 +819,20 @@ fn a_delete_is_confirmed_by_the_event_folder() {
     );
     assert_eq!(confirm(Err(libc::EPERM), true).unwrap_err(), "confirm: a result of EPERM says nothing about the event");
 }
+
+/// On a kernel without fault injection (this host's), `fail_nth` fails the step it arms,
+/// naming what it needs, and the armed step does not run.
+#[test]
+fn fail_nth_without_fault_injection_names_the_profile() {
+    if Path::new("/sys/kernel/debug/failslab").exists() {
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("ue-agent-fail-nth-{}", std::process::id()));
+    let armed = Step::FailNth { nth: 2, injected: true, unchanged: true };
+    let (status, lines) = run(&[armed, write_file(&path, "x", true, false, "ok")]);
+    assert_eq!(status, 1, "{lines:?}");
+    assert_eq!(lines[0], "step 1: fail_nth 2: the next step's first call fails at its fault-injection point 2");
+    assert!(lines[1].starts_with("step 2: fail_nth: /sys/kernel/debug/failslab/ignore-gfp-wait: "), "{lines:?}");
+    assert!(lines[1].ends_with("(needs CONFIG_FAULT_INJECTION_DEBUG_FS and CONFIG_FAILSLAB: --profile faults)"));
+    assert!(!path.exists(), "the armed step did not run");
+}

@@ -8,7 +8,8 @@
 //! - `annotate`: the annotated sources page (sans-IO);
 //! - `affected`: the scenarios a change can affect, read through a baseline's map (sans-IO);
 //! - `map`: that map (an earlier coverage run of the baseline) found and read, the change's texts;
-//! - `runs`: a run's `# ue-gcov` frames into its `coverage/` folder and summary.
+//! - `runs`: a run's `# ue-gcov` frames into its `coverage/` folder and summary;
+//! - `unexecuted`: a run's instrumented lines against the tracked list of unexecuted ones (sans-IO).
 
 pub mod affected;
 pub mod annotate;
@@ -18,3 +19,4 @@ pub mod gcov;
 pub mod lcov;
 pub mod map;
 pub mod runs;
+pub mod unexecuted;

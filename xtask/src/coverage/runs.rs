@@ -2,16 +2,17 @@
 //! (`results.ktap`) read per scenario with the host's gcov against the `.gcno` kept with the
 //! kernel, then, in `<run>/coverage/`: `<arch>/<suite>/<scenario>.info` per scenario,
 //! `<arch>.info` per arch (its scenarios summed), `all.info` over the arches, `index.html`
-//! (the annotated sources) and `summary.json` (the figures the reports show).
+//! (the annotated sources), `lines.tsv` (every instrumented line: function, count per arch,
+//! text; what `coverage --unexecuted` checks) and `summary.json` (the figures the reports show).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::coverage::annotate;
 use crate::coverage::gcov::Gcov;
 use crate::coverage::lcov::{self, FileCov, Totals};
+use crate::coverage::{annotate, unexecuted};
 use crate::judging::run_folder::JudgedBoot;
 use crate::kernel::build::Built;
 use crate::kernel::gcov::STORE_DIR;
@@ -256,6 +257,13 @@ pub fn write(run_dir: &Path, data: &RunData) -> Result<CoverageSummary> {
             scenarios: by_line,
         });
     }
+    let arch_names: Vec<&str> = arch_totals.iter().map(|(a, _)| *a).collect();
+    let mut all_lines = Vec::new();
+    for (i, f) in data.files.iter().enumerate() {
+        let per: Vec<&FileCov> = arch_totals.iter().map(|(_, t)| &t[i]).collect();
+        all_lines.extend(unexecuted::lines(f, &per, data.sources.get(f).map_or("", String::as_str)));
+    }
+    write(unexecuted::LINES_TSV, &unexecuted::lines_tsv(&arch_names, &all_lines))?;
     let index = format!("{DIR}/index.html");
     write(&index, &annotate::page("Coverage of the scenarios", &summary_rows, &sources))?;
     let patch = (!data.changed.is_empty()).then(|| patch_lines(data, &arch_totals));
@@ -311,6 +319,8 @@ mod tests {
         assert_eq!(all[0].lines, [(1, 3), (2, 3), (3, 2)].into());
         let html = std::fs::read_to_string(dir.path().join("coverage/index.html")).unwrap();
         assert!(html.contains("s/one, s/two"), "line 1's scenarios");
+        let tsv = std::fs::read_to_string(dir.path().join(unexecuted::LINES_TSV)).unwrap();
+        assert_eq!(tsv.lines().nth(2), Some("a.c\t2\t\t3\t0\tb"), "line 2: 3 on x86_64, 0 on arm64");
         let back: CoverageSummary =
             serde_json::from_slice(&std::fs::read(dir.path().join(COVERAGE_SUMMARY)).unwrap()).unwrap();
         assert_eq!(back, s);

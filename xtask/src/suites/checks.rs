@@ -259,6 +259,29 @@ impl Checker<'_> {
             self.placeholders(&base, step, context);
             self.step(&base, step, scope, context);
             self.nested(&base, step, scope, context);
+            if let Step::FailNth { nth, .. } = step {
+                self.fail_nth(&base, *nth, steps.get(j + 1));
+            }
+        }
+    }
+
+    /// A `fail_nth` arms the first call of the step after it, on the same thread: that step must
+    /// be one whose call the agent arms (`FAULT_TARGETS`), and N counts from 1.
+    fn fail_nth(&mut self, base: &[Seg<'static>], nth: u32, next: Option<&Step>) {
+        if nth == 0 {
+            let mut at = base.to_vec();
+            at.extend_from_slice(&[Only, Key("nth")]);
+            self.error(&at, "`nth` counts fault-injection points from 1");
+        }
+        let kind = next.map(step_kind);
+        if !kind.as_deref().is_some_and(|k| FAULT_TARGETS.contains(&k)) {
+            let what = kind.map_or("nothing".to_string(), |k| format!("`{k}`"));
+            self.error(
+                base,
+                format!(
+                    "`fail_nth` arms the next step's call, which must be one of {FAULT_TARGETS:?}; here it is {what}"
+                ),
+            );
         }
     }
 
@@ -543,6 +566,18 @@ impl Checker<'_> {
 
 /// The most threads a `threads` step starts.
 const MAX_THREADS: u64 = 64;
+/// The steps a `fail_nth` can arm: their first call is an `ioctl` or a `write(2)`.
+const FAULT_TARGETS: [&str; 4] = ["register", "unregister", "delete", "write_file"];
+
+/// A step's kind as the YAML names it (its one key).
+fn step_kind(step: &Step) -> String {
+    match serde_json::to_value(step) {
+        Ok(serde_json::Value::Object(m)) => m.keys().next().cloned().unwrap_or_default(),
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
 /// One past the highest CPU `pin` takes (`CPU_SETSIZE`).
 const MAX_CPU: u32 = 1024;
 

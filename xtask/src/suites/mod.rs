@@ -189,6 +189,20 @@ mod tests {
     }
 
     #[test]
+    fn fail_nth_must_arm_a_call() {
+        let got = headlines("misused-fail-nth");
+        let want: Vec<String> = [
+            "6:26: `nth` counts fault-injection points from 1",
+            "8:9: `fail_nth` arms the next step's call, which must be one of [\"register\", \"unregister\", \"delete\", \"write_file\"]; here it is `sleep`",
+            "10:9: `fail_nth` arms the next step's call, which must be one of [\"register\", \"unregister\", \"delete\", \"write_file\"]; here it is nothing",
+        ]
+        .iter()
+        .map(|w| format!("test_data/suites/bad/misused-fail-nth.yaml:{w}"))
+        .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
     fn nested_and_concurrent_steps_are_checked() {
         let got = headlines("misused-concurrency");
         let want: Vec<String> = [

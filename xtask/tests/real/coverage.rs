@@ -6,7 +6,9 @@
 //! that adds a line no scenario runs (`test_data/patches/blind-spot.patch`) gets that line
 //! named as a blind spot first in the summary, and `--fail-on-blind-spots` exits 2; and
 //! `validate --affected` reads a one-line change (`test_data/patches/delete-busy-errno.patch`)
-//! through that run's coverage as the baseline's map.
+//! through that run's coverage as the baseline's map. The run's `coverage/lines.tsv` agrees with
+//! its figures, and `suites/unexecuted-lines.tsv` is checked against it as a partial run: each
+//! entry names a line of the source as built, and none is executed by the three scenarios.
 
 use std::path::Path;
 
@@ -118,6 +120,20 @@ pub fn run_and_check(built: &[Built], opts: &xtask::run::boot::Options, results:
     let fixup = "user_event_enabler_fault_fixup";
     let worker = calls(FAULTS_IN, fixup)?;
     anyhow::ensure!(worker > 0, "{FAULTS_IN}: the fault-in worker {fixup}() was not counted");
+    // The tracked list of unexecuted lines against this (partial) run: every entry still names
+    // an instrumented line of the source as built, and none of the three scenarios executes one.
+    let root = xtask::support::checkout::project_root();
+    let list = root.join(xtask::coverage::unexecuted::TRACKED);
+    let (_, lines, report) = xtask::verbs::coverage::check_run(run_dir, &list, true)?;
+    let hit = lines.iter().filter(|l| l.executed()).count() as u64;
+    let all = c.rows.last().context("no union row")?;
+    anyhow::ensure!(
+        (hit, lines.len() as u64) == (all.totals.lines_hit, all.totals.lines_found),
+        "lines.tsv: {hit} of {} executed, the run says {}",
+        lines.len(),
+        all.totals.describe()
+    );
+    anyhow::ensure!(report.ok(), "{}", report.describe().join("\n"));
     let html = std::fs::read_to_string(run_dir.join(&c.index))?;
     anyhow::ensure!(html.contains(DELETES), "{} does not name {DELETES}", c.index);
     let report = std::fs::read_to_string(run_dir.join("report.html"))?;
