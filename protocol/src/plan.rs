@@ -840,6 +840,8 @@ mod tests {
             artifacts_virtiofs: false,
             shell: false,
             gcov: None,
+            stop_at_first_failure: false,
+            expected_failures: vec![],
         };
         let json = serde_json::to_string(&plan).unwrap();
         assert!(!json.contains("gcov"), "a normal plan's JSON is as before coverage: {json}");
