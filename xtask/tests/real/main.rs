@@ -115,16 +115,7 @@ fn only(checks: &[(&str, &dyn Fn(&Path) -> Result<()>)]) -> Result<u8> {
 fn run(args: &TestArgs) -> Result<u8> {
     let root = xtask::support::checkout::project_root();
     let mut outcomes = Vec::new();
-    let base = KernelArgs {
-        arch: "all".into(),
-        source: SourceArgs::default(),
-        config: ConfigArgs::default(),
-        knobs: Default::default(),
-        jobs: None,
-        cache_dir: args.cache_dir.clone(),
-        config_only: false,
-        json: false,
-    };
+    let base = base_kernel("all", args);
 
     for arch in xtask::arch::ARCHES {
         let started = Instant::now();
@@ -751,10 +742,10 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
     Ok(())
 }
 
-/// `--only sandbox`: the virtiofsd sandbox check alone.
-fn sandbox_check(scratch: &Path, args: &TestArgs) -> Result<()> {
-    let base = KernelArgs {
-        arch: "x86_64".into(),
+/// The default kernel of `arch` (from the default source, in the test's cache).
+fn base_kernel(arch: &str, args: &TestArgs) -> KernelArgs {
+    KernelArgs {
+        arch: arch.into(),
         source: SourceArgs::default(),
         config: ConfigArgs::default(),
         knobs: Default::default(),
@@ -762,7 +753,12 @@ fn sandbox_check(scratch: &Path, args: &TestArgs) -> Result<()> {
         cache_dir: args.cache_dir.clone(),
         config_only: false,
         json: false,
-    };
+    }
+}
+
+/// `--only sandbox`: the virtiofsd sandbox check alone.
+fn sandbox_check(scratch: &Path, args: &TestArgs) -> Result<()> {
+    let base = base_kernel("x86_64", args);
     sandbox::symlink_escapes(scratch, &base, &test_vm(scratch), args.cache_dir.as_deref())
 }
 
@@ -771,16 +767,7 @@ fn only_coverage(args: &TestArgs) -> Result<u8> {
     let results = tempfile::Builder::new().prefix("xtask-test-results-").tempdir()?;
     let vm = test_vm(results.path());
     let opts = xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?;
-    let base = KernelArgs {
-        arch: coverage::ARCH.into(),
-        source: SourceArgs::default(),
-        config: ConfigArgs::default(),
-        knobs: Default::default(),
-        jobs: None,
-        cache_dir: args.cache_dir.clone(),
-        config_only: false,
-        json: false,
-    };
+    let base = base_kernel(coverage::ARCH, args);
     let mut outcomes = Vec::new();
     coverage_checks(&opts, &base, results.path(), &mut outcomes);
     Ok(summary(&outcomes))
