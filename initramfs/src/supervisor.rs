@@ -119,6 +119,10 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
     // hygiene (whose own deletes must not count as the scenario's).
     let gcov = plan.gcov.as_ref().map(crate::gcov::Collector::new);
     let mut gcov_wait = HygieneCost::default();
+    // What the boot ran, before the first reset zeroes it.
+    if let Some(g) = &gcov {
+        g.collect(protocol::gcov::BOOT_INDEX, out, emit);
+    }
     for (i, scenario) in plan.scenarios.iter().enumerate() {
         let index = i + 1;
         let name = scenario.name.clone();

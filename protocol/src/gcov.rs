@@ -28,7 +28,7 @@ pub fn gcda_suffix(source: &str) -> String {
 }
 
 /// `# ue-gcov INDEX FILE PART/PARTS DATA`: part `PART` (from 1) of `PARTS` of the base64 of
-/// scenario `INDEX`'s `.gcda` of source `FILE`. `PARTS` 0 (and no data) says that file had no
+/// scenario `INDEX`'s `.gcda` of source `FILE` ([`BOOT_INDEX`]: the boot's). `PARTS` 0 (and no data) says that file had no
 /// data to read; the reason follows as `DATA`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GcovFrame {
@@ -40,6 +40,15 @@ pub struct GcovFrame {
 }
 
 pub const GCOV_PREFIX: &str = "# ue-gcov ";
+
+/// The `INDEX` of the boot's snapshot: the counters as the boot left them, read before the
+/// first scenario's reset (the user_events init, the group and its system names), so code only
+/// the boot runs is counted too.
+pub const BOOT_INDEX: usize = 0;
+
+/// The name the host gives the boot's snapshot in place of a scenario's (`suite/name`: it has
+/// no `/`, so no scenario can have it).
+pub const BOOT_NAME: &str = "boot";
 
 impl GcovFrame {
     /// The frames of one snapshot, in order.

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::coverage::diff;
 use crate::coverage::lcov::FileCov;
-use crate::coverage::runs::ArchData;
+use crate::coverage::runs::{ArchData, BOOT};
 
 /// One changed file: the baseline's text and the patched one.
 #[derive(Debug, Clone)]
@@ -61,15 +61,17 @@ fn is_code(text: &str) -> bool {
     !(t.is_empty() || t == "*" || ["//", "/*", "*/", "* "].iter().any(|p| t.starts_with(p)))
 }
 
-/// Whether any scenario of the map ran `line` of `file`.
-fn ran(data: &ArchData, file: &str, line: u32) -> bool {
-    data.values().any(|files| files.get(file).is_some_and(|c| c.lines.get(&line) > Some(&0)))
+/// Whether any scenario of the map ran `line` of `file` (`boot`: or the boot).
+fn ran(data: &ArchData, file: &str, line: u32, boot: bool) -> bool {
+    data.iter()
+        .filter(|(name, _)| boot || *name != BOOT)
+        .any(|(_, files)| files.get(file).is_some_and(|c| c.lines.get(&line) > Some(&0)))
 }
 
 /// The scenarios of one arch's map that the changes can affect, or why the map cannot say. A
 /// change whose lines no scenario ran is refused too: code that only the boot runs (the group
-/// and its system names are made at boot) affects every scenario, and the map cannot tell it
-/// from code nothing reaches.
+/// and its system names are made at boot; the map's `boot` entry) affects every scenario, and
+/// for code nothing reaches, which scenarios depend on it is unknown.
 pub fn affected(data: &ArchData, changes: &[Change]) -> Result<Affected, String> {
     let mut out = Affected::default();
     for c in changes {
@@ -139,19 +141,19 @@ pub fn affected(data: &ArchData, changes: &[Change]) -> Result<Affected, String>
                 targets.insert(after);
             }
         }
-        for (scenario, files) in data {
+        for (scenario, files) in data.iter().filter(|(name, _)| *name != BOOT) {
             if files.get(&c.file).is_some_and(|cov: &FileCov| targets.iter().any(|l| cov.lines.get(l) > Some(&0))) {
                 out.scenarios.insert(scenario.clone());
             }
         }
-        if !targets.is_empty() && !targets.iter().any(|l| ran(data, &c.file, *l)) {
+        if !targets.is_empty() && !targets.iter().any(|l| ran(data, &c.file, *l, false)) {
             let lines: Vec<String> = targets.iter().map(u32::to_string).collect();
-            return Err(format!(
-                "{}:{}: no scenario of the map ran these lines: either nothing reaches them or only the boot does \
-                 (the map counts from the first scenario on), so which scenarios depend on them is unknown",
-                c.file,
-                lines.join(",")
-            ));
+            let why = if targets.iter().any(|l| ran(data, &c.file, *l, true)) {
+                "only the boot runs them, and every scenario depends on what the boot made"
+            } else {
+                "nothing reaches them, so which scenarios depend on them is unknown"
+            };
+            return Err(format!("{}:{}: no scenario of the map ran these lines: {why}", c.file, lines.join(",")));
         }
         if !targets.is_empty() {
             out.lines.entry(c.file.clone()).or_default().extend(targets);
@@ -236,6 +238,25 @@ mod tests {
         let other =
             affected(&map(), &[Change { file: "kernel/trace/trace_events.c".into(), old: "".into(), new: "x".into() }]);
         assert_eq!(other.unwrap_err(), "the map has no counts of kernel/trace/trace_events.c");
+    }
+
+    #[test]
+    fn the_boot_is_never_selected_and_boot_only_lines_are_refused() {
+        let mut data = map();
+        let boot = data["s/b"].clone();
+        data.insert(BOOT.to_string(), boot);
+        let run = |data: &ArchData, new: &str| {
+            affected(data, &[Change { file: FILE.into(), old: SOURCE.into(), new: new.into() }])
+        };
+        // Line 4: the boot, s/one and s/b ran it; only the scenarios are selected.
+        assert_eq!(names(&run(&data, &SOURCE.replace("return 1;", "return 2;")).unwrap()), ["s/b", "s/one"]);
+        // Line 14: the boot and s/b ran it; without s/b only the boot does.
+        data.remove("s/b");
+        let e = run(&data, &SOURCE.replace("return y;", "return -y;")).unwrap_err();
+        assert!(e.ends_with(":14: no scenario of the map ran these lines: only the boot runs them, and every scenario depends on what the boot made"), "{e}");
+        data.remove(BOOT);
+        let e = run(&data, &SOURCE.replace("return y;", "return -y;")).unwrap_err();
+        assert!(e.ends_with("nothing reaches them, so which scenarios depend on them is unknown"), "{e}");
     }
 
     #[test]

@@ -21,7 +21,12 @@ use crate::results::model::{BlindSpot, CoverageRow, CoverageSummary, PatchLines,
 /// The folder of a run's coverage files.
 pub const DIR: &str = "coverage";
 
-/// One arch's counters: scenario (`suite/name`) to source to its counts.
+use protocol::gcov::BOOT_INDEX;
+/// The boot's counters in an [`ArchData`], beside the scenarios': what ran before the first
+/// scenario (`<arch>/boot.info`).
+pub use protocol::gcov::BOOT_NAME as BOOT;
+
+/// One arch's counters: scenario (`suite/name`, or [`BOOT`]) to source to its counts.
 pub type ArchData = BTreeMap<String, BTreeMap<String, FileCov>>;
 
 /// Everything a coverage run measured, per arch in run order.
@@ -76,7 +81,11 @@ pub fn read(boots: &[&JudgedBoot], built: &[Built]) -> Result<Option<RunData>> {
             let jobs: Vec<(String, String, Vec<u8>)> = snapshots
                 .into_iter()
                 .filter_map(|((index, file), bytes)| {
-                    let name = names.get(&index).cloned().unwrap_or_else(|| format!("#{index}"));
+                    let name = match names.get(&index) {
+                        Some(n) => n.clone(),
+                        None if index == BOOT_INDEX => BOOT.to_string(),
+                        None => format!("#{index}"),
+                    };
                     match bytes {
                         Ok(bytes) => Some((name, file, bytes)),
                         Err(why) => {
@@ -231,12 +240,12 @@ pub fn write(run_dir: &Path, data: &RunData) -> Result<CoverageSummary> {
         }
         let rel = format!("{DIR}/{arch}.info");
         write(&rel, &lcov::tracefile(arch, &total.iter().collect::<Vec<_>>()))?;
-        rows.push(row(arch, per.len(), totals(&total), rel));
+        rows.push(row(arch, per.keys().filter(|s| *s != BOOT).count(), totals(&total), rel));
         arch_totals.push((arch.as_str(), total));
     }
     let rel = format!("{DIR}/all.info");
     write(&rel, &lcov::tracefile("all", &union.iter().collect::<Vec<_>>()))?;
-    let scenarios: BTreeSet<&String> = data.arches.iter().flat_map(|(_, p)| p.keys()).collect();
+    let scenarios: BTreeSet<&String> = data.arches.iter().flat_map(|(_, p)| p.keys()).filter(|s| *s != BOOT).collect();
     rows.push(row("all", scenarios.len(), totals(&union), rel));
 
     let summary_rows: Vec<(String, String)> = rows.iter().map(|r| (r.arch.clone(), r.totals.describe())).collect();

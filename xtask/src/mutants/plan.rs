@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::coverage::lcov;
+use crate::coverage::runs::BOOT;
 use crate::mutants::find::Mutant;
 use crate::mutants::report::{MutantResult, Outcome};
 
@@ -114,8 +115,15 @@ pub fn plan(
                     .iter()
                     .map(|(arch, map)| {
                         let stand_for = map.lines_of(m);
-                        let hit = map.scenarios.iter().filter(|(_, lines)| stand_for.iter().any(|l| lines.contains(l)));
-                        (arch.clone(), hit.map(|(s, _)| s.clone()).collect::<Vec<_>>())
+                        let runs = |lines: &BTreeSet<u32>| stand_for.iter().any(|l| lines.contains(l));
+                        let scenarios = map.scenarios.iter().filter(|(s, _)| *s != BOOT);
+                        let mut hit: Vec<String> =
+                            scenarios.clone().filter(|(_, lines)| runs(lines)).map(|(s, _)| s.clone()).collect();
+                        // Code only the boot runs makes what every scenario stands on.
+                        if hit.is_empty() && map.scenarios.get(BOOT).is_some_and(runs) {
+                            hit = scenarios.map(|(s, _)| s.clone()).collect();
+                        }
+                        (arch.clone(), hit)
                     })
                     .filter(|(_, s)| !s.is_empty())
                     .collect();
@@ -253,6 +261,31 @@ mod tests {
         for (_, step) in plan(&ms, None, &BTreeMap::new(), &BTreeMap::new()) {
             assert_eq!(step, Step::Run { scenarios: BTreeMap::new() }, "no map: unknown, not NoCoverage");
         }
+    }
+
+    #[test]
+    fn code_only_the_boot_runs_is_run_against_every_scenario() {
+        let ms = crate::mutants::find::mutants("kernel/x.c", SRC).unwrap();
+        let arch = ArchMap {
+            counted: (1..=6).collect(),
+            functions: [1].into(),
+            scenarios: BTreeMap::from([
+                (BOOT.to_string(), BTreeSet::from([1, 3, 4])),
+                ("a/b".to_string(), BTreeSet::from([1, 3])),
+                ("a/c".to_string(), BTreeSet::from([1])),
+            ]),
+        };
+        let map = CoverageMap::from([("x86_64".to_string(), arch)]);
+        let steps: BTreeMap<String, Step> =
+            plan(&ms, Some(&map), &BTreeMap::new(), &BTreeMap::new()).into_iter().collect();
+        let scenarios_of = |line: u32| match &steps[&ms.iter().find(|m| m.line == line).unwrap().id] {
+            Step::Run { scenarios } => scenarios["x86_64"].clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(scenarios_of(4), ["a/b", "a/c"], "only the boot runs line 4: every scenario, not the boot");
+        assert_eq!(scenarios_of(3), ["a/b"], "a scenario runs line 3: that one");
+        let Step::Decided(r) = &steps[&ms.iter().find(|m| m.line == 5).unwrap().id] else { panic!() };
+        assert_eq!(r.outcome, Outcome::NoCoverage);
     }
 
     #[test]
