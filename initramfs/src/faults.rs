@@ -1,7 +1,7 @@
 //! `Step::FailNth`: the kernel's own fault injection armed for one call of a scenario's next
 //! step (`/proc/thread-self/fail-nth`, Documentation/fault-injection/fault-injection.rst). Just
 //! before that step, [`Fault::arm`] snapshots the state the `unchanged` check compares and arms
-//! this thread; the first `ioctl` or `write(2)` the step makes on it runs inside [`around`],
+//! this thread; the first `ioctl`, `write(2)` or `openat(2)` the step makes on it runs inside [`around`],
 //! which writes N to `fail-nth` right before the call and reads it back (0: the Nth point
 //! failed) and disarms right after, so nothing else the agent does is failed. [`Fault::check`]
 //! then says whether the fault was injected and whether the state reads as before. A leaf.
@@ -121,7 +121,7 @@ impl Fault {
         let mut ok = true;
         match armed.and_then(|a| a.left) {
             None => {
-                say(&format!("fail_nth {nth}: the step made no ioctl or write(2) to fail"));
+                say(&format!("fail_nth {nth}: the step made no ioctl, write(2) or openat(2) to fail"));
                 ok = false;
             }
             Some(0) => {

@@ -273,13 +273,23 @@ impl UserEvents {
     pub fn open(&self, name: &str, path: &str, read_only: bool, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
         let mode = if read_only { "read-only" } else { "read-write" };
         let what = format!("open {path} {mode} as fd {name}");
-        let result = match OpenOptions::new().read(true).write(!read_only).open(path) {
-            Ok(file) => {
-                // A name opened again replaces (and closes) the earlier descriptor.
-                self.names().fds.insert(name.to_string(), OwnedFd::from(file));
-                Ok(0)
-            }
-            Err(e) => Err(e.raw_os_error().ok_or_else(|| format!("{what}: {e}"))?),
+        let c_path = std::ffi::CString::new(path).map_err(|e| format!("{what}: {e}"))?;
+        let flags = libc::O_CLOEXEC | if read_only { libc::O_RDONLY } else { libc::O_RDWR };
+        // openat(2) alone inside `around` (a `fail_nth` may arm it): the path is made before.
+        // SAFETY: a NUL-terminated path that outlives the call.
+        // The errno is read inside: `around`'s own calls after it would overwrite it.
+        let (fd, err) = crate::faults::around(|| {
+            let fd = unsafe { libc::open(c_path.as_ptr(), flags) };
+            (fd, if fd < 0 { errno() } else { 0 })
+        });
+        let result = if fd >= 0 {
+            // SAFETY: a descriptor the call just opened, owned by nothing else.
+            let file = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+            // A name opened again replaces (and closes) the earlier descriptor.
+            self.names().fds.insert(name.to_string(), file);
+            Ok(0)
+        } else {
+            Err(err)
         };
         Ok(check_result(&what, &result_text(result), result, expect, say))
     }
@@ -396,6 +406,7 @@ impl UserEvents {
             Some(a) => names.scratch.resolve(a, word)?,
             None => Slot::At(word),
         };
+        let arg = raw.arg.as_ref().map(|a| names.scratch.resolve(a, word)).transpose()?;
         drop(names);
         let mut unreg = UserUnreg {
             size: raw.size.unwrap_or(USER_UNREG_SIZE as u32),
@@ -405,10 +416,11 @@ impl UserEvents {
             disable_addr: 0,
         };
         let cmd = raw.cmd.unwrap_or(DIAG_IOCSUNREG);
-        let hole = if matches!(disable, Slot::Hole) { memory::hole()? } else { 0 };
+        let hole = if [Some(disable), arg].iter().any(|s| matches!(s, Some(Slot::Hole))) { memory::hole()? } else { 0 };
         unreg.disable_addr = disable.or_hole(hole);
         let mut buf = unreg.encode();
-        let result = ioctl(fd, cmd, buf.as_mut_ptr() as u64);
+        let arg = arg.map_or(buf.as_mut_ptr() as u64, |a| a.or_hole(hole));
+        let result = ioctl(fd, cmd, arg);
 
         let mut parts = Vec::new();
         if let Some(c) = raw.cmd {
@@ -425,6 +437,9 @@ impl UserEvents {
         }
         if let Some(a) = &raw.disable_addr {
             parts.push(format!("disable_addr={}", addr_text(a, unreg.disable_addr)));
+        }
+        if let Some(a) = &raw.arg {
+            parts.push(format!("arg={} (struct not passed)", addr_text(a, arg)));
         }
         if !parts.is_empty() {
             what.push_str(&format!(" raw {}", parts.join(" ")));

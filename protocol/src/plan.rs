@@ -692,6 +692,9 @@ pub struct RawUnreg {
     pub reserved2: Option<u16>,
     #[serde(default)]
     pub disable_addr: Option<Addr>,
+    /// Pass this pointer as the ioctl argument instead of the struct.
+    #[serde(default)]
+    pub arg: Option<Addr>,
 }
 
 /// A user address for malformed input.

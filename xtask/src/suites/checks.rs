@@ -566,8 +566,9 @@ impl Checker<'_> {
 
 /// The most threads a `threads` step starts.
 const MAX_THREADS: u64 = 64;
-/// The steps a `fail_nth` can arm: their first call is an `ioctl` or a `write(2)`.
-const FAULT_TARGETS: [&str; 4] = ["register", "unregister", "delete", "write_file"];
+/// The steps a `fail_nth` can arm: their first call is an `ioctl`, a `write(2)` or an
+/// `openat(2)`.
+const FAULT_TARGETS: [&str; 5] = ["register", "unregister", "delete", "write_file", "open"];
 
 /// A step's kind as the YAML names it (its one key).
 fn step_kind(step: &Step) -> String {

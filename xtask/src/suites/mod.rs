@@ -193,8 +193,8 @@ mod tests {
         let got = headlines("misused-fail-nth");
         let want: Vec<String> = [
             "6:26: `nth` counts fault-injection points from 1",
-            "8:9: `fail_nth` arms the next step's call, which must be one of [\"register\", \"unregister\", \"delete\", \"write_file\"]; here it is `sleep`",
-            "10:9: `fail_nth` arms the next step's call, which must be one of [\"register\", \"unregister\", \"delete\", \"write_file\"]; here it is nothing",
+            "8:9: `fail_nth` arms the next step's call, which must be one of [\"register\", \"unregister\", \"delete\", \"write_file\", \"open\"]; here it is `sleep`",
+            "10:9: `fail_nth` arms the next step's call, which must be one of [\"register\", \"unregister\", \"delete\", \"write_file\", \"open\"]; here it is nothing",
         ]
         .iter()
         .map(|w| format!("test_data/suites/bad/misused-fail-nth.yaml:{w}"))
