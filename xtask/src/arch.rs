@@ -17,6 +17,9 @@ pub struct Arch {
     pub image_target: &'static str,
     /// The image path relative to the build directory.
     pub image_path: &'static str,
+    /// Programs the image target runs beyond the toolchain (the compressor the arch's fragment
+    /// chooses for a self-decompressing image), each with its Debian package.
+    pub image_tools: &'static [(&'static str, &'static str)],
     /// The per-arch fragment in `kernel-configs/`.
     pub fragment: &'static str,
     /// The QEMU system emulator and the Debian package that provides it.
@@ -100,6 +103,7 @@ pub const ARCHES: &[Arch] = &[
         compiler_package: "gcc",
         image_target: "bzImage",
         image_path: "arch/x86/boot/bzImage",
+        image_tools: &[("lz4", "lz4")],
         fragment: "x86_64.config",
         qemu_binary: "qemu-system-x86_64",
         qemu_package: "qemu-system-x86",
@@ -144,6 +148,7 @@ pub const ARCHES: &[Arch] = &[
         compiler_package: "gcc-aarch64-linux-gnu",
         image_target: "Image",
         image_path: "arch/arm64/boot/Image",
+        image_tools: &[],
         fragment: "arm64.config",
         qemu_binary: "qemu-system-aarch64",
         qemu_package: "qemu-system-arm",
@@ -183,6 +188,7 @@ pub const ARCHES: &[Arch] = &[
         compiler_package: "gcc-s390x-linux-gnu",
         image_target: "bzImage",
         image_path: "arch/s390/boot/bzImage",
+        image_tools: &[("lz4", "lz4")],
         fragment: "s390x.config",
         qemu_binary: "qemu-system-s390x",
         qemu_package: "qemu-system-s390x",
@@ -214,6 +220,7 @@ pub const ARCHES: &[Arch] = &[
         compiler_package: "gcc-riscv64-linux-gnu",
         image_target: "Image",
         image_path: "arch/riscv/boot/Image",
+        image_tools: &[],
         fragment: "riscv64.config",
         qemu_binary: "qemu-system-riscv64",
         qemu_package: "qemu-system-riscv",

@@ -656,7 +656,8 @@ pub fn prebuilt(
     let text = std::fs::read_to_string(&config_path)
         .map_err(|e| bad(format!("--kernel-config {}: {e}", config_path.display())))?;
     let parsed = kconfig::parse_config(&text);
-    let requested = kconfig::merged_requests(fragments)?;
+    let mut requested = kconfig::merged_requests(fragments)?;
+    requested.retain(|option, _| !kconfig::BUILD_CHOICES.contains(&option.as_str()));
     let mut missing = kconfig::check(&requested, &parsed);
     for m in &mut missing {
         m.why = Some(match srctree {
@@ -764,7 +765,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let image = dir.path().join("bzImage");
         std::fs::write(&image, super::super::image::tests::x86_header("6.12.0")).unwrap();
-        let frags = [Fragment { name: "common.config".into(), text: "CONFIG_USER_EVENTS=y\n".into() }];
+        let frags = [
+            Fragment { name: "common.config".into(), text: "CONFIG_USER_EVENTS=y\n".into() },
+            // A build choice: a user's image compressed otherwise is accepted.
+            Fragment { name: "x86_64.config".into(), text: "CONFIG_KERNEL_LZ4=y\n".into() },
+        ];
         let x86 = crate::arch::select("x86_64").unwrap()[0];
         let arm = crate::arch::select("arm64").unwrap()[0];
 
@@ -776,7 +781,7 @@ mod tests {
         let err = prebuilt(arm, &image, None, &frags, None).unwrap_err().to_string();
         assert!(err.contains("is an x86_64 kernel, not arm64"), "{err}");
 
-        std::fs::write(dir.path().join(".config"), "CONFIG_USER_EVENTS=y\n").unwrap();
+        std::fs::write(dir.path().join(".config"), "CONFIG_USER_EVENTS=y\nCONFIG_KERNEL_GZIP=y\n").unwrap();
         let built = prebuilt(x86, &image, None, &frags, None).unwrap();
         assert_eq!(built.metadata.kernelrelease, "6.12.0");
         assert_eq!(built.metadata.config.effective["CONFIG_USER_EVENTS"], "y");

@@ -125,6 +125,20 @@ pub fn fragments_for(
     Ok(out)
 }
 
+/// Options a fragment asks for to make the build faster, not because a scenario needs them: how
+/// the image is compressed (`kernel-configs/x86_64.config` picks lz4). A kernel the user built
+/// (`--kernel-image`) is not checked for them.
+pub const BUILD_CHOICES: [&str; 8] = [
+    "CONFIG_KERNEL_GZIP",
+    "CONFIG_KERNEL_BZIP2",
+    "CONFIG_KERNEL_LZMA",
+    "CONFIG_KERNEL_XZ",
+    "CONFIG_KERNEL_LZO",
+    "CONFIG_KERNEL_LZ4",
+    "CONFIG_KERNEL_ZSTD",
+    "CONFIG_KERNEL_UNCOMPRESSED",
+];
+
 /// The final request per option after all fragments, later fragments overriding earlier ones
 /// (the `merge_config.sh` rule), in option order.
 pub fn merged_requests(fragments: &[Fragment]) -> Result<BTreeMap<String, Request>> {

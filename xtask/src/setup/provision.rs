@@ -345,6 +345,12 @@ pub fn items(n: &Needs) -> Vec<Item> {
         }
         if n.kernel == KernelWork::Build {
             add("bc".into(), format!("timeconst in {kb}"), program("bc"), Source::Package("bc"));
+            for arch in &n.arches {
+                for (tool, package) in arch.image_tools {
+                    let why = format!("the {} kernel image's compression", arch.name);
+                    add((*tool).into(), why, program(tool), Source::Package(package));
+                }
+            }
             let header = |h: &'static str| Probe::Header { cc: "gcc".into(), header: h };
             add("gelf.h".into(), format!("objtool in {kb}"), header("gelf.h"), Source::Package("libelf-dev"));
             let why = format!("sign-file in {kb}");
