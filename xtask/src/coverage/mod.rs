@@ -8,6 +8,7 @@
 //! - `annotate`: the annotated sources page (sans-IO);
 //! - `affected`: the scenarios a change can affect, read through a baseline's map (sans-IO);
 //! - `map`: that map (an earlier coverage run of the baseline) found and read, the change's texts;
+//! - `prefetch`: each boot's snapshots converted as they arrive, at the lowest priority;
 //! - `runs`: a run's `# ue-gcov` frames into its `coverage/` folder and summary;
 //! - `unexecuted`: a run's instrumented lines against the tracked list of unexecuted ones (sans-IO).
 
@@ -18,5 +19,6 @@ pub mod diff;
 pub mod gcov;
 pub mod lcov;
 pub mod map;
+pub mod prefetch;
 pub mod runs;
 pub mod unexecuted;

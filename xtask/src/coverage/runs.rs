@@ -51,15 +51,13 @@ pub fn read(boots: &[&JudgedBoot], built: &[Built]) -> Result<Option<RunData>> {
         changed: BTreeMap::new(),
         problems: vec![],
     };
+    // What the boots' watchers did not convert yet is converted here, once.
+    crate::coverage::prefetch::stop();
     for k in kernels {
         let arch = k.arch.name;
         let store = k.image.parent().context("a cached kernel's folder")?;
-        let gcov = Gcov::beside(&k.metadata.compiler.command, k.arch.compiler_package)?;
-        let mut notes = BTreeMap::new();
+        let (gcov, notes) = notes_of(k)?;
         for f in &k.metadata.gcov_files {
-            let gcno = store.join(STORE_DIR).join(f).with_extension("gcno");
-            let bytes = std::fs::read(&gcno).with_context(|| format!("coverage: reading {}", gcno.display()))?;
-            gcov.check(&gcno, &bytes)?;
             let src = store.join(STORE_DIR).join(f);
             if !data.sources.contains_key(f) {
                 let text = std::fs::read_to_string(&src).with_context(|| format!("reading {}", src.display()))?;
@@ -70,7 +68,6 @@ pub fn read(boots: &[&JudgedBoot], built: &[Built]) -> Result<Option<RunData>> {
                 }
                 data.sources.insert(f.clone(), text);
             }
-            notes.insert(f.clone(), gcno);
         }
         let mut per_scenario: ArchData = BTreeMap::new();
         let mine = boots.iter().filter(|b| b.folder.place().map_or(b.facts.arch.as_str(), |(a, _)| a) == arch);
@@ -109,6 +106,21 @@ pub fn read(boots: &[&JudgedBoot], built: &[Built]) -> Result<Option<RunData>> {
     Ok(Some(data))
 }
 
+/// A coverage kernel's gcov (its compiler's) and its notes (`.gcno`) per source, each checked
+/// against that gcov's version.
+pub fn notes_of(k: &Built) -> Result<(Gcov, BTreeMap<String, PathBuf>)> {
+    let store = k.image.parent().context("a cached kernel's folder")?;
+    let gcov = Gcov::beside(&k.metadata.compiler.command, k.arch.compiler_package)?;
+    let mut notes = BTreeMap::new();
+    for f in &k.metadata.gcov_files {
+        let gcno = store.join(STORE_DIR).join(f).with_extension("gcno");
+        let bytes = std::fs::read(&gcno).with_context(|| format!("coverage: reading {}", gcno.display()))?;
+        gcov.check(&gcno, &bytes)?;
+        notes.insert(f.clone(), gcno);
+    }
+    Ok((gcov, notes))
+}
+
 /// A stream's scenario names by index, and its snapshots.
 type Snapshots = BTreeMap<(usize, String), std::result::Result<Vec<u8>, String>>;
 
@@ -142,6 +154,10 @@ fn convert(
                 s.spawn(move || -> Result<Vec<(String, String, FileCov)>> {
                     let mut out = Vec::new();
                     for (name, file, bytes) in part {
+                        if let Some(counts) = crate::coverage::prefetch::take(file, bytes) {
+                            out.push((name.clone(), file.clone(), counts));
+                            continue;
+                        }
                         let gcno =
                             notes.get(file).with_context(|| format!("coverage: {file} was not built with GCOV"))?;
                         gcov.check(Path::new(&format!("the guest's {file} data ({name})")), bytes)?;

@@ -192,8 +192,13 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
         accel.name(),
         job.plan.scenarios.len()
     ));
+    // A coverage kernel's snapshots go to gcov as they come, in idle time.
+    let prefetch = crate::coverage::prefetch::Prefetch::start(job.built);
     let live = |l: &protocol::ResultLine| {
         live_line(&name, l, &job.xfail);
+        if let Some(p) = &prefetch {
+            p.line(l);
+        }
         if let Some(w) = &opts.watch {
             (w.0)(&name, l);
         }

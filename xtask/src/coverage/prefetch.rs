@@ -1,0 +1,110 @@
+//! A coverage boot's snapshots turned into counts while the boots still run: the boot's live
+//! result lines are watched, each `.gcda` snapshot is assembled as its last `# ue-gcov` frame
+//! arrives, and one background thread per boot, at the lowest CPU priority (so the guests keep
+//! the processors and only idle time is used), runs gcov on it into a memo. `runs::read`, which
+//! stays the source of truth (it reads every snapshot from `results.ktap`), takes each snapshot's
+//! counts from the memo when it is there and runs gcov only for the rest.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{LazyLock, Mutex};
+
+use protocol::gcov::GcovFrame;
+use protocol::ResultLine;
+
+use crate::coverage::gcov::Gcov;
+use crate::coverage::lcov::{self, FileCov};
+use crate::kernel::build::Built;
+
+/// Counts already made: (source, the snapshot's bytes) to its counts.
+type Memo = HashMap<(String, Vec<u8>), FileCov>;
+static MEMO: LazyLock<Mutex<Memo>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+/// Set when `runs::read` starts: the threads then stop at their next snapshot, so no gcov runs
+/// twice for one snapshot.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// One boot's watcher: the frames of the snapshot being received, and the thread's queue.
+pub struct Prefetch {
+    tx: Sender<(String, Vec<u8>)>,
+    partial: Mutex<Vec<GcovFrame>>,
+}
+
+impl Prefetch {
+    /// A watcher for a boot of `built`; `None` when it is not a coverage kernel or its notes or
+    /// gcov cannot be had (then `runs::read` says why).
+    pub fn start(built: &Built) -> Option<Prefetch> {
+        if built.metadata.gcov_files.is_empty() {
+            return None;
+        }
+        let (gcov, notes) = crate::coverage::runs::notes_of(built).ok()?;
+        STOP.store(false, Ordering::SeqCst);
+        let (tx, rx) = mpsc::channel::<(String, Vec<u8>)>();
+        std::thread::spawn(move || {
+            // SAFETY: setpriority on this thread (Linux: PRIO_PROCESS with a thread id); the
+            // gcov processes it starts inherit the nice value.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) };
+            for (file, bytes) in rx {
+                if STOP.load(Ordering::SeqCst) {
+                    break;
+                }
+                if let Some(counts) = convert(&gcov, notes.get(&file), &file, &bytes) {
+                    MEMO.lock().unwrap_or_else(|e| e.into_inner()).insert((file, bytes), counts);
+                }
+            }
+        });
+        Some(Prefetch { tx, partial: Mutex::new(Vec::new()) })
+    }
+
+    /// Feeds one live result line: a snapshot's last frame queues the snapshot.
+    pub fn line(&self, line: &ResultLine) {
+        let ResultLine::Gcov(frame) = line else { return };
+        if frame.parts == 0 {
+            return;
+        }
+        let mut partial = self.partial.lock().unwrap_or_else(|e| e.into_inner());
+        if partial.first().is_some_and(|f| (f.index, &f.file) != (frame.index, &frame.file)) {
+            partial.clear();
+        }
+        partial.push(frame.clone());
+        if frame.part < frame.parts {
+            return;
+        }
+        let whole = protocol::gcov::assemble(&partial);
+        partial.clear();
+        if let Some(Ok(bytes)) = whole.into_values().next() {
+            let _ = self.tx.send((frame.file.clone(), bytes));
+        }
+    }
+}
+
+fn convert(gcov: &Gcov, gcno: Option<&PathBuf>, file: &str, bytes: &[u8]) -> Option<FileCov> {
+    gcov.check(std::path::Path::new(file), bytes).ok()?;
+    let json = gcov.json(gcno?, bytes).ok()?;
+    lcov::from_gcov_json(&json, file).ok()
+}
+
+/// Stops the threads at their next snapshot (`runs::read` converts what is left).
+pub fn stop() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// The counts of a snapshot made while the boots ran, if any (taken out of the memo).
+pub fn take(file: &str, bytes: &[u8]) -> Option<FileCov> {
+    MEMO.lock().unwrap_or_else(|e| e.into_inner()).remove(&(file.to_string(), bytes.to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memo_gives_each_snapshot_back_once() {
+        let counts = FileCov { path: "a.c".into(), lines: [(1, 2)].into(), ..FileCov::default() };
+        MEMO.lock().unwrap().insert(("a.c".into(), b"snap".to_vec()), counts.clone());
+        assert_eq!(take("a.c", b"other"), None);
+        assert_eq!(take("a.c", b"snap"), Some(counts));
+        assert_eq!(take("a.c", b"snap"), None);
+    }
+}
