@@ -112,17 +112,18 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
     emit(out, &ResultLine::Header);
     emit(out, &ResultLine::Plan { count: plan.scenarios.len() });
     let mut counts = Counts::default();
-    // The boot state each scenario must leave as it found it, and what restoring it cost.
-    let baseline = paths.hygiene.as_ref().map(Baseline::take);
-    let mut hygiene = HygieneCost::default();
     // A coverage kernel's counters, zeroed before each scenario and sent after it, before the
     // hygiene (whose own deletes must not count as the scenario's).
     let gcov = plan.gcov.as_ref().map(crate::gcov::Collector::new);
     let mut gcov_wait = HygieneCost::default();
-    // What the boot ran, before the first reset zeroes it.
+    // What the kernel's boot ran, before the agent's own reads (the baseline below reads the
+    // status file and the sysctl) and before the first reset zeroes it.
     if let Some(g) = &gcov {
         g.collect(protocol::gcov::BOOT_INDEX, out, emit);
     }
+    // The boot state each scenario must leave as it found it, and what restoring it cost.
+    let baseline = paths.hygiene.as_ref().map(Baseline::take);
+    let mut hygiene = HygieneCost::default();
     for (i, scenario) in plan.scenarios.iter().enumerate() {
         let index = i + 1;
         let name = scenario.name.clone();
