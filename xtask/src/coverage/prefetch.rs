@@ -5,18 +5,20 @@
 //! stays the source of truth (it reads every snapshot from `results.ktap`), takes each snapshot's
 //! counts from the memo when it is there and runs gcov only for the rest.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{LazyLock, Mutex};
 
+use anyhow::{Context, Result};
 use protocol::gcov::GcovFrame;
 use protocol::ResultLine;
 
 use crate::coverage::gcov::Gcov;
 use crate::coverage::lcov::{self, FileCov};
 use crate::kernel::build::Built;
+use crate::kernel::gcov::STORE_DIR;
 
 /// Counts already made: (source, the snapshot's bytes) to its counts.
 type Memo = HashMap<(String, Vec<u8>), FileCov>;
@@ -38,7 +40,7 @@ impl Prefetch {
         if built.metadata.gcov_files.is_empty() {
             return None;
         }
-        let (gcov, notes) = crate::coverage::runs::notes_of(built).ok()?;
+        let (gcov, notes) = notes_of(built).ok()?;
         STOP.store(false, Ordering::SeqCst);
         let (tx, rx) = mpsc::channel::<(String, Vec<u8>)>();
         std::thread::spawn(move || {
@@ -77,6 +79,21 @@ impl Prefetch {
             let _ = self.tx.send((frame.file.clone(), bytes));
         }
     }
+}
+
+/// A coverage kernel's gcov (its compiler's) and its notes (`.gcno`) per source, each checked
+/// against that gcov's version.
+pub fn notes_of(k: &Built) -> Result<(Gcov, BTreeMap<String, PathBuf>)> {
+    let store = k.image.parent().context("a cached kernel's folder")?;
+    let gcov = Gcov::beside(&k.metadata.compiler.command, k.arch.compiler_package)?;
+    let mut notes = BTreeMap::new();
+    for f in &k.metadata.gcov_files {
+        let gcno = store.join(STORE_DIR).join(f).with_extension("gcno");
+        let bytes = std::fs::read(&gcno).with_context(|| format!("coverage: reading {}", gcno.display()))?;
+        gcov.check(&gcno, &bytes)?;
+        notes.insert(f.clone(), gcno);
+    }
+    Ok((gcov, notes))
 }
 
 fn convert(gcov: &Gcov, gcno: Option<&PathBuf>, file: &str, bytes: &[u8]) -> Option<FileCov> {

@@ -56,7 +56,7 @@ pub fn read(boots: &[&JudgedBoot], built: &[Built]) -> Result<Option<RunData>> {
     for k in kernels {
         let arch = k.arch.name;
         let store = k.image.parent().context("a cached kernel's folder")?;
-        let (gcov, notes) = notes_of(k)?;
+        let (gcov, notes) = crate::coverage::prefetch::notes_of(k)?;
         for f in &k.metadata.gcov_files {
             let src = store.join(STORE_DIR).join(f);
             if !data.sources.contains_key(f) {
@@ -104,21 +104,6 @@ pub fn read(boots: &[&JudgedBoot], built: &[Built]) -> Result<Option<RunData>> {
         data.arches.push((arch.to_string(), per_scenario));
     }
     Ok(Some(data))
-}
-
-/// A coverage kernel's gcov (its compiler's) and its notes (`.gcno`) per source, each checked
-/// against that gcov's version.
-pub fn notes_of(k: &Built) -> Result<(Gcov, BTreeMap<String, PathBuf>)> {
-    let store = k.image.parent().context("a cached kernel's folder")?;
-    let gcov = Gcov::beside(&k.metadata.compiler.command, k.arch.compiler_package)?;
-    let mut notes = BTreeMap::new();
-    for f in &k.metadata.gcov_files {
-        let gcno = store.join(STORE_DIR).join(f).with_extension("gcno");
-        let bytes = std::fs::read(&gcno).with_context(|| format!("coverage: reading {}", gcno.display()))?;
-        gcov.check(&gcno, &bytes)?;
-        notes.insert(f.clone(), gcno);
-    }
-    Ok((gcov, notes))
 }
 
 /// A stream's scenario names by index, and its snapshots.
