@@ -109,6 +109,15 @@ pub fn hole() -> Result<u64, String> {
     Ok(addr)
 }
 
+/// A [`hole`] when one of `slots` asks for it, else 0 (no mapping made).
+pub fn hole_for(slots: &[Option<Slot>]) -> Result<u64, String> {
+    if slots.iter().any(|s| matches!(s, Some(Slot::Hole))) {
+        hole()
+    } else {
+        Ok(0)
+    }
+}
+
 /// `kernel 0xffffffff80000000`, `word+4 0x7f..`: an address as asked and as resolved.
 pub fn addr_text(addr: &Addr, value: u64) -> String {
     match addr {

@@ -275,10 +275,10 @@ impl UserEvents {
         let what = format!("open {path} {mode} as fd {name}");
         let c_path = std::ffi::CString::new(path).map_err(|e| format!("{what}: {e}"))?;
         let flags = libc::O_CLOEXEC | if read_only { libc::O_RDONLY } else { libc::O_RDWR };
-        // openat(2) alone inside `around` (a `fail_nth` may arm it): the path is made before.
-        // SAFETY: a NUL-terminated path that outlives the call.
-        // The errno is read inside: `around`'s own calls after it would overwrite it.
+        // openat(2) alone inside `around` (a `fail_nth` may arm it): the path is made before,
+        // and the errno is read inside, since `around`'s own calls after it would overwrite it.
         let (fd, err) = crate::faults::around(|| {
+            // SAFETY: a NUL-terminated path that outlives the call.
             let fd = unsafe { libc::open(c_path.as_ptr(), flags) };
             (fd, if fd < 0 { errno() } else { 0 })
         });
@@ -345,11 +345,7 @@ impl UserEvents {
             buf.resize(reg.size as usize, 0);
         }
         let cmd = raw.cmd.unwrap_or(DIAG_IOCSREG);
-        let hole = if [Some(enable), Some(name_args), arg].iter().any(|s| matches!(s, Some(Slot::Hole))) {
-            memory::hole()?
-        } else {
-            0
-        };
+        let hole = memory::hole_for(&[Some(enable), Some(name_args), arg])?;
         // From here to the ioctl nothing allocates: the hole must stay a hole.
         reg.enable_addr = enable.or_hole(hole);
         reg.name_args = name_args.or_hole(hole);
@@ -416,7 +412,7 @@ impl UserEvents {
             disable_addr: 0,
         };
         let cmd = raw.cmd.unwrap_or(DIAG_IOCSUNREG);
-        let hole = if [Some(disable), arg].iter().any(|s| matches!(s, Some(Slot::Hole))) { memory::hole()? } else { 0 };
+        let hole = memory::hole_for(&[Some(disable), arg])?;
         unreg.disable_addr = disable.or_hole(hole);
         let mut buf = unreg.encode();
         let arg = arg.map_or(buf.as_mut_ptr() as u64, |a| a.or_hole(hole));

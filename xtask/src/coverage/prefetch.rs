@@ -6,7 +6,7 @@
 //! counts from the memo when it is there and runs gcov only for the rest.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{LazyLock, Mutex};
@@ -51,8 +51,9 @@ impl Prefetch {
                 if STOP.load(Ordering::SeqCst) {
                     break;
                 }
-                if let Some(counts) = convert(&gcov, notes.get(&file), &file, &bytes) {
-                    MEMO.lock().unwrap_or_else(|e| e.into_inner()).insert((file, bytes), counts);
+                // A failure here is left to `runs::read`, which says it.
+                if let Ok(c) = counts(&gcov, &notes, &file, &bytes, &file) {
+                    MEMO.lock().unwrap_or_else(|e| e.into_inner()).insert((file, bytes), c);
                 }
             }
         });
@@ -96,10 +97,12 @@ pub fn notes_of(k: &Built) -> Result<(Gcov, BTreeMap<String, PathBuf>)> {
     Ok((gcov, notes))
 }
 
-fn convert(gcov: &Gcov, gcno: Option<&PathBuf>, file: &str, bytes: &[u8]) -> Option<FileCov> {
-    gcov.check(std::path::Path::new(file), bytes).ok()?;
-    let json = gcov.json(gcno?, bytes).ok()?;
-    lcov::from_gcov_json(&json, file).ok()
+/// One snapshot of `file` as counts: its version stamp checked (a mismatch names `what`), gcov's
+/// JSON against the notes, read as lcov counts. The watchers and `runs::read` both use it.
+pub fn counts(gcov: &Gcov, notes: &BTreeMap<String, PathBuf>, file: &str, bytes: &[u8], what: &str) -> Result<FileCov> {
+    let gcno = notes.get(file).with_context(|| format!("coverage: {file} was not built with GCOV"))?;
+    gcov.check(Path::new(what), bytes)?;
+    lcov::from_gcov_json(&gcov.json(gcno, bytes)?, file)
 }
 
 /// Stops the threads at their next snapshot (`runs::read` converts what is left).

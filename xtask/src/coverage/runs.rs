@@ -9,10 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use protocol::gcov::BOOT_INDEX;
 
 use crate::coverage::gcov::Gcov;
 use crate::coverage::lcov::{self, FileCov, Totals};
-use crate::coverage::{annotate, unexecuted};
+use crate::coverage::{annotate, prefetch, unexecuted};
 use crate::judging::run_folder::JudgedBoot;
 use crate::kernel::build::Built;
 use crate::kernel::gcov::STORE_DIR;
@@ -21,7 +22,6 @@ use crate::results::model::{BlindSpot, CoverageRow, CoverageSummary, PatchLines,
 /// The folder of a run's coverage files.
 pub const DIR: &str = "coverage";
 
-use protocol::gcov::BOOT_INDEX;
 /// The boot's counters in an [`ArchData`], beside the scenarios': what ran before the first
 /// scenario (`<arch>/boot.info`).
 pub use protocol::gcov::BOOT_NAME as BOOT;
@@ -52,11 +52,11 @@ pub fn read(boots: &[&JudgedBoot], built: &[Built]) -> Result<Option<RunData>> {
         problems: vec![],
     };
     // What the boots' watchers did not convert yet is converted here, once.
-    crate::coverage::prefetch::stop();
+    prefetch::stop();
     for k in kernels {
         let arch = k.arch.name;
         let store = k.image.parent().context("a cached kernel's folder")?;
-        let (gcov, notes) = crate::coverage::prefetch::notes_of(k)?;
+        let (gcov, notes) = prefetch::notes_of(k)?;
         for f in &k.metadata.gcov_files {
             let src = store.join(STORE_DIR).join(f);
             if !data.sources.contains_key(f) {
@@ -139,15 +139,14 @@ fn convert(
                 s.spawn(move || -> Result<Vec<(String, String, FileCov)>> {
                     let mut out = Vec::new();
                     for (name, file, bytes) in part {
-                        if let Some(counts) = crate::coverage::prefetch::take(file, bytes) {
-                            out.push((name.clone(), file.clone(), counts));
-                            continue;
-                        }
-                        let gcno =
-                            notes.get(file).with_context(|| format!("coverage: {file} was not built with GCOV"))?;
-                        gcov.check(Path::new(&format!("the guest's {file} data ({name})")), bytes)?;
-                        let json = gcov.json(gcno, bytes)?;
-                        out.push((name.clone(), file.clone(), lcov::from_gcov_json(&json, file)?));
+                        let counts = match prefetch::take(file, bytes) {
+                            Some(c) => c,
+                            None => {
+                                let what = format!("the guest's {file} data ({name})");
+                                prefetch::counts(gcov, notes, file, bytes, &what)?
+                            }
+                        };
+                        out.push((name.clone(), file.clone(), counts));
                     }
                     Ok(out)
                 })
