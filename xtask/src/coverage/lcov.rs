@@ -13,6 +13,14 @@ use serde::Deserialize;
 /// coverage rows carry exactly what is summed here).
 pub use crate::results::model::CoverageTotals as Totals;
 
+/// The kernel's lock and RCU assertions. With `CONFIG_PROVE_LOCKING` and `CONFIG_PROVE_RCU` (the
+/// debug profile) each expands to a `WARN_ON(debug_locks && !held)` whose branches only a locking
+/// bug takes (6 on a `lockdep_assert_held()` line, 10 on an `rcu_dereference_sched()` one);
+/// without them the same lines have none. Their branches are not counted, as geninfo leaves out
+/// the branches of a line `lcov_excl_br_line` matches, so the debug kernel's branch figure
+/// measures the code's own branches, as the other kernels' does.
+pub const ASSERTIONS: &[&str] = &["lockdep_assert", "lockdep_is_held", "rcu_dereference"];
+
 /// One source file's counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileCov {
@@ -56,6 +64,20 @@ impl FileCov {
         for (name, (line, c)) in &other.functions {
             self.functions.entry(name.clone()).or_insert((*line, 0)).1 += c;
         }
+    }
+
+    /// Drops the branches of lines that hold one of the kernel's lock or RCU assertions
+    /// ([`ASSERTIONS`]; `text` is the source): what geninfo's `lcov_excl_br_line` does for lines
+    /// that match it. Returns how many were dropped.
+    pub fn drop_assertion_branches(&mut self, text: &str) -> usize {
+        let lines: Vec<&str> = text.lines().collect();
+        let asserts = |line: u32| {
+            let t = lines.get(line as usize - 1).unwrap_or(&"");
+            ASSERTIONS.iter().any(|a| t.contains(a))
+        };
+        let before = self.branches.len();
+        self.branches.retain(|(line, _), _| !asserts(*line));
+        before - self.branches.len()
     }
 
     /// Lines executed at least once.
@@ -232,6 +254,17 @@ mod tests {
     fn fixture(name: &str) -> String {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/gcov").join(name);
         std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    #[test]
+    fn branches_of_lock_and_rcu_assertions_are_dropped() {
+        let text = "a();\n\tlockdep_assert_held(&event_mutex);\n\tif (x)\n\tp = rcu_dereference_sched(t->f);\n";
+        let mut f = FileCov::default();
+        for (line, n) in [(1, 0), (2, 0), (2, 1), (3, 0), (3, 1), (4, 0)] {
+            f.branches.insert((line, n), Some(1));
+        }
+        assert_eq!(f.drop_assertion_branches(text), 3);
+        assert_eq!(f.branches.keys().copied().collect::<Vec<_>>(), [(1, 0), (3, 0), (3, 1)]);
     }
 
     #[test]

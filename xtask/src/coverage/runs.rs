@@ -92,7 +92,8 @@ pub fn read(boots: &[&JudgedBoot], built: &[Built]) -> Result<Option<RunData>> {
                     }
                 })
                 .collect();
-            for (name, file, cov) in convert(&gcov, &notes, jobs)? {
+            for (name, file, mut cov) in convert(&gcov, &notes, jobs)? {
+                cov.drop_assertion_branches(data.sources.get(&file).map_or("", String::as_str));
                 match per_scenario.entry(name).or_default().entry(file.clone()) {
                     std::collections::btree_map::Entry::Vacant(v) => {
                         v.insert(cov);
