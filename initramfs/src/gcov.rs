@@ -31,6 +31,8 @@ pub const SETTLE_MAX: Duration = Duration::from_secs(2);
 pub struct Collector {
     root: PathBuf,
     files: Vec<(String, Result<PathBuf, String>)>,
+    /// Time spent reading the counters and writing the frames, over every collect.
+    pub spent: std::cell::Cell<(Duration, Duration)>,
 }
 
 impl Collector {
@@ -55,7 +57,7 @@ impl Collector {
                 (f.clone(), path)
             })
             .collect();
-        Collector { root: root.to_path_buf(), files }
+        Collector { root: root.to_path_buf(), files, spent: Default::default() }
     }
 
     /// Zeroes every counter (`reset` takes any write).
@@ -65,6 +67,14 @@ impl Collector {
     }
 
     fn snapshot(&self) -> Vec<Result<Vec<u8>, String>> {
+        let t = Instant::now();
+        let snap = self.read_all();
+        let (r, w) = self.spent.get();
+        self.spent.set((r + t.elapsed(), w));
+        snap
+    }
+
+    fn read_all(&self) -> Vec<Result<Vec<u8>, String>> {
         self.files
             .iter()
             .map(|(_, p)| match p {
@@ -85,6 +95,8 @@ impl Collector {
         let started = Instant::now();
         let mut last = self.snapshot();
         let mut same = 0;
+        // Reads start QUIET_GAP apart (the time a read takes is part of the gap, not added to it).
+        let mut read_at = started;
         let settled = loop {
             if same >= QUIET_READS {
                 break true;
@@ -92,7 +104,8 @@ impl Collector {
             if started.elapsed() >= SETTLE_MAX {
                 break false;
             }
-            thread::sleep(QUIET_GAP);
+            read_at += QUIET_GAP;
+            thread::sleep(read_at.saturating_duration_since(Instant::now()));
             let now = self.snapshot();
             if now == last {
                 same += 1;
@@ -101,16 +114,24 @@ impl Collector {
                 last = now;
             }
         };
+        let sending = Instant::now();
+        // Every frame in one write: under emulation each write to the result port costs a
+        // notification of the device, about a millisecond.
+        let mut frames: Vec<u8> = Vec::new();
         for ((file, _), data) in self.files.iter().zip(last) {
             match data {
                 Ok(bytes) => {
                     for frame in GcovFrame::split(index, file, &bytes) {
-                        emit(out, &ResultLine::Gcov(frame));
+                        emit(&mut frames, &ResultLine::Gcov(frame));
                     }
                 }
-                Err(why) => emit(out, &ResultLine::Gcov(GcovFrame::missing(index, file, &why))),
+                Err(why) => emit(&mut frames, &ResultLine::Gcov(GcovFrame::missing(index, file, &why))),
             }
         }
+        // A failed write is said by the next `emit` to the same channel, which fails the same way.
+        let _ = out.write_all(&frames).and_then(|()| out.flush());
+        let (r, w) = self.spent.get();
+        self.spent.set((r, w + sending.elapsed()));
         (started.elapsed(), settled)
     }
 }

@@ -203,12 +203,15 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
             hygiene.max.as_micros()
         ));
     }
-    if gcov_wait.runs > 0 {
+    if let (Some(g), true) = (&gcov, gcov_wait.runs > 0) {
+        let (reading, sending) = g.spent.get();
         sys::console(&format!(
-            "ue-agent: gcov counters settled and sent: {} runs, {} us in total, at most {} us",
+            "ue-agent: gcov counters settled and sent: {} runs, {} us in total, at most {} us; {} us reading, {} us sending",
             gcov_wait.runs,
             gcov_wait.total.as_micros(),
-            gcov_wait.max.as_micros()
+            gcov_wait.max.as_micros(),
+            reading.as_micros(),
+            sending.as_micros()
         ));
     }
     let Counts { passed, failed, skipped, timeout } = counts;
