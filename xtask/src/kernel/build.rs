@@ -227,17 +227,27 @@ fn build_or_reuse(req: &Request) -> Result<Built> {
         return Ok(built);
     }
 
-    // The mirror and its build directories belong to one source location; one lock covers them.
+    // The mirror belongs to one source location. It is synced under its lock held exclusively
+    // and built from under the lock shared, so two arches of the same source and patches build
+    // side by side, while a build of other patches waits until no build reads the mirror.
     let location = location(req.source);
     let tree_dir = req.cache_dir.join("trees").join(&location);
-    let _lock = crate::support::files::Lock::acquire(&tree_dir.join("lock"))?;
+    let (lock_path, state) = (tree_dir.join("lock"), tree_dir.join("state.json"));
     let mut durations = BTreeMap::new();
 
     let t = Instant::now();
     let pristine = source::pristine_root(req.spec, req.source, req.cache_dir)?;
     let mirror = tree_dir.join("src");
     let task = Task::start(format!("{}: preparing source", arch.name));
-    source::sync_mirror(&pristine, &mirror, &tree_dir.join("state.json"), &req.source.id, req.patches)?;
+    let _reading = loop {
+        let shared = crate::support::files::Lock::acquire_shared(&lock_path)?;
+        if source::mirror_synced(&pristine, &mirror, &state, &req.source.id, req.patches) {
+            break shared;
+        }
+        drop(shared);
+        let _writing = crate::support::files::Lock::acquire(&lock_path)?;
+        source::sync_mirror(&pristine, &mirror, &state, &req.source.id, req.patches)?;
+    };
     task.finish(format!("{} with {} patch(es)", req.source.label, req.patches.len()));
     super::gcov::check_sources(&mirror, req.gcov_files)?;
     durations.insert("source".to_string(), t.elapsed().as_secs_f64());
@@ -259,6 +269,8 @@ fn build_or_reuse(req: &Request) -> Result<Built> {
     };
     let build_dir = req.cache_dir.join("build").join(format!("{}-{location}-{}", arch.name, &config_id[..12]));
     std::fs::create_dir_all(&build_dir)?;
+    // One build at a time in a build directory.
+    let _building = crate::support::files::Lock::acquire(&build_dir.join("xtask-lock"))?;
     let log_path = build_dir.join("build.log");
     let mut log = std::fs::File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
     let make = Make {

@@ -282,6 +282,23 @@ struct MirrorState {
     synced: Option<String>,
 }
 
+/// Whether the mirror is already `pristine` with `patches` applied (what [`sync_mirror`] would
+/// leave), without changing it.
+pub fn mirror_synced(pristine: &Path, mirror: &Path, state_file: &Path, source_id: &str, patches: &[Patch]) -> bool {
+    mirror_state(state_file).synced == Some(synced_as(pristine, source_id, patches))
+        && mirror.join("Makefile").is_file()
+}
+
+/// The `synced` record of a mirror of `pristine` with `patches`.
+fn synced_as(pristine: &Path, source_id: &str, patches: &[Patch]) -> String {
+    let digests: Vec<&str> = patches.iter().map(|p| p.sha256.as_str()).collect();
+    format!("{source_id} {} {}", pristine.display(), digests.join(","))
+}
+
+fn mirror_state(state_file: &Path) -> MirrorState {
+    std::fs::read(state_file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+}
+
 /// Brings `mirror` to exactly `pristine` plus `patches`, in order.
 ///
 /// Unchanged files are hard links into the pristine tree (rsync `--link-dest`), so the mirror
@@ -299,12 +316,8 @@ pub fn sync_mirror(
     source_id: &str,
     patches: &[Patch],
 ) -> Result<()> {
-    let wanted = {
-        let digests: Vec<&str> = patches.iter().map(|p| p.sha256.as_str()).collect();
-        format!("{source_id} {} {}", pristine.display(), digests.join(","))
-    };
-    let previous: MirrorState =
-        std::fs::read(state_file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    let wanted = synced_as(pristine, source_id, patches);
+    let previous = mirror_state(state_file);
     let whole = mirror.join("Makefile").is_file();
     if previous.synced.as_deref() == Some(wanted.as_str()) && whole {
         return Ok(());

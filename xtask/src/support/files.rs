@@ -26,20 +26,33 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// An exclusive advisory lock on a file, released on drop (also when the process dies).
+/// An advisory lock on a file, exclusive or shared, released on drop (also when the process
+/// dies).
 pub struct Lock {
     _file: File,
 }
 
 impl Lock {
+    /// The exclusive lock: no other holder of either kind.
     pub fn acquire(path: &Path) -> Result<Lock> {
+        Lock::take(path, false)
+    }
+
+    /// A shared lock: other shared holders, no exclusive one.
+    pub fn acquire_shared(path: &Path) -> Result<Lock> {
+        Lock::take(path, true)
+    }
+
+    fn take(path: &Path, shared: bool) -> Result<Lock> {
         std::fs::create_dir_all(path.parent().context("lock path has no parent")?)?;
         let file = File::create(path).with_context(|| format!("creating lock {}", path.display()))?;
-        match file.try_lock() {
+        let tried = if shared { file.try_lock_shared() } else { file.try_lock() };
+        match tried {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
                 crate::support::progress::line(format!("waiting for another xtask that holds {}", path.display()));
-                file.lock().with_context(|| format!("locking {}", path.display()))?;
+                let locked = if shared { file.lock_shared() } else { file.lock() };
+                locked.with_context(|| format!("locking {}", path.display()))?;
             }
             Err(TryLockError::Error(e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
         }

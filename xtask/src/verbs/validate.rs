@@ -236,12 +236,12 @@ fn sides(args: &ValidateArgs) -> Result<(KernelArgs, KernelArgs, String, String)
     ))
 }
 
-/// The arches of the patched side in the order that gives the earliest verdict: the arch whose
-/// boots took longest on the baseline first, so its boots start while the others still build
-/// (builds take turns; boots run beside them). With `--affected` the boots are short and the
-/// builds take most of the time, so the arch that reached /init soonest on the baseline goes
-/// first: its first results come while the next arch builds. Without a baseline time, the
-/// table's order.
+/// The order the patched side's lanes start in (their builds then run at once; a rebuild that
+/// needs the whole machine still gives the first lane a head start): the arch whose boots took
+/// longest on the baseline first, so its boots start while the others still build. With
+/// `--affected` the boots are short and the builds take most of the time, so the arch that
+/// reached /init soonest on the baseline goes first. Without a baseline time, the table's
+/// order.
 fn lane_order(base: &[(PathBuf, Run)], affected: bool) -> Vec<&'static str> {
     let mut took: std::collections::BTreeMap<&str, u64> = Default::default();
     for (_, run) in base {
@@ -262,9 +262,10 @@ fn lane_order(base: &[(PathBuf, Run)], affected: bool) -> Vec<&'static str> {
     order
 }
 
-/// The patched side: its first run is a pipeline, each arch's kernel built in turn (in
-/// `order`) and its boots started as soon as it is built, beside the next arch's build; more
-/// repeats run as the baseline's do.
+/// The patched side: its first run is a pipeline, every arch's kernel built at once (a patch's
+/// rebuild is one object and the links, mostly one process each, so two arches share two cores
+/// well) and each arch's boots started as soon as its kernel is built, beside the builds still
+/// running (started in `order`); more repeats run as the baseline's do.
 fn patched_side(
     chosen: &crate::run::pipeline::Chosen,
     kernel: &KernelArgs,
@@ -283,9 +284,9 @@ fn patched_side(
     let lanes = std::thread::scope(|s| -> Result<Vec<_>> {
         let mut lanes = Vec::new();
         for arch in arches {
-            let built = crate::run::pipeline::kernels(&KernelArgs { arch: arch.to_string(), ..kernel.clone() })?;
             let (run_dir, opts) = (&run_dir, &opts);
             lanes.push(s.spawn(move || -> Result<_> {
+                let built = crate::run::pipeline::kernels(&KernelArgs { arch: arch.to_string(), ..kernel.clone() })?;
                 let boots = crate::run::pipeline::plan_boots(chosen, &built, opts.vms)?;
                 let judged = crate::run::boot::run_plans_in(boots.plans, &[], opts, run_dir)?;
                 crate::run::pipeline::save_skipped(run_dir, &built, &boots.skipped)?;
