@@ -165,6 +165,10 @@ pub struct MutantsArgs {
     /// is still going then is Timeout, unless a scenario had already failed (Killed).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "run")]
     pub timeout: Option<std::time::Duration>,
+    /// With --run, build each mutant's kernel on its own (an incremental build and relink per
+    /// mutant) instead of booting one schemata kernel that holds them all.
+    #[arg(long, requires = "run")]
+    pub one_by_one: bool,
     /// Cache directory for sources, build trees and built kernels.
     #[arg(long, env = "XTASK_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,

@@ -7,7 +7,7 @@ use std::fmt;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use tree_sitter::{Node, Parser};
+use tree_sitter::{Node, Parser, Tree};
 
 /// A family of mutations (the report's `mutatorName`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -73,6 +73,33 @@ pub struct Mutant {
     pub end_byte: usize,
     pub original: String,
     pub replacement: String,
+    /// The syntax node a mutant schema wraps (see `schemata`): it contains the span.
+    #[serde(skip)]
+    pub site: Site,
+    /// Whether the site can take a runtime `?:` or `if`: false where C needs a constant
+    /// expression (a `case` label, an array size, a static initialiser...) or where a schema
+    /// would change what the code declares.
+    #[serde(skip)]
+    pub schema_ok: bool,
+}
+
+/// The syntax node around a mutant that a schema replaces by a runtime choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Site {
+    /// Byte range in the source.
+    pub start: usize,
+    pub end: usize,
+    pub kind: SiteKind,
+}
+
+/// What a site is, so how a schema chooses at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SiteKind {
+    /// An expression: `(ue_mutant == N ? mutated : original)`.
+    #[default]
+    Expr,
+    /// A statement: `{ if (ue_mutant != N) original }`.
+    Stmt,
 }
 
 impl Mutant {
@@ -147,11 +174,16 @@ fn logs(name: &str) -> bool {
 const SKIPPED: &[&str] =
     &["comment", "preproc_def", "preproc_function_def", "preproc_call", "preproc_include", "ERROR"];
 
-/// Every mutant of `source`, in source order; `file` is its path inside the kernel tree.
-pub fn mutants(file: &str, source: &str) -> Result<Vec<Mutant>> {
+/// `source` parsed with tree-sitter's C grammar.
+pub fn parse(source: &str) -> Result<Tree> {
     let mut parser = Parser::new();
     parser.set_language(&tree_sitter_c::LANGUAGE.into()).context("loading tree-sitter's C grammar")?;
-    let tree = parser.parse(source, None).context("tree-sitter could not parse the source")?;
+    parser.parse(source, None).context("tree-sitter could not parse the source")
+}
+
+/// Every mutant of `source`, in source order; `file` is its path inside the kernel tree.
+pub fn mutants(file: &str, source: &str) -> Result<Vec<Mutant>> {
+    let tree = parse(source)?;
     let mut found = Finder { src: source, file, function: String::new(), out: Vec::new(), logging: BTreeSet::new() };
     found.functions(tree.root_node());
     let logging = found.logging;
@@ -220,7 +252,7 @@ impl<'a> Finder<'a> {
                 if let Some(cond) = node.child_by_field_name("condition") {
                     let text = self.text(cond);
                     if let Some(inner) = text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
-                        self.push(cond, Operator::NegateCondition, format!("(!({inner}))"));
+                        self.push(cond, Operator::NegateCondition, format!("(!({inner}))"), cond, SiteKind::Expr);
                     }
                 }
             }
@@ -270,7 +302,7 @@ impl<'a> Finder<'a> {
             ">>" => (Operator::Bitwise, "<<"),
             _ => return,
         };
-        self.push(op, operator, repl.to_string());
+        self.push(op, operator, repl.to_string(), node, SiteKind::Expr);
     }
 
     fn constant(&mut self, node: Node) {
@@ -281,10 +313,10 @@ impl<'a> Finder<'a> {
             _ => format!("{v}{suffix}"),
         };
         if let Some(up) = value.checked_add(1) {
-            self.push(node, Operator::Constant, write(up));
+            self.push(node, Operator::Constant, write(up), node, SiteKind::Expr);
         }
         if let Some(down) = value.checked_sub(1) {
-            self.push(node, Operator::Constant, write(down));
+            self.push(node, Operator::Constant, write(down), node, SiteKind::Expr);
         }
     }
 
@@ -293,7 +325,7 @@ impl<'a> Finder<'a> {
         if expr.kind() != "call_expression" || node.named_child_count() != 1 || !self.text(node).ends_with(';') {
             return;
         }
-        self.push(node, Operator::RemoveCall, ";".to_string());
+        self.push(node, Operator::RemoveCall, ";".to_string(), node, SiteKind::Stmt);
     }
 
     fn return_value(&mut self, node: Node) {
@@ -308,10 +340,11 @@ impl<'a> Finder<'a> {
             "NULL" => return,
             _ => "0",
         };
-        self.push(expr, Operator::ReturnValue, repl.to_string());
+        self.push(expr, Operator::ReturnValue, repl.to_string(), expr, SiteKind::Expr);
     }
 
-    fn push(&mut self, node: Node, operator: Operator, replacement: String) {
+    /// Records the mutant replacing `node` by `replacement`; `site` is the node its schema wraps.
+    fn push(&mut self, node: Node, operator: Operator, replacement: String, site: Node, kind: SiteKind) {
         let (start, end) = (node.start_position(), node.end_position());
         self.out.push(Mutant {
             id: String::new(),
@@ -326,8 +359,115 @@ impl<'a> Finder<'a> {
             end_byte: node.end_byte(),
             original: self.text(node).to_string(),
             replacement,
+            site: Site { start: site.start_byte(), end: site.end_byte(), kind },
+            schema_ok: schema_ok(site, kind, self.src),
         });
     }
+}
+
+/// Ancestors whose contents C evaluates at compile time (array sizes, enumerators, bit-field
+/// widths, `sizeof`...) or, for brace initialisers, may have to: a runtime `?:` is no constant.
+const CONSTANT_CONTEXTS: &[&str] = &[
+    "array_declarator",
+    "abstract_array_declarator",
+    "enumerator",
+    "bitfield_clause",
+    "static_assert_declaration",
+    "sizeof_expression",
+    "alignof_expression",
+    "offsetof_expression",
+    "initializer_list",
+    "attribute_specifier",
+    "gnu_asm_expression",
+];
+
+/// Macros whose arguments must be constant expressions or are checked for being one (`min()`
+/// and friends compare signedness at compile time), or are turned into text.
+const CONSTANT_MACROS: &[&str] = &[
+    "BUILD_BUG_ON",
+    "BUILD_BUG_ON_MSG",
+    "BUILD_BUG_ON_ZERO",
+    "static_assert",
+    "_Static_assert",
+    "BIT",
+    "GENMASK",
+    "__builtin_constant_p",
+    "__builtin_choose_expr",
+    "DECLARE_BITMAP",
+    "ARRAY_SIZE",
+    "FIELD_SIZEOF",
+    "sizeof_field",
+    "__stringify",
+    "min",
+    "max",
+    "min_t",
+    "max_t",
+    "clamp",
+    "struct_size",
+];
+
+/// Whether a call statement is a macro that declares something (`LIST_HEAD(x);`,
+/// `guard(mutex)(&m);`): inside a schema's `if` it would not compile or would declare in a
+/// scope of its own, with errors then reported where the name is used, far from the site.
+fn declares(call: Node, src: &str) -> bool {
+    let Some(mut callee) = call.child_by_field_name("function") else { return false };
+    // `guard(mutex)(&m)` calls what `guard(mutex)` gives.
+    while callee.kind() == "call_expression" {
+        match callee.child_by_field_name("function") {
+            Some(f) => callee = f,
+            None => return false,
+        }
+    }
+    let name = &src[callee.byte_range()];
+    matches!(name, "guard" | "scoped_guard" | "CLASS" | "LIST_HEAD" | "HLIST_HEAD" | "LLIST_HEAD")
+        || name.starts_with("DEFINE_")
+        || name.starts_with("DECLARE_")
+}
+
+/// Whether a schema may wrap `site` (see `Mutant::schema_ok`): none of its ancestors, up to
+/// the function definition, needs a constant, and a statement site declares nothing.
+fn schema_ok(site: Node, kind: SiteKind, src: &str) -> bool {
+    if kind == SiteKind::Stmt && site.named_child(0).is_some_and(|call| declares(call, src)) {
+        return false;
+    }
+    // The last operand of `?:` cannot be an assignment or a comma expression unparenthesised.
+    if kind == SiteKind::Expr && matches!(site.kind(), "assignment_expression" | "comma_expression") {
+        return false;
+    }
+    let mut node = site;
+    while let Some(parent) = node.parent() {
+        match parent.kind() {
+            "function_definition" => break,
+            // The label (`case 3:`, `case 1 ... 3:`) ends at the colon; the statements after it
+            // are ordinary code.
+            "case_statement" => {
+                let mut cursor = parent.walk();
+                let colon = parent.children(&mut cursor).find(|c| c.kind() == ":");
+                if colon.is_none_or(|c| site.end_byte() <= c.start_byte()) {
+                    return false;
+                }
+            }
+            kind if CONSTANT_CONTEXTS.contains(&kind) => return false,
+            "declaration" => {
+                let mut cursor = parent.walk();
+                let is_static = parent
+                    .children(&mut cursor)
+                    .any(|c| c.kind() == "storage_class_specifier" && &src[c.byte_range()] == "static");
+                if is_static {
+                    return false;
+                }
+            }
+            "call_expression" => {
+                let callee = parent.child_by_field_name("function").map(|f| &src[f.byte_range()]);
+                if callee.is_some_and(|name| CONSTANT_MACROS.contains(&name)) {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+        node = parent;
+    }
+    true
 }
 
 /// The name a function definition declares, through pointer and parenthesised declarators.
@@ -455,6 +595,67 @@ static int one(void)
             assert!(status.success(), "{}", m.diff(SRC));
             assert_eq!(std::fs::read_to_string(dir.path().join("lib/x.c")).unwrap(), m.apply(SRC));
         }
+    }
+
+    #[test]
+    fn sites_are_the_nodes_a_schema_wraps() {
+        let ms = mutants("lib/x.c", SRC).unwrap();
+        let sites: Vec<String> = ms
+            .iter()
+            .filter(|m| m.function == "check")
+            .map(|m| format!("{} {:?} {}", m.operator, m.site.kind, &SRC[m.site.start..m.site.end]))
+            .collect();
+        assert_eq!(
+            sites,
+            [
+                "NegateCondition Expr (x < y && y != 0)",
+                "Boundary Expr x < y",
+                "Logical Expr x < y && y != 0",
+                "Equality Expr y != 0",
+                "Constant Expr 0",
+                "ReturnValue Expr -EINVAL",
+                "RemoveCall Stmt kfree(x);",
+                "ReturnValue Expr x << 0x1f",
+                "Bitwise Expr x << 0x1f",
+                "Constant Expr 0x1f",
+                "Constant Expr 0x1f",
+            ]
+        );
+        assert!(ms.iter().all(|m| m.schema_ok && m.site.start <= m.start_byte && m.end_byte <= m.site.end));
+    }
+
+    #[test]
+    fn schemata_stay_out_of_constant_expressions_and_declarations() {
+        let src = "\
+int f(int x)
+{
+\tstatic int s = 1;
+\tint a[2 + 3];
+\tint v[] = { 4 };
+\tenum { E = 5 };
+\tstruct { int b : 6; } bf;
+\tBUILD_BUG_ON(E > 7);
+\tLIST_HEAD(l);
+\tswitch (x) {
+\tcase 8:
+\t\tg(x + 9);
+\t}
+\treturn min(x, 10) - sizeof(x & 11);
+}
+";
+        let ms = mutants("lib/x.c", src).unwrap();
+        let ok = |want: bool| -> BTreeSet<String> {
+            ms.iter().filter(|m| m.schema_ok == want).map(|m| m.original.clone()).collect()
+        };
+        // Left out: the static initialiser, the array size, the brace initialiser, the
+        // enumerator, the bit-field width, BUILD_BUG_ON's argument, the declaring macro, the
+        // case label, min's and sizeof's arguments.
+        let left_out = ["1", "2", "+", "3", "4", "5", "6", ">", "7", "LIST_HEAD(l);", "8", "10", "&", "11"];
+        assert_eq!(ok(false), left_out.into_iter().map(String::from).collect());
+        // Kept: the case's statements, the returned expression and its own operator, and the
+        // BUILD_BUG_ON statement as a whole (skipping it at run time still checks it).
+        let kept = ["BUILD_BUG_ON(E > 7);", "g(x + 9);", "+", "9", "min(x, 10) - sizeof(x & 11)", "-"];
+        assert_eq!(ok(true), kept.into_iter().map(String::from).collect());
     }
 
     #[test]

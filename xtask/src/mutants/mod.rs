@@ -7,11 +7,15 @@
 //! - `classify`: a mutant's outcome from its build and its scenarios' run (sans-IO);
 //! - `report`: the outcomes, the tracked equivalent list, `mutants.json` in Stryker's schema
 //!   (sans-IO);
+//! - `schemata`: one source holding every mutant behind the `trace_events_user.mutant=N` boot
+//!   switch, so one kernel build serves them all, and the mutants a compiler error blames
+//!   (sans-IO);
 //! - `summary`: `summary.md`, the score with and without NoCoverage, per operator and function.
 
 pub mod classify;
 pub mod find;
 pub mod plan;
 pub mod report;
+pub mod schemata;
 pub mod select;
 pub mod summary;

@@ -4,7 +4,7 @@
 //! scenarios (or NoCoverage); `--run` builds and boots the planned ones (`mutants_run`);
 //! `--report` writes what is known into `mutants.json`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -87,10 +87,34 @@ impl MutantsArgs {
         let mut code = 0;
         if self.run {
             let cache = crate::kernel::cache::root(self.cache_dir.as_deref());
+            let arches: BTreeSet<&str> = steps
+                .values()
+                .filter_map(|s| match s {
+                    Step::Run { scenarios } => Some(scenarios.keys().map(String::as_str)),
+                    Step::Decided(_) => None,
+                })
+                .flatten()
+                .collect();
+            // Every mutant of the file, whatever was selected: one schemata kernel serves every
+            // shard and every resumed run.
+            let schemata = if self.one_by_one || arches.is_empty() {
+                None
+            } else {
+                let all = find::mutants(&target.name, &target.text)?;
+                let arches: Vec<&str> = arches.into_iter().collect();
+                Some(crate::verbs::mutants_run::schemata_kernel(
+                    &all,
+                    &target.name,
+                    &target.text,
+                    &target.patches,
+                    &arches,
+                    &out,
+                )?)
+            };
             code = crate::verbs::mutants_run::run_all(
                 &mutants,
                 &target.text,
-                &target.patches,
+                crate::verbs::mutants_run::Kernels { base: &target.patches, schemata: schemata.as_ref() },
                 &steps,
                 &out,
                 self.timeout,

@@ -1,8 +1,11 @@
-//! `cargo xtask mutants --run`: each planned mutant in turn, its diff an extra `--patch` on
-//! the default kernel (the private mirror makes it an incremental build of one object and a
-//! relink), only its covering scenarios booted (`cargo xtask run --fail-fast --filter`, a
-//! child process of this binary so that `--timeout` bounds each mutant alone), the judged run
-//! classified and appended to the state file before the next, so an interrupted run resumes.
+//! `cargo xtask mutants --run`: each planned mutant in turn on the schemata kernel (every mutant
+//! of the file in one build, mutant N switched on at boot by `trace_events_user.mutant=N`), or,
+//! for a mutant whose schema does not compile and with `--one-by-one`, its diff an extra
+//! `--patch` on the default kernel (the private mirror makes it an incremental build of one
+//! object and a relink); only its covering scenarios booted (`cargo xtask run --fail-fast
+//! --filter`, a child process of this binary so that `--timeout` bounds each mutant alone), the
+//! judged run classified and appended to the state file before the next, so an interrupted run
+//! resumes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
@@ -17,6 +20,7 @@ use crate::mutants::classify;
 use crate::mutants::find::Mutant;
 use crate::mutants::plan::{self, Step};
 use crate::mutants::report::{MutantResult, Outcome};
+use crate::mutants::schemata;
 use crate::support::exit::{error, Kind};
 
 /// The `run` command line of one mutant: the base patches then its own, the arches of its covering scenarios and
@@ -45,18 +49,29 @@ pub fn run_argv(
     argv
 }
 
+/// The schemata kernel's patch and the number of each mutant it holds.
+pub type SchemataKernel = (PathBuf, BTreeMap<String, u32>);
+
+/// What the mutants' kernels are made of: the base patches, and the schemata kernel if any.
+pub struct Kernels<'a> {
+    pub base: &'a [PathBuf],
+    pub schemata: Option<&'a SchemataKernel>,
+}
+
 /// Runs every mutant whose step is `Run`, in order, each result appended to the state file
 /// (only outcomes of runs: NoCoverage and the equivalents are decided afresh each time, from
-/// the map and the list as they are then).
+/// the map and the list as they are then). A mutant the schemata kernel holds boots it with its
+/// number; any other is built on its own.
 pub fn run_all(
     mutants: &[Mutant],
     source: &str,
-    base: &[PathBuf],
+    kernels: Kernels,
     steps: &BTreeMap<String, Step>,
     out: &Path,
     timeout: Option<Duration>,
     cache: &Path,
 ) -> Result<u8> {
+    let Kernels { base, schemata } = kernels;
     let state = plan::state_file(out);
     std::fs::create_dir_all(out.join("patches")).with_context(|| format!("creating {}", out.display()))?;
     let todo: Vec<&Mutant> = mutants.iter().filter(|m| matches!(steps.get(&m.id), Some(Step::Run { .. }))).collect();
@@ -71,15 +86,26 @@ pub fn run_all(
             m.line,
             m.change()
         ));
-        let patch = out.join("patches").join(format!("{}.patch", m.id));
-        std::fs::write(&patch, m.diff(source)).with_context(|| format!("writing {}", patch.display()))?;
         let results = out.join("runs").join(&m.id);
-        let argv = run_argv(base, &patch, scenarios, &results, timeout);
+        let (argv, own_patch) = match schemata.and_then(|(p, numbers)| Some((p, *numbers.get(&m.id)?))) {
+            Some((kernel, n)) => {
+                let mut argv = run_argv(base, kernel, scenarios, &results, timeout);
+                argv.extend(["--kernel-args".to_string(), format!("{}={n}", schemata::PARAM)]);
+                (argv, None)
+            }
+            None => {
+                let patch = out.join("patches").join(format!("{}.patch", m.id));
+                std::fs::write(&patch, m.diff(source)).with_context(|| format!("writing {}", patch.display()))?;
+                (run_argv(base, &patch, scenarios, &results, timeout), Some(patch))
+            }
+        };
         // Checked here, so a bad command line is our error, not the mutant's outcome.
         Xtask::try_parse_from(&argv).context("the mutant's run command line")?;
         let started = std::time::Instant::now();
         let outcome = run_one(&argv[1..], &results, timeout)?;
-        drop_kernels(&results, &patch, cache);
+        if let Some(patch) = own_patch {
+            drop_kernels(&results, &patch, cache);
+        }
         let covered_by: BTreeSet<String> = scenarios.values().flatten().cloned().collect();
         let result = MutantResult {
             id: m.id.clone(),
@@ -116,24 +142,7 @@ fn drop_kernels(results: &Path, patch: &Path, cache: &Path) {
 /// and the mutant runs again next time. The child shares our process group, so a Ctrl-C
 /// reaches it and it stops its own VMs.
 fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result<Outcome> {
-    // This very program, even when a rebuild has replaced its file since it started.
-    let proc_exe = Path::new("/proc/self/exe");
-    let exe = if proc_exe.exists() { proc_exe.to_path_buf() } else { std::env::current_exe()? };
-    // std::process rather than xshell: the child's stderr is shown as it comes and kept, for
-    // the compiler's first error.
-    let mut child = std::process::Command::new(&exe)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .with_context(|| format!("starting {}", exe.display()))?;
-    let mut said = Vec::new();
-    for line in BufReader::new(child.stderr.take().expect("piped")).lines() {
-        let line = line.context("reading the mutant's run")?;
-        eprintln!("{line}");
-        said.push(line);
-    }
-    let code = child.wait().context("waiting for the mutant's run")?.code();
+    let (code, said) = child(args)?;
     let run_json = results.join(crate::judging::run_folder::LATEST).join(crate::judging::run_folder::RUN_JSON);
     let judged = || -> Result<Outcome> { Ok(classify::classify(&crate::results::compare::read_run_json(&run_json)?)) };
     match code {
@@ -158,6 +167,117 @@ fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result
         Some(_) => judged(),
     }
 }
+
+/// `cargo xtask <args>` as a child process: its exit code and what it said on stderr (shown as
+/// it comes, and kept for the compiler's first error).
+fn child(args: &[String]) -> Result<(Option<i32>, Vec<String>)> {
+    // This very program, even when a rebuild has replaced its file since it started.
+    let proc_exe = Path::new("/proc/self/exe");
+    let exe = if proc_exe.exists() { proc_exe.to_path_buf() } else { std::env::current_exe()? };
+    // std::process rather than xshell: the child's stderr is shown as it comes.
+    let mut child = std::process::Command::new(&exe)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {}", exe.display()))?;
+    let mut said = Vec::new();
+    for line in BufReader::new(child.stderr.take().expect("piped")).lines() {
+        let line = line.context("reading the child's output")?;
+        eprintln!("{line}");
+        said.push(line);
+    }
+    Ok((child.wait().context("waiting for the child")?.code(), said))
+}
+
+/// The schemata kernel of `file`: every mutant of the file that can be (`schemata::schemata`)
+/// in one source, mutant N switched on by `trace_events_user.mutant=N`, as one more `--patch`
+/// built once for `arches` (then a cache hit for every mutant). A build that fails names the
+/// mutants whose schemata do not compile (`schemata::culprits`): they are left out, to be built
+/// one by one, and the build is tried again. What was left out is kept in
+/// `<out>/schemata.json` for this source and base, so the next run builds at once (or hits the
+/// cache). Returns the patch and each included mutant's number.
+pub fn schemata_kernel(
+    all: &[Mutant],
+    file: &str,
+    source: &str,
+    base: &[PathBuf],
+    arches: &[&str],
+    out: &Path,
+) -> Result<(PathBuf, BTreeMap<String, u32>)> {
+    #[derive(serde::Serialize, serde::Deserialize, Default)]
+    struct Record {
+        key: String,
+        left_out: BTreeSet<String>,
+    }
+    let record_path = out.join("schemata.json");
+    let mut key = crate::support::files::sha256_hex(source);
+    for p in base {
+        key += &crate::support::files::sha256_file(p)?;
+    }
+    let mut record: Record = std::fs::read(&record_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .filter(|r: &Record| r.key == key)
+        .unwrap_or(Record { key, ..Record::default() });
+    let patch = out.join("schemata.patch");
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    for round in 1..=MAX_SCHEMATA_BUILDS {
+        let included: Vec<&Mutant> = all.iter().filter(|m| !record.left_out.contains(&m.id)).collect();
+        let s = schemata::schemata(source, &included);
+        std::fs::write(&patch, schemata::whole_file_diff(file, source, &s.text))
+            .with_context(|| format!("writing {}", patch.display()))?;
+        crate::support::progress::line(format!(
+            "mutants: the schemata kernel, {} of {} mutants in one source (build {round})",
+            s.numbers.len(),
+            all.len()
+        ));
+        let mut argv: Vec<String> = vec!["kernel".into(), "--arch".into(), arches.join(",")];
+        for p in base.iter().chain([&patch]) {
+            argv.extend(["--patch".to_string(), p.display().to_string()]);
+        }
+        let (code, said) = child(&argv)?;
+        match code {
+            Some(0) => {
+                std::fs::write(&record_path, serde_json::to_vec_pretty(&record)?)
+                    .with_context(|| format!("writing {}", record_path.display()))?;
+                return Ok((patch, s.numbers.into_iter().collect()));
+            }
+            Some(c) if c == i32::from(Kind::CannotBuild.code()) => {
+                let log = said
+                    .iter()
+                    .find_map(|l| l.split_once("==== full log: ").map(|(_, r)| r.trim_end_matches(" ====").to_string()))
+                    .and_then(|p| std::fs::read_to_string(p).ok())
+                    .unwrap_or_else(|| said.join("\n"));
+                let at = schemata::error_positions(&log, file, &s.text);
+                let blamed = schemata::culprits(&s, &at);
+                if blamed.is_empty() {
+                    return Err(error(
+                        Kind::CannotBuild,
+                        format!(
+                            "the schemata kernel did not build, for a reason no mutant explains:\n{}",
+                            said.join("\n")
+                        ),
+                    ));
+                }
+                for (id, n) in &s.numbers {
+                    if blamed.contains(n) {
+                        record.left_out.insert(id.clone());
+                    }
+                }
+                crate::support::progress::line(format!(
+                    "mutants: {} mutant(s) whose schemata do not compile are left to builds of their own",
+                    blamed.len()
+                ));
+            }
+            _ => return Err(error(Kind::Infra, format!("building the schemata kernel failed:\n{}", said.join("\n")))),
+        }
+    }
+    Err(error(Kind::CannotBuild, format!("the schemata kernel still did not build after {MAX_SCHEMATA_BUILDS} tries")))
+}
+
+/// How many times the schemata kernel is built, each leaving out what did not compile.
+const MAX_SCHEMATA_BUILDS: u32 = 6;
 
 #[cfg(test)]
 mod tests {
