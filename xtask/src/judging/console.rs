@@ -288,13 +288,7 @@ fn trigger(msg: &str) -> Option<Trigger> {
     if msg.starts_with("BUG: KFENCE: ") {
         return t(Kfence, Ending::Rule);
     }
-    const FAULTS: [&str; 4] = [
-        "BUG: unable to handle",
-        "BUG: kernel NULL pointer dereference",
-        "Unable to handle kernel ",
-        "general protection fault",
-    ];
-    if FAULTS.iter().any(|p| msg.starts_with(p)) {
+    if crate::vm::qemu::FAULT_MARKERS.iter().any(|p| msg.starts_with(p)) {
         return t(Oops, Ending::Marker);
     }
     if msg.starts_with("kernel BUG at ") {

@@ -13,7 +13,9 @@ pub fn classify(run: &Run) -> Outcome {
     for arch in &run.arches {
         for s in arch.scenarios.iter().filter(|s| s.status.is_failure()) {
             let tag = format!("{} on {}", s.name, arch.arch);
-            if s.judged.as_deref() == Some("timeout") {
+            // A hang with no kernel report is a Timeout; with one (the task died holding a lock,
+            // say), the report is the evidence.
+            if s.judged.as_deref() == Some("timeout") && s.findings.is_empty() {
                 timeouts.push(format!("{tag}: ran past its deadline"));
                 continue;
             }
@@ -124,6 +126,16 @@ mod tests {
             panic!("a failed check outranks a hang")
         };
         assert!(evidence.contains("deadline"));
+        let mut r = run(&[(Status::Fail, Some("timeout"))]);
+        r.arches[0].scenarios[0].findings.push(Finding {
+            kind: "oops".into(),
+            summary: "Oops: general protection fault".into(),
+            console_line: 3,
+            excerpt: vec![],
+            truncated: false,
+        });
+        let Outcome::Killed { evidence, .. } = classify(&r) else { panic!("a hang with a kernel report is killed") };
+        assert!(evidence.contains("oops: Oops: general protection fault"), "{evidence}");
         let Outcome::Killed { evidence, .. } = classify(&run(&[(Status::Xpass, None)])) else { panic!() };
         assert!(evidence.contains("expected to fail"));
 

@@ -65,6 +65,7 @@ pub fn accel_for(built: &Built, agent: &Path, choice: AccelChoice, cache_dir: &P
         deadlines_ms: None,
         extra_cmdline: vec![],
         extra_qemu: vec![],
+        stop_after_death: None,
     };
     let (kvm, detail) = match qemu::run(&spec, None) {
         Ok(vm) => match (&vm.ended, vm.boot) {

@@ -309,8 +309,13 @@ fn vm_spec(guest: &Guest, plan: &mut protocol::Plan, virtiofsd: Option<&Path>, o
         deadlines_ms,
         extra_cmdline: opts.kernel_args.clone(),
         extra_qemu: opts.qemu_args.clone(),
+        stop_after_death: opts.fail_fast.then_some(DEATH_GRACE),
     })
 }
+
+/// With `--fail-fast`, how long a VM runs on after its kernel killed a task: the agent reports
+/// the scenario's failure itself when the task's death does not block it.
+const DEATH_GRACE: Duration = Duration::from_secs(3);
 
 /// Whether a plan names the guest's `/artifacts` folder (a step writes there): only then is it
 /// shared over virtio-fs, so the other boots start no virtiofsd and need none.

@@ -116,6 +116,7 @@ pub fn boot(built: &[Built], runs: usize, accel: AccelChoice) -> Result<Vec<Boot
                     deadlines_ms: None,
                     extra_cmdline: vec![],
                     extra_qemu: vec![],
+                    stop_after_death: None,
                 };
                 let vm = qemu::run(&spec, None)?;
                 if !matches!(vm.ended, qemu::Ended::Exited { .. }) || vm.boot.is_none() {

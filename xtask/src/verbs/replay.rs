@@ -85,6 +85,7 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
             deadlines_ms: vm.deadlines_ms.clone(),
             extra_cmdline: vm.extra_cmdline.clone(),
             extra_qemu: vm.extra_qemu.clone(),
+            stop_after_death: None,
         };
         line(format!("{name}: replaying {} with {}", vm.kernel.display(), vm.initrd.display()));
         let xfail = facts.xfail.keys().cloned().collect();

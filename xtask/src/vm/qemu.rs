@@ -30,6 +30,24 @@ pub const BOOT_MARKER: &str = "Run /init as init process";
 /// After this the kernel reboots at once (`panic=-1`), which ends QEMU (`-no-reboot`).
 pub const PANIC_MARKER: &str = "Kernel panic - not syncing";
 
+/// The first lines of the fault reports whose task dies (the `Oops:` line follows them).
+pub const FAULT_MARKERS: [&str; 4] = [
+    "BUG: unable to handle",
+    "BUG: kernel NULL pointer dereference",
+    "Unable to handle kernel ",
+    "general protection fault",
+];
+
+/// Whether a console line (with or without its `[  time]` stamp) reports the kernel killing the
+/// running task: an Oops or fault, or a `BUG()`.
+pub fn dies(line: &str) -> bool {
+    let msg = line.trim_start().strip_prefix('[').and_then(|r| r.split_once("] ")).map_or(line, |(_, m)| m);
+    msg.starts_with("Oops: ")
+        || msg.starts_with("Internal error: ")
+        || msg.starts_with("kernel BUG at ")
+        || FAULT_MARKERS.iter().any(|m| msg.starts_with(m))
+}
+
 /// What a VM writes into its log folder (`VmSpec::logs`; a boot's folder of the run, where
 /// `run_folder` names them too): the serial console, the result channel, the command line and
 /// QEMU's own stderr.
@@ -125,6 +143,11 @@ pub struct VmSpec {
     pub extra_cmdline: Vec<String>,
     /// `--qemu-args`: appended to QEMU's arguments.
     pub extra_qemu: Vec<String>,
+    /// `--fail-fast`: the kernel's death (an Oops, a fault, a `BUG()`: [`dies`]) ends the run,
+    /// this long after it is on the console, unless the VM ends by itself first. The dying task
+    /// may hold a lock the agent then waits on, and the progress watchdog would wait out the
+    /// scenario's deadline and its grace for a verdict that is already known.
+    pub stop_after_death: Option<Duration>,
 }
 
 /// How a VM ended, seen from the host (`verdict.json`'s `ended`).
@@ -274,6 +297,8 @@ pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol
                 let _ = tx.send(Event::Booted(Instant::now()));
             } else if text.contains(PANIC_MARKER) {
                 let _ = tx.send(Event::Panic);
+            } else if dies(&text) {
+                let _ = tx.send(Event::Died(Instant::now()));
             }
         }
         log.flush()
@@ -281,6 +306,7 @@ pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol
 
     let mut boot = None;
     let mut panic_at = None;
+    let mut died_at: Option<Instant> = None;
     let mut watch =
         spec.deadlines_ms.clone().map(|d| crate::vm::hang::Watch::new(d, spec.boot_timeout + STARTUP, started));
     let mut tail = ResultsTail::default();
@@ -289,6 +315,7 @@ pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol
             match ev {
                 Event::Booted(at) => boot = Some(at - started),
                 Event::Panic => panic_at = Some(Instant::now()),
+                Event::Died(at) => died_at = died_at.or(Some(at)),
             }
         }
         for line in tail.read(&spec.results_log()) {
@@ -311,6 +338,13 @@ pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol
             Some((why, KillKind::NoBoot))
         } else if panic_at.is_some_and(|p| p.elapsed() > Duration::from_secs(10)) {
             Some(("the kernel panicked but did not reboot within 10 s".to_string(), KillKind::PanicNoReboot))
+        } else if let Some(after) = spec.stop_after_death.zip(died_at).filter(|(grace, at)| at.elapsed() > *grace) {
+            let why = format!(
+                "the kernel killed a task (an Oops or BUG on the console) and --fail-fast stops at the first failure: \
+                 the VM was stopped {} s after it",
+                after.0.as_secs()
+            );
+            Some((why, KillKind::Hung))
         } else if let Some(why) = watch.as_ref().filter(|_| boot.is_some()).and_then(|w| w.overdue(Instant::now())) {
             Some((why, KillKind::Hung))
         } else if elapsed > spec.watchdog {
@@ -356,6 +390,7 @@ pub fn interactive(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<Option<i32
 enum Event {
     Booted(Instant),
     Panic,
+    Died(Instant),
 }
 
 /// From /init to the agent's first line on the result channel (it waits up to 5 s for its
@@ -394,6 +429,15 @@ mod tests {
     use super::*;
 
     /// How a VM ended reads as words, never as Rust's `Killed { after_ms: .. }`.
+    #[test]
+    fn a_task_killed_by_the_kernel_is_seen_on_the_console() {
+        assert!(dies("[   12.345678] BUG: kernel NULL pointer dereference, address: 0000000000000000"));
+        assert!(dies("[    3.000001] Oops: general protection fault, probably for non-canonical address"));
+        assert!(dies("kernel BUG at kernel/trace/trace_events_user.c:123!"));
+        assert!(!dies("[    1.000000] WARNING: CPU: 0 PID: 1 at kernel/x.c:1 f+0x1/0x2"));
+        assert!(!dies("[    1.000000] ue: a line that mentions Oops: in the middle"));
+    }
+
     #[test]
     fn ended_reads_as_words() {
         let killed = Ended::Killed { after_ms: 8000, reason: "no /init".into(), kind: KillKind::NoBoot };
@@ -434,6 +478,7 @@ mod tests {
             deadlines_ms: None,
             extra_cmdline: vec!["loglevel=7".into()],
             extra_qemu: vec!["-d".into(), "guest_errors".into()],
+            stop_after_death: None,
         };
         let args = spec.args(&["/w/fs0.sock".into()]).join(" ");
         assert!(
