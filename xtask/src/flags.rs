@@ -165,6 +165,10 @@ pub struct MutantsArgs {
     /// is still going then is Timeout, unless a scenario had already failed (Killed).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "run")]
     pub timeout: Option<std::time::Duration>,
+    /// With --run, the kernels' profiles from kernel-configs/profiles/ (repeatable):
+    /// `--profile debug` (KASAN, lockdep, UBSAN) kills mutants that only misuse memory or locks.
+    #[arg(long = "profile", value_name = "NAME", requires = "run")]
+    pub profiles: Vec<String>,
     /// With --run, build each mutant's kernel on its own (an incremental build and relink per
     /// mutant) instead of booting one schemata kernel that holds them all.
     #[arg(long, requires = "run")]

@@ -102,11 +102,16 @@ impl MutantsArgs {
             } else {
                 let all = find::mutants(&target.name, &target.text)?;
                 let arches: Vec<&str> = arches.into_iter().collect();
+                let kernels = crate::verbs::mutants_run::Kernels {
+                    base: &target.patches,
+                    profiles: &self.profiles,
+                    schemata: None,
+                };
                 Some(crate::verbs::mutants_run::schemata_kernel(
                     &all,
                     &target.name,
                     &target.text,
-                    &target.patches,
+                    &kernels,
                     &arches,
                     &out,
                 )?)
@@ -114,7 +119,11 @@ impl MutantsArgs {
             code = crate::verbs::mutants_run::run_all(
                 &mutants,
                 &target.text,
-                crate::verbs::mutants_run::Kernels { base: &target.patches, schemata: schemata.as_ref() },
+                crate::verbs::mutants_run::Kernels {
+                    base: &target.patches,
+                    profiles: &self.profiles,
+                    schemata: schemata.as_ref(),
+                },
                 &steps,
                 &out,
                 self.timeout,

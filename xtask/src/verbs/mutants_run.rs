@@ -52,10 +52,17 @@ pub fn run_argv(
 /// The schemata kernel's patch and the number of each mutant it holds.
 pub type SchemataKernel = (PathBuf, BTreeMap<String, u32>);
 
-/// What the mutants' kernels are made of: the base patches, and the schemata kernel if any.
+/// What the mutants' kernels are made of: the base patches, the profiles, and the schemata
+/// kernel if any.
 pub struct Kernels<'a> {
     pub base: &'a [PathBuf],
+    pub profiles: &'a [String],
     pub schemata: Option<&'a SchemataKernel>,
+}
+
+/// `--profile NAME` for each profile.
+fn profile_args(profiles: &[String]) -> Vec<String> {
+    profiles.iter().flat_map(|p| ["--profile".to_string(), p.clone()]).collect()
 }
 
 /// Runs every mutant whose step is `Run`, in order, each result appended to the state file
@@ -71,7 +78,7 @@ pub fn run_all(
     timeout: Option<Duration>,
     cache: &Path,
 ) -> Result<u8> {
-    let Kernels { base, schemata } = kernels;
+    let Kernels { base, profiles, schemata } = kernels;
     let state = plan::state_file(out);
     std::fs::create_dir_all(out.join("patches")).with_context(|| format!("creating {}", out.display()))?;
     let todo: Vec<&Mutant> = mutants.iter().filter(|m| matches!(steps.get(&m.id), Some(Step::Run { .. }))).collect();
@@ -99,6 +106,8 @@ pub fn run_all(
                 (run_argv(base, &patch, scenarios, &results, timeout), Some(patch))
             }
         };
+        let mut argv = argv;
+        argv.extend(profile_args(profiles));
         // Checked here, so a bad command line is our error, not the mutant's outcome.
         Xtask::try_parse_from(&argv).context("the mutant's run command line")?;
         let started = std::time::Instant::now();
@@ -201,10 +210,11 @@ pub fn schemata_kernel(
     all: &[Mutant],
     file: &str,
     source: &str,
-    base: &[PathBuf],
+    kernels: &Kernels,
     arches: &[&str],
     out: &Path,
 ) -> Result<(PathBuf, BTreeMap<String, u32>)> {
+    let base = kernels.base;
     #[derive(serde::Serialize, serde::Deserialize, Default)]
     struct Record {
         key: String,
@@ -214,6 +224,9 @@ pub fn schemata_kernel(
     let mut key = crate::support::files::sha256_hex(source);
     for p in base {
         key += &crate::support::files::sha256_file(p)?;
+    }
+    for p in kernels.profiles {
+        key += &format!(" {p}");
     }
     let mut record: Record = std::fs::read(&record_path)
         .ok()
@@ -236,6 +249,7 @@ pub fn schemata_kernel(
         for p in base.iter().chain([&patch]) {
             argv.extend(["--patch".to_string(), p.display().to_string()]);
         }
+        argv.extend(profile_args(kernels.profiles));
         let (code, said) = child(&argv)?;
         match code {
             Some(0) => {
