@@ -3,7 +3,9 @@
 //! `test_data/patches/mutants-build-bug-on.patch` applied, chosen by id: one the `format` suite
 //! kills, one that cannot build, one no `format` scenario reaches, and the tracked equivalent
 //! one (run with an empty list: it survives; reported with the tracked list: Ignored). The
-//! state file, `mutants.json` (against the schema's requirements) and `summary.md` are checked.
+//! killed and the equivalent one run on the schemata kernel; the one that cannot build is left
+//! out of it (it sits in a `BUILD_BUG_ON()`) and built on its own. The state file,
+//! `mutants.json` (against the schema's requirements) and `summary.md` are checked.
 
 use std::path::Path;
 
@@ -108,6 +110,21 @@ pub fn fixed_mutants(scratch: &Path) -> Result<()> {
         status(EQUIVALENT)
     );
     anyhow::ensure!(!state.contains_key(NO_COVERAGE), "{NO_COVERAGE} was run, not decided without a build");
+    // The schemata kernel served the two that ran; the one that cannot build had its own.
+    let own = |id: &str| out.join("patches").join(format!("{id}.patch")).is_file();
+    anyhow::ensure!(out.join("schemata.patch").is_file(), "no schemata.patch in {}", out.display());
+    anyhow::ensure!(
+        !own(KILLED) && !own(EQUIVALENT) && own(COMPILE_ERROR),
+        "which mutants were built on their own: {KILLED} {}, {EQUIVALENT} {}, {COMPILE_ERROR} {} \
+         (expected only {COMPILE_ERROR})",
+        own(KILLED),
+        own(EQUIVALENT),
+        own(COMPILE_ERROR)
+    );
+    let killed_run = run_folder(&out.join("runs").join(KILLED)).context("no run folder of the killed mutant")?;
+    let qemu = std::fs::read_to_string(killed_run.join("x86_64").join("qemu-command.txt"))?;
+    let param = format!("{}=", xtask::mutants::schemata::PARAM);
+    anyhow::ensure!(qemu.contains(&param), "{KILLED} did not boot with {param}N: {qemu}");
     let want =
         [(KILLED, "Killed"), (COMPILE_ERROR, "CompileError"), (NO_COVERAGE, "NoCoverage"), (EQUIVALENT, "Survived")];
     for (id, s) in want {
