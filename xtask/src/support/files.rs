@@ -50,7 +50,12 @@ impl Lock {
         match tried {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                crate::support::progress::line(format!("waiting for another xtask that holds {}", path.display()));
+                // Another xtask, or another arch of this one (a build waits while the mirror is
+                // synced for its sibling).
+                crate::support::progress::line(format!(
+                    "waiting for the lock {} (another build holds it)",
+                    path.display()
+                ));
                 let locked = if shared { file.lock_shared() } else { file.lock() };
                 locked.with_context(|| format!("locking {}", path.display()))?;
             }
