@@ -169,6 +169,10 @@ pub struct MutantsArgs {
     /// `--profile debug` (KASAN, lockdep, UBSAN) kills mutants that only misuse memory or locks.
     #[arg(long = "profile", value_name = "NAME", requires = "run")]
     pub profiles: Vec<String>,
+    /// With --run, how many mutants run at the same time (each is one VM; a mutant built on
+    /// its own waits for the other's build while the source mirror is synced).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16), requires = "run")]
+    pub parallel: u32,
     /// With --run, build each mutant's kernel on its own (an incremental build and relink per
     /// mutant) instead of booting one schemata kernel that holds them all.
     #[arg(long, requires = "run")]
@@ -449,7 +453,8 @@ pub struct RunArgs {
     pub upstream_selftests: bool,
     /// Stop each arch at its first failing scenario (an xfail does not count): the agent
     /// reports the rest of that boot as skipped, and no resume or isolated boot follows on
-    /// that arch. What `mutants --run` uses: one failure is enough to kill a mutant.
+    /// that arch; a kernel that kills a task (Oops, fault, BUG) ends the VM 3 s later. What
+    /// `mutants --run` uses: one failure is enough to kill a mutant.
     #[arg(long)]
     pub fail_fast: bool,
 }

@@ -106,6 +106,7 @@ impl MutantsArgs {
                     base: &target.patches,
                     profiles: &self.profiles,
                     schemata: None,
+                    cache: &cache,
                 };
                 Some(crate::verbs::mutants_run::schemata_kernel(
                     &all,
@@ -123,11 +124,12 @@ impl MutantsArgs {
                     base: &target.patches,
                     profiles: &self.profiles,
                     schemata: schemata.as_ref(),
+                    cache: &cache,
                 },
                 &steps,
                 &out,
                 self.timeout,
-                &cache,
+                self.parallel as usize,
             )?;
             for (id, r) in plan::load_state(&plan::state_file(&out))? {
                 if let Some(step) = steps.get_mut(&id) {

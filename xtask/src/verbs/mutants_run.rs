@@ -10,6 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -52,12 +54,14 @@ pub fn run_argv(
 /// The schemata kernel's patch and the number of each mutant it holds.
 pub type SchemataKernel = (PathBuf, BTreeMap<String, u32>);
 
-/// What the mutants' kernels are made of: the base patches, the profiles, and the schemata
-/// kernel if any.
+/// What the mutants' kernels are made of (the base patches, the profiles, the schemata kernel
+/// if any) and where they are cached.
 pub struct Kernels<'a> {
     pub base: &'a [PathBuf],
     pub profiles: &'a [String],
     pub schemata: Option<&'a SchemataKernel>,
+    /// The kernel cache, where a mutant built on its own is removed from after its run.
+    pub cache: &'a Path,
 }
 
 /// `--profile NAME` for each profile.
@@ -65,10 +69,11 @@ fn profile_args(profiles: &[String]) -> Vec<String> {
     profiles.iter().flat_map(|p| ["--profile".to_string(), p.clone()]).collect()
 }
 
-/// Runs every mutant whose step is `Run`, in order, each result appended to the state file
-/// (only outcomes of runs: NoCoverage and the equivalents are decided afresh each time, from
-/// the map and the list as they are then). A mutant the schemata kernel holds boots it with its
-/// number; any other is built on its own.
+/// Runs every mutant whose step is `Run`, in order, `parallel` at a time, each result appended
+/// to the state file as it ends (only outcomes of runs: NoCoverage and the equivalents are
+/// decided afresh each time, from the map and the list as they are then). A mutant the schemata
+/// kernel holds boots it with its number; any other is built on its own. An error (an
+/// infrastructure failure, an interrupt) hands out no more mutants; the ones running finish.
 pub fn run_all(
     mutants: &[Mutant],
     source: &str,
@@ -76,56 +81,82 @@ pub fn run_all(
     steps: &BTreeMap<String, Step>,
     out: &Path,
     timeout: Option<Duration>,
-    cache: &Path,
+    parallel: usize,
 ) -> Result<u8> {
-    let Kernels { base, profiles, schemata } = kernels;
     let state = plan::state_file(out);
     std::fs::create_dir_all(out.join("patches")).with_context(|| format!("creating {}", out.display()))?;
     let todo: Vec<&Mutant> = mutants.iter().filter(|m| matches!(steps.get(&m.id), Some(Step::Run { .. }))).collect();
-    for (n, m) in todo.iter().enumerate() {
-        let Some(Step::Run { scenarios }) = steps.get(&m.id) else { continue };
-        crate::support::progress::line(format!(
-            "mutant {}/{}: {} {}:{} {}",
-            n + 1,
-            todo.len(),
-            m.id,
-            m.file,
-            m.line,
-            m.change()
-        ));
-        let results = out.join("runs").join(&m.id);
-        let (argv, own_patch) = match schemata.and_then(|(p, numbers)| Some((p, *numbers.get(&m.id)?))) {
-            Some((kernel, n)) => {
-                let mut argv = run_argv(base, kernel, scenarios, &results, timeout);
-                argv.extend(["--kernel-args".to_string(), format!("{}={n}", schemata::PARAM)]);
-                (argv, None)
-            }
-            None => {
-                let patch = out.join("patches").join(format!("{}.patch", m.id));
-                std::fs::write(&patch, m.diff(source)).with_context(|| format!("writing {}", patch.display()))?;
-                (run_argv(base, &patch, scenarios, &results, timeout), Some(patch))
+    let next = AtomicUsize::new(0);
+    let appending = Mutex::new(());
+    std::thread::scope(|s| -> Result<()> {
+        let worker = || -> Result<()> {
+            loop {
+                let n = next.fetch_add(1, Ordering::SeqCst);
+                let Some(m) = todo.get(n) else { return Ok(()) };
+                let Some(Step::Run { scenarios }) = steps.get(&m.id) else { continue };
+                let done =
+                    run_mutant(m, (n + 1, todo.len()), scenarios, source, &kernels, out, timeout).and_then(|result| {
+                        let _one_at_a_time = appending.lock().unwrap_or_else(|e| e.into_inner());
+                        plan::append_state(&state, &result)
+                    });
+                if done.is_err() {
+                    next.store(todo.len(), Ordering::SeqCst);
+                    return done;
+                }
             }
         };
-        let mut argv = argv;
-        argv.extend(profile_args(profiles));
-        // Checked here, so a bad command line is our error, not the mutant's outcome.
-        Xtask::try_parse_from(&argv).context("the mutant's run command line")?;
-        let started = std::time::Instant::now();
-        let outcome = run_one(&argv[1..], &results, timeout)?;
-        if let Some(patch) = own_patch {
-            drop_kernels(&results, &patch, cache);
+        let workers: Vec<_> = (0..parallel.max(1)).map(|_| s.spawn(worker)).collect();
+        let mut first = Ok(());
+        for w in workers {
+            let r = w.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a mutant's thread panicked")));
+            first = first.and(r);
         }
-        let covered_by: BTreeSet<String> = scenarios.values().flatten().cloned().collect();
-        let result = MutantResult {
-            id: m.id.clone(),
-            outcome,
-            covered_by: covered_by.into_iter().collect(),
-            duration_ms: Some(started.elapsed().as_millis() as u64),
-        };
-        crate::support::progress::line(format!("mutant {}: {}", m.id, result.outcome.name()));
-        plan::append_state(&state, &result)?;
-    }
+        first
+    })?;
     Ok(0)
+}
+
+/// One mutant's run (`n` of `total`): the schemata kernel with its number, or its own diff.
+fn run_mutant(
+    m: &Mutant,
+    (n, total): (usize, usize),
+    scenarios: &BTreeMap<String, Vec<String>>,
+    source: &str,
+    kernels: &Kernels,
+    out: &Path,
+    timeout: Option<Duration>,
+) -> Result<MutantResult> {
+    crate::support::progress::line(format!("mutant {n}/{total}: {} {}:{} {}", m.id, m.file, m.line, m.change()));
+    let results = out.join("runs").join(&m.id);
+    let (mut argv, own_patch) = match kernels.schemata.and_then(|(p, numbers)| Some((p, *numbers.get(&m.id)?))) {
+        Some((kernel, number)) => {
+            let mut argv = run_argv(kernels.base, kernel, scenarios, &results, timeout);
+            argv.extend(["--kernel-args".to_string(), format!("{}={number}", schemata::PARAM)]);
+            (argv, None)
+        }
+        None => {
+            let patch = out.join("patches").join(format!("{}.patch", m.id));
+            std::fs::write(&patch, m.diff(source)).with_context(|| format!("writing {}", patch.display()))?;
+            (run_argv(kernels.base, &patch, scenarios, &results, timeout), Some(patch))
+        }
+    };
+    argv.extend(profile_args(kernels.profiles));
+    // Checked here, so a bad command line is our error, not the mutant's outcome.
+    Xtask::try_parse_from(&argv).context("the mutant's run command line")?;
+    let started = std::time::Instant::now();
+    let outcome = run_one(&argv[1..], &results, timeout)?;
+    if let Some(patch) = own_patch {
+        drop_kernels(&results, &patch, kernels.cache);
+    }
+    let covered_by: BTreeSet<String> = scenarios.values().flatten().cloned().collect();
+    let result = MutantResult {
+        id: m.id.clone(),
+        outcome,
+        covered_by: covered_by.into_iter().collect(),
+        duration_ms: Some(started.elapsed().as_millis() as u64),
+    };
+    crate::support::progress::line(format!("mutant {}: {}", m.id, result.outcome.name()));
+    Ok(result)
 }
 
 /// Removes the cache entries of the kernels a mutant's run booted (19 MB each on x86_64: a
