@@ -14,8 +14,10 @@ pub fn classify(run: &Run) -> Outcome {
         for s in arch.scenarios.iter().filter(|s| s.status.is_failure()) {
             let tag = format!("{} on {}", s.name, arch.arch);
             // A hang with no kernel report is a Timeout; with one (the task died holding a lock,
-            // say), the report is the evidence.
-            if s.judged.as_deref() == Some("timeout") && s.findings.is_empty() {
+            // say), the report is the evidence. The blocked tasks the agent has the kernel list
+            // (sysrq w) when a process will not die are the hang's own evidence, no report.
+            let blocked = crate::judging::console::FindingKind::BlockedTasks.as_str();
+            if s.judged.as_deref() == Some("timeout") && s.findings.iter().all(|f| f.kind == blocked) {
                 timeouts.push(format!("{tag}: ran past its deadline"));
                 continue;
             }
@@ -136,6 +138,8 @@ mod tests {
         });
         let Outcome::Killed { evidence, .. } = classify(&r) else { panic!("a hang with a kernel report is killed") };
         assert!(evidence.contains("oops: Oops: general protection fault"), "{evidence}");
+        r.arches[0].scenarios[0].findings[0].kind = "blocked-tasks".into();
+        assert!(matches!(classify(&r), Outcome::Timeout { .. }), "the agent's list of blocked tasks is no report");
         let Outcome::Killed { evidence, .. } = classify(&run(&[(Status::Xpass, None)])) else { panic!() };
         assert!(evidence.contains("expected to fail"));
 
