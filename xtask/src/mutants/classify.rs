@@ -57,6 +57,19 @@ pub fn classify(run: &Run) -> Outcome {
     if !timeouts.is_empty() {
         return Outcome::Timeout { reason: timeouts.join("; ") };
     }
+    // Survived only when every covering scenario ran: a boot that an expected failure ended
+    // (with --fail-fast nothing resumes it) leaves the rest untried.
+    let not_run: Vec<&str> = run
+        .arches
+        .iter()
+        .flat_map(|a| a.scenarios.iter().filter(|s| s.status == Status::Collateral))
+        .map(|s| s.collateral_of.as_deref().unwrap_or("the boot's end"))
+        .collect();
+    if let Some(after) = not_run.first() {
+        return Outcome::RuntimeError {
+            reason: format!("{} covering scenario(s) never ran: the boot ended after {after}", not_run.len()),
+        };
+    }
     Outcome::Survived
 }
 
@@ -140,6 +153,10 @@ mod tests {
         assert!(evidence.contains("oops: Oops: general protection fault"), "{evidence}");
         r.arches[0].scenarios[0].findings[0].kind = "blocked-tasks".into();
         assert!(matches!(classify(&r), Outcome::Timeout { .. }), "the agent's list of blocked tasks is no report");
+        let mut r = run(&[(Status::Xfail, None), (Status::Collateral, None)]);
+        r.arches[0].scenarios[1].collateral_of = Some("s/xfail".into());
+        let Outcome::RuntimeError { reason } = classify(&r) else { panic!("untried scenarios are not survived") };
+        assert!(reason.contains("1 covering scenario(s) never ran: the boot ended after s/xfail"), "{reason}");
         let Outcome::Killed { evidence, .. } = classify(&run(&[(Status::Xpass, None)])) else { panic!() };
         assert!(evidence.contains("expected to fail"));
 

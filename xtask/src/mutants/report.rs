@@ -25,6 +25,10 @@ pub enum Outcome {
     Timeout { reason: String },
     /// Every covering scenario passed.
     Survived,
+    /// No covering scenario failed, but some never ran: the boot ended early for a reason the
+    /// mutant's outcome cannot rest on (an expected failure, an `xfail` scenario, left what
+    /// cannot be undone). Stryker's RuntimeError: neither detected nor survived.
+    RuntimeError { reason: String },
     /// Listed in the tracked equivalent list: it cannot change behaviour, for `reason`.
     Equivalent { reason: String },
 }
@@ -38,6 +42,7 @@ impl Outcome {
             Outcome::Killed { .. } => "Killed",
             Outcome::Timeout { .. } => "Timeout",
             Outcome::Survived => "Survived",
+            Outcome::RuntimeError { .. } => "RuntimeError",
             Outcome::Equivalent { .. } => "Equivalent",
         }
     }
@@ -89,6 +94,7 @@ fn stryker_status(outcome: Option<&Outcome>) -> (&'static str, Vec<String>, Opti
         Some(Outcome::Killed { by, evidence }) => ("Killed", by.clone(), Some(evidence.clone())),
         Some(Outcome::Timeout { reason }) => ("Timeout", vec![], Some(reason.clone())),
         Some(Outcome::Survived) => ("Survived", vec![], None),
+        Some(Outcome::RuntimeError { reason }) => ("RuntimeError", vec![], Some(reason.clone())),
         Some(Outcome::Equivalent { reason }) => ("Ignored", vec![], Some(format!("equivalent: {reason}"))),
     }
 }

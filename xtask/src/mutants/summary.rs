@@ -1,5 +1,5 @@
 //! `summary.md` of a mutants run (sans-IO): the score, (Killed + Timeout) over every mutant
-//! with an outcome except CompileError and the equivalent ones, with and without the
+//! with an outcome except CompileError, RuntimeError and the equivalent ones, with and without the
 //! NoCoverage ones, overall, per operator and per function; mutants without an outcome yet
 //! are counted apart.
 
@@ -26,7 +26,9 @@ impl Tally {
             Some(Outcome::Killed { .. } | Outcome::Timeout { .. }) => self.detected += 1,
             Some(Outcome::Survived) => self.survived += 1,
             Some(Outcome::NoCoverage) => self.no_coverage += 1,
-            Some(Outcome::CompileError { .. } | Outcome::Equivalent { .. }) => self.excluded += 1,
+            Some(Outcome::CompileError { .. } | Outcome::RuntimeError { .. } | Outcome::Equivalent { .. }) => {
+                self.excluded += 1
+            }
         }
     }
 
@@ -85,7 +87,7 @@ pub fn render(file: &str, mutants: &[Mutant], results: &BTreeMap<String, MutantR
     let [score, covered, detected, survived, no_coverage, excluded, pending] = all.cells();
     let _ = writeln!(
         s,
-        "Score {score} (Killed + Timeout over all but CompileError and equivalent), {covered} of the \
+        "Score {score} (Killed + Timeout over all but CompileError, RuntimeError and equivalent), {covered} of the \
          covered ones; {detected} detected, {survived} survived, {no_coverage} NoCoverage, {excluded} \
          excluded, {pending} not run yet.\n"
     );
