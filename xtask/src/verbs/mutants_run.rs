@@ -199,6 +199,9 @@ fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result
             }
         }
         Some(c) if c == i32::from(Kind::Interrupted.code()) => Err(error(Kind::Interrupted, "interrupted")),
+        // A kernel that crashed under the mutant ends its run as an infrastructure error (the VM
+        // died); with a kernel report in the judged run that is the mutant's doing.
+        Some(c) if c == i32::from(Kind::Infra.code()) && matches!(judged(), Ok(Outcome::Killed { .. })) => judged(),
         Some(c) if c == i32::from(Kind::Infra.code()) || c == i32::from(Kind::BadInput.code()) => Err(error(
             Kind::Infra,
             format!("the mutant's run failed (exit {c}) for a reason not the mutant's; see {}", results.display()),
