@@ -107,6 +107,11 @@ mod tests {
         run
     }
 
+    /// A kernel report of `kind` at `console_line`, without its excerpt.
+    fn finding(kind: &str, summary: &str, console_line: usize) -> Finding {
+        Finding { kind: kind.into(), summary: summary.into(), console_line, excerpt: vec![], truncated: false }
+    }
+
     #[test]
     fn outcomes_from_the_covering_scenarios_run() {
         assert_eq!(
@@ -121,13 +126,7 @@ mod tests {
         assert!(evidence.ends_with("step 2: write: -14 (expected 0)"), "{evidence}");
 
         let mut r = run(&[(Status::Error, Some("crashed"))]);
-        r.arches[0].scenarios[0].findings.push(Finding {
-            kind: "oops".into(),
-            summary: "BUG: kernel NULL pointer dereference".into(),
-            console_line: 7,
-            excerpt: vec![],
-            truncated: false,
-        });
+        r.arches[0].scenarios[0].findings.push(finding("oops", "BUG: kernel NULL pointer dereference", 7));
         let Outcome::Killed { evidence, .. } = classify(&r) else { panic!() };
         assert!(evidence.contains("oops: BUG: kernel NULL pointer dereference"), "{evidence}");
 
@@ -142,13 +141,7 @@ mod tests {
         };
         assert!(evidence.contains("deadline"));
         let mut r = run(&[(Status::Fail, Some("timeout"))]);
-        r.arches[0].scenarios[0].findings.push(Finding {
-            kind: "oops".into(),
-            summary: "Oops: general protection fault".into(),
-            console_line: 3,
-            excerpt: vec![],
-            truncated: false,
-        });
+        r.arches[0].scenarios[0].findings.push(finding("oops", "Oops: general protection fault", 3));
         let Outcome::Killed { evidence, .. } = classify(&r) else { panic!("a hang with a kernel report is killed") };
         assert!(evidence.contains("oops: Oops: general protection fault"), "{evidence}");
         r.arches[0].scenarios[0].findings[0].kind = "blocked-tasks".into();
@@ -161,13 +154,7 @@ mod tests {
         assert!(evidence.contains("expected to fail"));
 
         let mut r = run(&[(Status::Pass, None)]);
-        r.arches[0].boots[0].findings.push(Finding {
-            kind: "kasan".into(),
-            summary: "BUG: KASAN: slab-use-after-free".into(),
-            console_line: 9,
-            excerpt: vec![],
-            truncated: false,
-        });
+        r.arches[0].boots[0].findings.push(finding("kasan", "BUG: KASAN: slab-use-after-free", 9));
         let Outcome::Killed { by, .. } = classify(&r) else { panic!("a report outside the scenarios kills too") };
         assert!(by[0].starts_with("boot/"));
     }

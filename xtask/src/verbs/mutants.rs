@@ -95,6 +95,12 @@ impl MutantsArgs {
                 })
                 .flatten()
                 .collect();
+            let kernels = crate::verbs::mutants_run::Kernels {
+                base: &target.patches,
+                profiles: &self.profiles,
+                schemata: None,
+                cache: &cache,
+            };
             // Every mutant of the file, whatever was selected: one schemata kernel serves every
             // shard and every resumed run.
             let schemata = if self.one_by_one || arches.is_empty() {
@@ -102,12 +108,6 @@ impl MutantsArgs {
             } else {
                 let all = find::mutants(&target.name, &target.text)?;
                 let arches: Vec<&str> = arches.into_iter().collect();
-                let kernels = crate::verbs::mutants_run::Kernels {
-                    base: &target.patches,
-                    profiles: &self.profiles,
-                    schemata: None,
-                    cache: &cache,
-                };
                 Some(crate::verbs::mutants_run::schemata_kernel(
                     &all,
                     &target.name,
@@ -120,12 +120,7 @@ impl MutantsArgs {
             code = crate::verbs::mutants_run::run_all(
                 &mutants,
                 &target.text,
-                crate::verbs::mutants_run::Kernels {
-                    base: &target.patches,
-                    profiles: &self.profiles,
-                    schemata: schemata.as_ref(),
-                    cache: &cache,
-                },
+                crate::verbs::mutants_run::Kernels { schemata: schemata.as_ref(), ..kernels },
                 &steps,
                 &out,
                 self.timeout,

@@ -38,9 +38,7 @@ pub fn run_argv(
     let arches: Vec<&str> = scenarios.keys().map(String::as_str).collect();
     let all: BTreeSet<&String> = scenarios.values().flatten().collect();
     let mut argv = vec!["xtask".to_string(), "run".into(), "--fail-fast".into(), "--arch".into(), arches.join(",")];
-    for p in base.iter().map(PathBuf::as_path).chain([patch]) {
-        argv.extend(["--patch".to_string(), p.display().to_string()]);
-    }
+    argv.extend(patch_args(base, patch));
     argv.extend(["--results".to_string(), results.display().to_string()]);
     if let Some(t) = timeout {
         argv.extend(["--timeout".to_string(), format!("{}s", t.as_secs().max(1))]);
@@ -56,12 +54,22 @@ pub type SchemataKernel = (PathBuf, BTreeMap<String, u32>);
 
 /// What the mutants' kernels are made of (the base patches, the profiles, the schemata kernel
 /// if any) and where they are cached.
+#[derive(Clone, Copy)]
 pub struct Kernels<'a> {
     pub base: &'a [PathBuf],
     pub profiles: &'a [String],
     pub schemata: Option<&'a SchemataKernel>,
     /// The kernel cache, where a mutant built on its own is removed from after its run.
     pub cache: &'a Path,
+}
+
+/// `--patch P` for each base patch, then for `last`.
+fn patch_args(base: &[PathBuf], last: &Path) -> Vec<String> {
+    base.iter()
+        .map(PathBuf::as_path)
+        .chain([last])
+        .flat_map(|p| ["--patch".to_string(), p.display().to_string()])
+        .collect()
 }
 
 /// `--profile NAME` for each profile.
@@ -199,13 +207,21 @@ fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result
             }
         }
         Some(c) if c == i32::from(Kind::Interrupted.code()) => Err(error(Kind::Interrupted, "interrupted")),
-        // A kernel that crashed under the mutant ends its run as an infrastructure error (the VM
-        // died); with a kernel report in the judged run that is the mutant's doing.
-        Some(c) if c == i32::from(Kind::Infra.code()) && matches!(judged(), Ok(Outcome::Killed { .. })) => judged(),
-        Some(c) if c == i32::from(Kind::Infra.code()) || c == i32::from(Kind::BadInput.code()) => Err(error(
-            Kind::Infra,
-            format!("the mutant's run failed (exit {c}) for a reason not the mutant's; see {}", results.display()),
-        )),
+        Some(c) if c == i32::from(Kind::Infra.code()) || c == i32::from(Kind::BadInput.code()) => {
+            // A kernel that crashed under the mutant ends its run as an infrastructure error (the
+            // VM died); with a kernel report in the judged run that is the mutant's doing.
+            let crashed = if c == i32::from(Kind::Infra.code()) { judged().ok() } else { None };
+            match crashed {
+                Some(k @ Outcome::Killed { .. }) => Ok(k),
+                _ => Err(error(
+                    Kind::Infra,
+                    format!(
+                        "the mutant's run failed (exit {c}) for a reason not the mutant's; see {}",
+                        results.display()
+                    ),
+                )),
+            }
+        }
         None => Err(error(Kind::Interrupted, "the mutant's run was killed by a signal")),
         Some(_) => judged(),
     }
@@ -280,9 +296,7 @@ pub fn schemata_kernel(
             all.len()
         ));
         let mut argv: Vec<String> = vec!["kernel".into(), "--arch".into(), arches.join(",")];
-        for p in base.iter().chain([&patch]) {
-            argv.extend(["--patch".to_string(), p.display().to_string()]);
-        }
+        argv.extend(patch_args(base, &patch));
         argv.extend(profile_args(kernels.profiles));
         let (code, said) = child(&argv)?;
         match code {
