@@ -78,7 +78,27 @@ pub fn read_coverage_map(run_dir: &Path, file: &str) -> Result<CoverageMap> {
             }
         }
     }
+    drop_expected_failures(&mut map, run_dir)?;
     Ok(map)
+}
+
+/// Leaves out of the map the scenarios the map's run judged `xfail` on an arch: one expected
+/// to fail tells nothing about a mutant (its failure is expected either way), and what it
+/// leaves behind can end the boot early (`fork-storms-while-the-event-toggles` leaves an event
+/// it cannot delete), turning every scenario after it into collateral.
+fn drop_expected_failures(map: &mut CoverageMap, run_dir: &Path) -> Result<()> {
+    let run_json = run_dir.join(crate::judging::run_folder::RUN_JSON);
+    if !run_json.exists() {
+        return Ok(());
+    }
+    let run = crate::results::compare::read_run_json(&run_json)?;
+    for arch in &run.arches {
+        let Some(arch_map) = map.get_mut(&arch.arch) else { continue };
+        for s in arch.scenarios.iter().filter(|s| s.status == crate::results::model::Status::Xfail) {
+            arch_map.scenarios.remove(&s.name);
+        }
+    }
+    Ok(())
 }
 
 /// What a mutant needs.
@@ -243,6 +263,27 @@ mod tests {
         let Step::Run { scenarios } = &steps[&boundary.id] else { panic!() };
         assert_eq!(scenarios["s390x"], ["abi/ok"], "line 3 runs on s390x too");
         assert!(read_coverage_map(&run.path().join("nothing"), "kernel/x.c").is_err());
+    }
+
+    #[test]
+    fn scenarios_the_map_run_expected_to_fail_are_left_out() {
+        let run = tempfile::tempdir().unwrap();
+        let model = crate::results::tests::fixture();
+        let xfail = model
+            .arches
+            .iter()
+            .flat_map(|a| a.scenarios.iter().map(move |s| (a.arch.clone(), s)))
+            .find(|(_, s)| s.status == crate::results::model::Status::Xfail)
+            .map(|(arch, s)| (arch, s.name.clone()))
+            .expect("the fixture has an xfail scenario");
+        std::fs::write(run.path().join("run.json"), serde_json::to_string(&model).unwrap()).unwrap();
+        for name in [xfail.1.as_str(), "abi/ok"] {
+            let p = run.path().join("coverage").join(&xfail.0).join(format!("{name}.info"));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, tracefile(&[3])).unwrap();
+        }
+        let map = read_coverage_map(run.path(), "kernel/x.c").unwrap();
+        assert_eq!(map[&xfail.0].scenarios.keys().collect::<Vec<_>>(), ["abi/ok"]);
     }
 
     #[test]
