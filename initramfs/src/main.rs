@@ -9,6 +9,7 @@ mod format;
 mod fuzz;
 mod gcov;
 mod hygiene;
+mod leak;
 mod measure;
 mod memory;
 mod mounts;

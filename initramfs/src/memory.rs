@@ -131,10 +131,13 @@ pub fn addr_text(addr: &Addr, value: u64) -> String {
     }
 }
 
-/// The fresh and read-only pages a scenario handed the kernel: mapped until it ends.
+/// The fresh and read-only pages a scenario handed the kernel: mapped until it ends. Every
+/// `read_only` of a scenario is one page (it only has to be unwritable; a page per step would
+/// grow the agent's own mappings in a `repeat`), every `fresh` a new one (it must be untouched).
 #[derive(Default)]
 pub struct Scratch {
     kept: Vec<Page>,
+    read_only: Option<u64>,
 }
 
 impl Scratch {
@@ -144,7 +147,13 @@ impl Scratch {
             Addr::NullPointer => 0,
             Addr::Kernel => KERNEL_ADDR,
             Addr::Unmapped => return Ok(Slot::Hole),
-            Addr::ReadOnly => self.keep(libc::PROT_READ)?,
+            Addr::ReadOnly => match self.read_only {
+                Some(a) => a,
+                None => {
+                    let a = self.keep(libc::PROT_READ)?;
+                    *self.read_only.insert(a)
+                }
+            },
             Addr::Fresh => self.keep(libc::PROT_READ | libc::PROT_WRITE)?,
             Addr::WordOffset(n) => word.wrapping_add_signed(*n),
             Addr::Value(v) => *v,
@@ -258,8 +267,11 @@ mod tests {
         // SAFETY: the page is mapped readable and kept by `s`.
         assert_eq!(unsafe { std::ptr::read_volatile(read_only as *const u8) }, 0);
 
+        assert_eq!(s.resolve_now(&Addr::ReadOnly, w).unwrap(), read_only, "one read-only page a scenario");
+
         let fresh = s.resolve_now(&Addr::Fresh, w).unwrap();
         assert_ne!(fresh, read_only);
+        assert_ne!(s.resolve_now(&Addr::Fresh, w).unwrap(), fresh, "a new fresh page each time");
         assert_eq!(fresh % page_size() as u64, 0);
         assert_eq!(kernel_write_errno(fresh), 0, "fresh pages are writable");
         assert_eq!(addr_text(&Addr::WordOffset(-8), 0x10), "word-8 0x10");

@@ -19,7 +19,7 @@ use crate::files::{self, Mode};
 use crate::outcome::{finish, StepOutcome};
 use crate::state::ScenarioState;
 use crate::uevents::{self, Del, Payload, Reg};
-use crate::{bpf, faults, fuzz, measure, perf, ringbuf, supervisor, sync, sys};
+use crate::{bpf, faults, fuzz, leak, measure, perf, ringbuf, supervisor, sync, sys};
 
 const LKDTM_DIRECT: &str = "/sys/kernel/debug/provoke-crash/DIRECT";
 
@@ -150,7 +150,10 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
             }
         }
         Step::Threads(groups) => threads(groups, state, say),
-        Step::Repeat { count, steps, for_ms } => repeat(*count, *for_ms, steps, state, say),
+        Step::Repeat { count, steps, for_ms, leak_at_most: None } => repeat(0..*count, *for_ms, steps, state, say),
+        Step::Repeat { count, steps, for_ms, leak_at_most: Some(each) } => {
+            leak::repeat_without_leaks(*count, *each, say, |range, say| repeat(range, *for_ms, steps, state, say))
+        }
         Step::Barrier { name, parties, within_ms } => sync::barrier(name, *parties, *within_ms, say),
         Step::Pin { cpu } => sync::pin(*cpu, say),
         Step::FailNth { nth, injected, unchanged } => {
@@ -448,10 +451,11 @@ impl Write for LineSender {
     }
 }
 
-/// `Step::Repeat`: the steps `count` times, each iteration's lines kept; passing iterations'
-/// lines are tallied by kind (see [`Tally`]), a failing or skipping iteration's said in full.
+/// `Step::Repeat`: the steps once for each iteration number of `iterations`, each iteration's
+/// lines kept; passing iterations' lines are tallied by kind (see [`Tally`]), a failing or
+/// skipping iteration's said in full.
 fn repeat(
-    count: u32,
+    iterations: std::ops::Range<u32>,
     for_ms: u64,
     steps: &[Step],
     state: &mut ScenarioState,
@@ -461,7 +465,8 @@ fn repeat(
     let started = Instant::now();
     let mut tally = Tally::default();
     let mut ran = 0;
-    for i in 0..count {
+    let (count, last) = (iterations.len(), iterations.end);
+    for i in iterations {
         if for_ms > 0 && started.elapsed() >= Duration::from_millis(for_ms) {
             break;
         }
@@ -483,7 +488,7 @@ fn repeat(
         if code != 0 {
             tally.say(say);
             let how = if code == protocol::EXIT_SKIP { "skipped" } else { "failed" };
-            say(&format!("repeat: iteration {i} of {count} {how} after {} ms:", started.elapsed().as_millis()));
+            say(&format!("repeat: iteration {i} of {last} {how} after {} ms:", started.elapsed().as_millis()));
             for line in text.lines() {
                 say(line);
             }

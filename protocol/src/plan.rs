@@ -300,11 +300,20 @@ pub enum Step {
     /// `repeat`). The lines of passing iterations are not said one by one: each kind of line
     /// (lines that differ only in their numbers) is said once, with how many times it came and
     /// the range of each number that varied; a failing iteration's lines are said in full.
+    /// With `leak_at_most`, the kernel's unreclaimable slab memory (`SUnreclaim` in
+    /// /proc/meminfo, read once the kernel's deferred frees have settled, after the first half
+    /// of the iterations, a warm-up, and after rounds of the second half's length) may grow by
+    /// at most that many bytes per iteration of a round; the step fails when three rounds in a
+    /// row grew by more: a
+    /// kernel that leaks one small object an iteration fails (a correct one frees everything an
+    /// iteration made that it does not keep).
     Repeat {
         count: u32,
         steps: Vec<Step>,
         #[serde(default)]
         for_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        leak_at_most: Option<u32>,
     },
     /// Waits until `parties` threads or processes of the scenario have reached the barrier
     /// `name` (this one included), for `within_ms` at most. Threads of `threads` and `fork`ed

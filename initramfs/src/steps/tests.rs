@@ -642,7 +642,7 @@ fn repeat_tallies_the_lines_of_passing_iterations() {
         Step::SetWord { word: "w{iteration}".into(), value: 1 },
         Step::CheckWord { word: "w{iteration}".into(), value: 1, within_ms: 0 },
     ];
-    let (outcome, lines) = run1(&mut s, Step::Repeat { count: 30, steps: body, for_ms: 0 });
+    let (outcome, lines) = run1(&mut s, Step::Repeat { count: 30, steps: body, for_ms: 0, leak_at_most: None });
     assert_eq!(outcome, StepOutcome::Pass, "{lines:?}");
     assert_eq!(lines.len(), 3, "{lines:?}");
     assert_eq!(lines[0], "repeat: 30x iteration [0..29] step 1: set word w[0..29] = 0x1: ok");
@@ -655,7 +655,7 @@ fn repeat_tallies_the_lines_of_passing_iterations() {
         Step::SetWord { word: "x".into(), value: 0 },
         Step::CheckWord { word: "w{iteration}".into(), value: 1, within_ms: 0 },
     ];
-    let (outcome, lines) = run1(&mut s, Step::Repeat { count: 50, steps: body, for_ms: 0 });
+    let (outcome, lines) = run1(&mut s, Step::Repeat { count: 50, steps: body, for_ms: 0, leak_at_most: None });
     assert_eq!(outcome, StepOutcome::Fail);
     assert_eq!(
         lines[..2],
@@ -674,8 +674,12 @@ fn repeat_tallies_the_lines_of_passing_iterations() {
 #[test]
 fn the_innermost_repeat_and_threads_give_the_index() {
     let mut s = ScenarioState::default();
-    let inner =
-        Step::Repeat { count: 2, steps: vec![Step::SetWord { word: "r{iteration}".into(), value: 1 }], for_ms: 0 };
+    let inner = Step::Repeat {
+        count: 2,
+        steps: vec![Step::SetWord { word: "r{iteration}".into(), value: 1 }],
+        for_ms: 0,
+        leak_at_most: None,
+    };
     let step = Step::Repeat {
         count: 3,
         steps: vec![
@@ -683,6 +687,7 @@ fn the_innermost_repeat_and_threads_give_the_index() {
             inner,
         ],
         for_ms: 0,
+        leak_at_most: None,
     };
     let (outcome, lines) = run1(&mut s, step);
     assert_eq!(outcome, StepOutcome::Pass, "{lines:?}");
@@ -700,7 +705,7 @@ fn repeat_for_a_time_caps_the_count() {
     let mut s = ScenarioState::default();
     let body = vec![Step::Sleep { ms: 5 }];
     let started = Instant::now();
-    let (outcome, lines) = run1(&mut s, Step::Repeat { count: 1000, steps: body, for_ms: 30 });
+    let (outcome, lines) = run1(&mut s, Step::Repeat { count: 1000, steps: body, for_ms: 30, leak_at_most: None });
     assert_eq!(outcome, StepOutcome::Pass, "{lines:?}");
     assert!(started.elapsed() < Duration::from_millis(1000), "stopped by the time, not the count");
     let last = lines.last().unwrap();

@@ -97,7 +97,7 @@ fn words_are_as_wide_as_their_first_registration() {
         Step::Fork { name: "c".into(), steps: vec![reg("eight", 8)] },
         Step::Thread { steps: vec![reg("t", 4)] },
         Step::Threads(vec![protocol::ThreadGroup { count: 2, steps: vec![reg("w{thread}", 4)] }]),
-        Step::Repeat { count: 2, steps: vec![reg("r{iteration}x", 4)], for_ms: 0 },
+        Step::Repeat { count: 2, steps: vec![reg("r{iteration}x", 4)], for_ms: 0, leak_at_most: None },
         Step::ExecAgent { steps: vec![reg("fresh", 8)] },
     ]);
     assert_eq!((s.width("four"), s.width("eight"), s.width("t")), (4, 8, 4));

@@ -439,9 +439,21 @@ impl Checker<'_> {
                     }
                 }
             }
-            Step::Repeat { count, steps, .. } => {
+            Step::Repeat { count, steps, for_ms, leak_at_most } => {
                 if *count == 0 {
                     self.error(&at(&[Only, Key("count")]), "`repeat` needs a count of at least 1");
+                }
+                if leak_at_most.is_some() && *count < 2 {
+                    self.error(
+                        &at(&[Only, Key("leak_at_most")]),
+                        "`leak_at_most` needs a count of at least 2 (the first iteration is a warm-up, not counted)",
+                    );
+                }
+                if leak_at_most.is_some() && *for_ms > 0 {
+                    self.error(
+                        &at(&[Only, Key("leak_at_most")]),
+                        "`leak_at_most` and `for_ms` do not go together: the allowance is per iteration, so the count must be known",
+                    );
                 }
                 if steps.is_empty() {
                     self.error(&at(&[Only, Key("steps")]), "`repeat` needs at least one step");
