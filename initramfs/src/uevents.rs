@@ -414,7 +414,11 @@ impl UserEvents {
         let cmd = raw.cmd.unwrap_or(DIAG_IOCSUNREG);
         let hole = memory::hole_for(&[Some(disable), arg])?;
         unreg.disable_addr = disable.or_hole(hole);
-        let mut buf = unreg.encode();
+        let mut buf = unreg.encode().to_vec();
+        // As for `register`: what a larger `size` makes the kernel read is ours, zeros.
+        if (unreg.size as usize) > buf.len() && unreg.size <= 1 << 16 {
+            buf.resize(unreg.size as usize, 0);
+        }
         let arg = arg.map_or(buf.as_mut_ptr() as u64, |a| a.or_hole(hole));
         let result = ioctl(fd, cmd, arg);
 
