@@ -7,6 +7,7 @@
 //! - `classify`: a mutant's outcome from its build and its scenarios' run (sans-IO);
 //! - `report`: the outcomes, the tracked equivalent list, `mutants.json` in Stryker's schema
 //!   (sans-IO);
+//! - `html`: `mutants.html`, each undetected mutant in its source context (sans-IO);
 //! - `schemata`: one source holding every mutant behind the `trace_events_user.mutant=N` boot
 //!   switch, so one kernel build serves them all, and the mutants a compiler error blames
 //!   (sans-IO);
@@ -14,6 +15,7 @@
 
 pub mod classify;
 pub mod find;
+pub mod html;
 pub mod plan;
 pub mod report;
 pub mod schemata;

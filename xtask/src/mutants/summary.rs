@@ -38,7 +38,7 @@ impl Tally {
     }
 
     /// The score, the covered score and the counts, as the page shows them.
-    fn cells(&self) -> [String; 7] {
+    pub fn cells(&self) -> [String; 7] {
         let n = |v: usize| v.to_string();
         [
             show(self.score()),

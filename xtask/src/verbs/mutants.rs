@@ -148,7 +148,10 @@ impl MutantsArgs {
             let summary = out.join("summary.md");
             let page = crate::mutants::summary::render(&target.name, &mutants, &results);
             std::fs::write(&summary, page).with_context(|| format!("writing {}", summary.display()))?;
-            eprintln!("wrote {} and {}", path.display(), summary.display());
+            let html = out.join("mutants.html");
+            let page = crate::mutants::html::render(&target.name, &target.text, &mutants, &results);
+            std::fs::write(&html, page).with_context(|| format!("writing {}", html.display()))?;
+            eprintln!("wrote {}, {} and {}", path.display(), summary.display(), html.display());
         }
         if !self.list && !self.json && !self.report && !self.run {
             eprintln!("nothing asked: use --list, --json, --report or --run");
