@@ -415,6 +415,7 @@ impl UserEvents {
         let hole = memory::hole_for(&[Some(disable), arg])?;
         unreg.disable_addr = disable.or_hole(hole);
         let mut buf = unreg.encode().to_vec();
+        buf.extend_from_slice(&raw.tail);
         // As for `register`: what a larger `size` makes the kernel read is ours, zeros.
         if (unreg.size as usize) > buf.len() && unreg.size <= 1 << 16 {
             buf.resize(unreg.size as usize, 0);
@@ -437,6 +438,9 @@ impl UserEvents {
         }
         if let Some(a) = &raw.disable_addr {
             parts.push(format!("disable_addr={}", addr_text(a, unreg.disable_addr)));
+        }
+        if !raw.tail.is_empty() {
+            parts.push(format!("tail={}", hex_parts(std::slice::from_ref(&raw.tail))));
         }
         if let Some(a) = &raw.arg {
             parts.push(format!("arg={} (struct not passed)", addr_text(a, arg)));

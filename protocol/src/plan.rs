@@ -701,6 +701,10 @@ pub struct RawUnreg {
     pub reserved2: Option<u16>,
     #[serde(default)]
     pub disable_addr: Option<Addr>,
+    /// Bytes sent after the 16-byte struct (the kernel accepts a larger `size` only when
+    /// they are zero); zeros follow them up to `size` (at most 64 KiB are sent).
+    #[serde(default)]
+    pub tail: Vec<u8>,
     /// Pass this pointer as the ioctl argument instead of the struct.
     #[serde(default)]
     pub arg: Option<Addr>,
