@@ -157,24 +157,29 @@ fn one_line(text: &str) -> String {
     }
 }
 
-/// Calls whose lines are never mutated: logging and assertions (a debug kernel's checks of the
-/// caller's locking or context: removing one changes nothing a correct kernel does, since it
-/// only ever fires on a bug, so each would be an equivalent mutant).
+/// Prefixes of the calls whose lines are never mutated: logging and assertions (a debug
+/// kernel's checks of the caller's locking or context: removing one changes nothing a correct
+/// kernel does, since it only ever fires on a bug, so each would be an equivalent mutant).
+const NEVER_MUTATED: &[&str] = &[
+    "pr_",
+    "printk",
+    "WARN",
+    "BUG",
+    "dev_err",
+    "dev_warn",
+    "dev_info",
+    "dev_dbg",
+    "lockdep_assert",
+    "mmap_assert",
+    "RCU_LOCKDEP_WARN",
+    "VM_WARN",
+    "VM_BUG",
+    "might_",
+];
+
+/// Whether a call's lines are never mutated (see [`NEVER_MUTATED`]).
 fn logs(name: &str) -> bool {
-    name.starts_with("pr_")
-        || name.starts_with("printk")
-        || name.starts_with("WARN")
-        || name.starts_with("BUG")
-        || name.starts_with("dev_err")
-        || name.starts_with("dev_warn")
-        || name.starts_with("dev_info")
-        || name.starts_with("dev_dbg")
-        || name.starts_with("lockdep_assert")
-        || name.starts_with("mmap_assert")
-        || name.starts_with("RCU_LOCKDEP_WARN")
-        || name.starts_with("VM_WARN")
-        || name.starts_with("VM_BUG")
-        || name.starts_with("might_")
+    NEVER_MUTATED.iter().any(|p| name.starts_with(p))
 }
 
 /// Subtrees never entered: comments, macro definitions, preprocessor conditions and calls, and
