@@ -153,7 +153,8 @@ pub struct MutantsArgs {
     pub equivalent: Option<PathBuf>,
     /// Write <out>/mutants.json (Stryker's report schema) with what is known without running:
     /// results kept in the state file, the tracked equivalents, NoCoverage from
-    /// --coverage-map; every other mutant Pending.
+    /// --coverage-map; every other mutant Pending. Also <out>/summary.md (the scores) and
+    /// <out>/mutants.html (each Survived and NoCoverage mutant in its source context).
     #[arg(long)]
     pub report: bool,
     /// Build and boot each planned mutant (needs --coverage-map): its diff as an extra
