@@ -134,7 +134,13 @@ mod tests {
         assert!(ranges.len() <= 1 + ROUNDS as usize);
         assert!(ranges.windows(2).all(|w| w[0].end == w[1].start && w[1].len() == 3), "{ranges:?}");
         assert!(said.iter().any(|l| l.starts_with("leak_at_most: round 1 of at most 3: SUnreclaim ")), "{said:?}");
-        assert_eq!(outcome == StepOutcome::Pass, ranges.len() < 1 + ROUNDS as usize);
+        // It fails only after every round ran; it passes at the first round within the allowance.
+        if outcome == StepOutcome::Fail {
+            assert_eq!(ranges.len(), 1 + ROUNDS as usize);
+        }
+        if ranges.len() < 1 + ROUNDS as usize {
+            assert_eq!(outcome, StepOutcome::Pass);
+        }
     }
 
     #[test]
