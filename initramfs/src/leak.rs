@@ -1,6 +1,7 @@
 //! `repeat` with `leak_at_most`: the kernel's unreclaimable slab memory (`SUnreclaim`) read
-//! before and after the iterations, each time once the kernel's deferred frees (RCU callbacks,
-//! work items) have settled, so a kernel that leaks a small object an iteration fails the step.
+//! after a warm-up and after each round of iterations, each time once the kernel's deferred
+//! frees (RCU callbacks, work items) have settled, so a kernel that leaks a small object an
+//! iteration fails the step.
 
 use std::ops::Range;
 use std::time::{Duration, Instant};
@@ -70,28 +71,33 @@ pub fn repeat_without_leaks(
     if first != StepOutcome::Pass || count < 2 {
         return first;
     }
-    let round = count - warm;
-    let allowed = u64::from(round) * u64::from(each);
-    let mut before = match settled() {
-        Ok(b) => b,
+    match rounds(count - warm, warm, each, say, &mut run) {
+        Ok(outcome) => outcome,
         Err(e) => {
             say(&format!("leak_at_most: {e}"));
-            return StepOutcome::Fail;
+            StepOutcome::Fail
         }
-    };
+    }
+}
+
+/// The rounds of `round` iterations after the `warm` ones; an error when `SUnreclaim` cannot
+/// be read.
+fn rounds(
+    round: u32,
+    warm: u32,
+    each: u32,
+    say: &mut dyn FnMut(&str),
+    run: &mut impl FnMut(Range<u32>, &mut dyn FnMut(&str)) -> StepOutcome,
+) -> Result<StepOutcome, String> {
+    let allowed = u64::from(round) * u64::from(each);
+    let mut before = settled()?;
     for r in 0..ROUNDS {
         let from = warm + r * round;
         let rest = run(from..from + round, say);
         if rest != StepOutcome::Pass {
-            return rest;
+            return Ok(rest);
         }
-        let after = match settled() {
-            Ok(a) => a,
-            Err(e) => {
-                say(&format!("leak_at_most: {e}"));
-                return StepOutcome::Fail;
-            }
-        };
+        let after = settled()?;
         let grew = after as i64 - before as i64;
         let over = grew > allowed as i64;
         say(&format!(
@@ -101,12 +107,12 @@ pub fn repeat_without_leaks(
             if over { "more than" } else { "within" },
         ));
         if !over {
-            return StepOutcome::Pass;
+            return Ok(StepOutcome::Pass);
         }
         before = after;
     }
     say(&format!("leak_at_most: grew by more than allowed in each of {ROUNDS} rounds in a row"));
-    StepOutcome::Fail
+    Ok(StepOutcome::Fail)
 }
 
 #[cfg(test)]

@@ -95,6 +95,14 @@ impl UserUnreg {
     }
 }
 
+/// Zeros after `buf` up to `size` (at most 64 KiB are sent): what a `size` larger than the
+/// struct and its tail makes the kernel read is ours, not the heap beyond.
+fn pad_to(buf: &mut Vec<u8>, size: u32) {
+    if (size as usize) > buf.len() && size <= 1 << 16 {
+        buf.resize(size as usize, 0);
+    }
+}
+
 /// The first bytes of a payload in hex, one group per part.
 fn hex_parts(parts: &[Vec<u8>]) -> String {
     const CAP: usize = 64;
@@ -340,10 +348,7 @@ impl UserEvents {
             name_args: 0,
         };
         let mut buf = reg.encode(&raw.tail);
-        // What a larger `size` makes the kernel read is ours: zeros, not the heap beyond.
-        if (reg.size as usize) > buf.len() && reg.size <= 1 << 16 {
-            buf.resize(reg.size as usize, 0);
-        }
+        pad_to(&mut buf, reg.size);
         let cmd = raw.cmd.unwrap_or(DIAG_IOCSREG);
         let hole = memory::hole_for(&[Some(enable), Some(name_args), arg])?;
         // From here to the ioctl nothing allocates: the hole must stay a hole.
@@ -412,14 +417,13 @@ impl UserEvents {
             disable_addr: 0,
         };
         let cmd = raw.cmd.unwrap_or(DIAG_IOCSUNREG);
-        let hole = memory::hole_for(&[Some(disable), arg])?;
-        unreg.disable_addr = disable.or_hole(hole);
         let mut buf = unreg.encode().to_vec();
         buf.extend_from_slice(&raw.tail);
-        // As for `register`: what a larger `size` makes the kernel read is ours, zeros.
-        if (unreg.size as usize) > buf.len() && unreg.size <= 1 << 16 {
-            buf.resize(unreg.size as usize, 0);
-        }
+        pad_to(&mut buf, unreg.size);
+        let hole = memory::hole_for(&[Some(disable), arg])?;
+        // From here to the ioctl nothing allocates: the hole must stay a hole.
+        unreg.disable_addr = disable.or_hole(hole);
+        buf[..USER_UNREG_SIZE].copy_from_slice(&unreg.encode());
         let arg = arg.map_or(buf.as_mut_ptr() as u64, |a| a.or_hole(hole));
         let result = ioctl(fd, cmd, arg);
 
