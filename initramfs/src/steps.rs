@@ -19,7 +19,7 @@ use crate::files::{self, Mode};
 use crate::outcome::{finish, StepOutcome};
 use crate::state::ScenarioState;
 use crate::uevents::{self, Del, Payload, Reg};
-use crate::{bpf, faults, fuzz, leak, measure, perf, ringbuf, supervisor, sync, sys};
+use crate::{bpf, faults, fuzz, kmemleak, leak, measure, perf, ringbuf, supervisor, sync, sys};
 
 const LKDTM_DIRECT: &str = "/sys/kernel/debug/provoke-crash/DIRECT";
 
@@ -154,6 +154,7 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
         Step::Repeat { count, steps, for_ms, leak_at_most: Some(each) } => {
             leak::repeat_without_leaks(*count, *each, say, |range, say| repeat(range, *for_ms, steps, state, say))
         }
+        Step::Kmemleak { steps } => kmemleak::watch(say, |say| in_place(steps, state, say)),
         Step::Barrier { name, parties, within_ms } => sync::barrier(name, *parties, *within_ms, say),
         Step::Pin { cpu } => sync::pin(*cpu, say),
         Step::FailNth { nth, injected, unchanged } => {
@@ -448,6 +449,20 @@ impl Write for LineSender {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// Steps run once in the scenario's own state (`kmemleak`), their lines said as they come.
+fn in_place(steps: &[Step], state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    let mut lines = Vec::new();
+    let code = run_nested(state, steps, &mut lines, "");
+    for line in String::from_utf8_lossy(&lines).lines() {
+        say(line);
+    }
+    match code {
+        0 => StepOutcome::Pass,
+        c if c == protocol::EXIT_SKIP => StepOutcome::Skip,
+        _ => StepOutcome::Fail,
     }
 }
 

@@ -140,9 +140,14 @@ pub struct MutantsArgs {
     #[arg(long = "patch", value_name = "PATCH", conflicts_with = "file")]
     pub patches: Vec<PathBuf>,
     /// A `run --coverage` run folder: its per-scenario tracefiles say which scenarios execute
-    /// each mutant's lines (none: NoCoverage, decided without a build).
-    #[arg(long, value_name = "RUN")]
-    pub coverage_map: Option<PathBuf>,
+    /// each mutant's lines (none: NoCoverage, decided without a build). Repeatable: each map is
+    /// a stage, run on its arches with its kernel's profiles (those it was built with, but
+    /// `coverage`), or with the ones named after it (`RUN+debug`, `RUN+faults+kmemleak`,
+    /// `RUN+default` for none). A mutant runs at the first stage whose map covers it, and a
+    /// survivor again at each later one that covers it, until one kills it; NoCoverage is a
+    /// mutant no map covers.
+    #[arg(long, value_name = "RUN[+PROFILE...]")]
+    pub coverage_map: Vec<String>,
     /// Where the state file (`state.jsonl`, each finished mutant's result) and `mutants.json`
     /// go (default: results/mutants/ in the checkout).
     #[arg(long, value_name = "DIR")]
@@ -166,8 +171,9 @@ pub struct MutantsArgs {
     /// is still going then is Timeout, unless a scenario had already failed (Killed).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "run")]
     pub timeout: Option<std::time::Duration>,
-    /// With --run, the kernels' profiles from kernel-configs/profiles/ (repeatable):
-    /// `--profile debug` (KASAN, lockdep, UBSAN) kills mutants that only misuse memory or locks.
+    /// With --run, the kernels' profiles from kernel-configs/profiles/ (repeatable), for every
+    /// map not followed by its own (`RUN+debug`): `--profile debug` (KASAN, lockdep, UBSAN)
+    /// kills mutants that only misuse memory or locks, `--profile kmemleak` those that leak.
     #[arg(long = "profile", value_name = "NAME", requires = "run")]
     pub profiles: Vec<String>,
     /// With --run, how many mutants run at the same time (each is one VM; a mutant built on

@@ -19,9 +19,10 @@ impl UserEvents {
                 Step::Register { word: Some(w), size, raw, .. } => {
                     self.names().widths.entry(w.clone()).or_insert(raw.enable_size.unwrap_or(*size));
                 }
-                Step::Fork { steps, .. } | Step::Thread { steps } | Step::Repeat { steps, .. } => {
-                    self.learn_widths(steps)
-                }
+                Step::Fork { steps, .. }
+                | Step::Thread { steps }
+                | Step::Repeat { steps, .. }
+                | Step::Kmemleak { steps } => self.learn_widths(steps),
                 Step::Threads(groups) => groups.iter().for_each(|g| self.learn_widths(&g.steps)),
                 _ => {}
             }

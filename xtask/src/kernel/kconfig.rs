@@ -88,6 +88,17 @@ fn check_name(name: &str, here: &str, raw: &str) -> Result<()> {
     }
 }
 
+/// The profiles `<configs_dir>/profiles/` holds (the files' stems), sorted.
+pub fn profile_names(configs_dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(configs_dir.join("profiles"))
+        .map(|d| {
+            d.flatten().filter_map(|e| e.file_name().to_str()?.strip_suffix(".config").map(String::from)).collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
 /// The fragments for one build, in merge order: `common.config`, the arch's fragment, each
 /// profile from `profiles/`, the user's fragment files, then `--kconfig` options.
 pub fn fragments_for(
@@ -102,13 +113,7 @@ pub fn fragments_for(
     for p in profiles {
         let path = configs_dir.join("profiles").join(format!("{p}.config"));
         if !path.is_file() {
-            let known: Vec<String> = std::fs::read_dir(configs_dir.join("profiles"))
-                .map(|d| {
-                    d.flatten()
-                        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".config").map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let known = profile_names(configs_dir);
             return Err(error(
                 Kind::BadInput,
                 format!("--profile {p}: no {}; known profiles: {}", path.display(), known.join(", ")),

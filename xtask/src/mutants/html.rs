@@ -93,6 +93,7 @@ mod tests {
             outcome,
             covered_by: vec!["abi/<ok>".into()],
             duration_ms: None,
+            stage: None,
         };
         let results = BTreeMap::from([
             (boundary.id.clone(), result(boundary, Outcome::Survived)),

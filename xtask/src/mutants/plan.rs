@@ -130,7 +130,13 @@ pub fn plan(
         .iter()
         .map(|m| {
             let decided = |outcome| {
-                Step::Decided(MutantResult { id: m.id.clone(), outcome, covered_by: vec![], duration_ms: None })
+                Step::Decided(MutantResult {
+                    id: m.id.clone(),
+                    outcome,
+                    covered_by: vec![],
+                    duration_ms: None,
+                    stage: None,
+                })
             };
             // The tracked list wins over a result kept from before the mutant was listed.
             let step = if let Some(reason) = equivalent.get(&m.id) {
@@ -163,6 +169,59 @@ pub fn plan(
                 Step::Run { scenarios: BTreeMap::new() }
             };
             (m.id.clone(), step)
+        })
+        .collect()
+}
+
+/// One stage of a run: a coverage map, and the profiles its mutants' kernels are built with.
+#[derive(Debug, Clone)]
+pub struct Stage {
+    /// Said in the state file and the progress lines: `x86_64 faults+kmemleak, map RUN_ID`.
+    pub label: String,
+    pub map: CoverageMap,
+    pub profiles: Vec<String>,
+}
+
+impl Stage {
+    /// A label from the map's arches, the profiles and the map's folder name.
+    pub fn new(run_dir: &Path, map: CoverageMap, profiles: Vec<String>) -> Stage {
+        let arches: Vec<&str> = map.keys().map(String::as_str).collect();
+        let folder = run_dir.canonicalize().unwrap_or_else(|_| run_dir.to_path_buf());
+        let folder = folder.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let kernel = if profiles.is_empty() { "default".to_string() } else { profiles.join("+") };
+        Stage { label: format!("{} {kernel}, map {folder}", arches.join(",")), map, profiles }
+    }
+}
+
+/// Whether a mutant with the kept result `kept` runs at stage `k` (of these labels): when
+/// nothing is kept, or it survived an earlier stage (a result from before stages, or from a
+/// stage not among these, is final).
+pub fn goes_on(kept: Option<&MutantResult>, k: usize, labels: &[&str]) -> bool {
+    match kept {
+        None => true,
+        Some(r) if r.outcome == Outcome::Survived => {
+            r.stage.as_deref().and_then(|s| labels.iter().position(|l| *l == s)).is_some_and(|j| j < k)
+        }
+        Some(_) => false,
+    }
+}
+
+/// The plan over several stages: a mutant not decided runs at the first stage whose map
+/// covers it; NoCoverage when none does. `per_stage` holds each stage's [`plan`], in order.
+pub fn first_covering(per_stage: Vec<Vec<(String, Step)>>) -> Vec<(String, Step)> {
+    let mut stages = per_stage.into_iter();
+    let Some(first) = stages.next() else { return vec![] };
+    let rest: Vec<BTreeMap<String, Step>> = stages.map(|p| p.into_iter().collect()).collect();
+    first
+        .into_iter()
+        .map(|(id, step)| {
+            let no_coverage = |s: &Step| matches!(s, Step::Decided(r) if r.outcome == Outcome::NoCoverage);
+            let step = if no_coverage(&step) {
+                rest.iter().filter_map(|p| p.get(&id)).find(|s| !no_coverage(s)).cloned().unwrap_or(step)
+            } else {
+                step
+            };
+            (id, step)
         })
         .collect()
 }
@@ -246,12 +305,19 @@ mod tests {
             outcome: Outcome::Survived,
             covered_by: vec!["abi/ok".into()],
             duration_ms: Some(9),
+            stage: None,
         };
         let done = BTreeMap::from([(ret_x.clone(), done_result.clone())]);
         let mut done = done;
         done.insert(
             negate.id.clone(),
-            MutantResult { id: negate.id.clone(), outcome: Outcome::Survived, covered_by: vec![], duration_ms: None },
+            MutantResult {
+                id: negate.id.clone(),
+                outcome: Outcome::Survived,
+                covered_by: vec![],
+                duration_ms: None,
+                stage: None,
+            },
         );
         let steps: BTreeMap<String, Step> = plan(&ms, Some(&map), &equivalent, &done).into_iter().collect();
         assert_eq!(steps.len(), ms.len());
@@ -367,11 +433,57 @@ mod tests {
     }
 
     #[test]
+    fn a_survivor_goes_on_to_the_later_stages_and_nothing_else_does() {
+        let labels = ["x86_64 faults, map a", "x86_64 kmemleak, map b", "x86_64 debug, map a"];
+        let r = |outcome, stage: Option<&str>| MutantResult {
+            id: "aaaaaaaaaaaa".into(),
+            outcome,
+            covered_by: vec![],
+            duration_ms: None,
+            stage: stage.map(str::to_string),
+        };
+        assert!(goes_on(None, 0, &labels), "nothing kept: runs at the first stage");
+        let survived_first = r(Outcome::Survived, Some(labels[0]));
+        assert!(!goes_on(Some(&survived_first), 0, &labels), "not again at its own stage");
+        assert!(goes_on(Some(&survived_first), 1, &labels));
+        assert!(goes_on(Some(&survived_first), 2, &labels));
+        let survived_second = r(Outcome::Survived, Some(labels[1]));
+        assert!(!goes_on(Some(&survived_second), 1, &labels));
+        assert!(goes_on(Some(&survived_second), 2, &labels));
+        let killed = r(Outcome::Killed { by: vec![], evidence: String::new() }, Some(labels[0]));
+        assert!(!goes_on(Some(&killed), 2, &labels), "a killed mutant is done");
+        assert!(!goes_on(Some(&r(Outcome::Survived, None)), 2, &labels), "a result from before stages is final");
+        assert!(!goes_on(Some(&r(Outcome::Survived, Some("gone"))), 2, &labels), "so is one of a stage not given");
+    }
+
+    #[test]
+    fn a_mutant_runs_at_the_first_stage_that_covers_it() {
+        let run = |arch: &str| Step::Run { scenarios: BTreeMap::from([(arch.to_string(), vec!["s/a".to_string()])]) };
+        let decided = |outcome| {
+            Step::Decided(MutantResult { id: "x".into(), outcome, covered_by: vec![], duration_ms: None, stage: None })
+        };
+        let first = vec![("m1".to_string(), run("x86_64")), ("m2".into(), decided(Outcome::NoCoverage))];
+        let second = vec![("m1".to_string(), run("s390x")), ("m2".into(), run("s390x"))];
+        let third = vec![("m1".to_string(), decided(Outcome::NoCoverage)), ("m2".into(), decided(Outcome::NoCoverage))];
+        let plan: BTreeMap<String, Step> = first_covering(vec![first, second, third.clone()]).into_iter().collect();
+        assert_eq!(plan["m1"], run("x86_64"));
+        assert_eq!(plan["m2"], run("s390x"), "NoCoverage on x86_64, covered on s390x");
+        let plan: BTreeMap<String, Step> = first_covering(vec![third]).into_iter().collect();
+        assert_eq!(plan["m2"], decided(Outcome::NoCoverage), "no stage covers it");
+    }
+
+    #[test]
     fn the_state_resumes_and_survives_a_torn_last_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = state_file(dir.path());
         assert!(load_state(&path).unwrap().is_empty());
-        let r = |id: &str, outcome| MutantResult { id: id.into(), outcome, covered_by: vec![], duration_ms: None };
+        let r = |id: &str, outcome| MutantResult {
+            id: id.into(),
+            outcome,
+            covered_by: vec![],
+            duration_ms: None,
+            stage: None,
+        };
         append_state(&path, &r("aaaaaaaaaaaa", Outcome::NoCoverage)).unwrap();
         append_state(&path, &r("bbbbbbbbbbbb", Outcome::Survived)).unwrap();
         append_state(&path, &r("aaaaaaaaaaaa", Outcome::Timeout { reason: "hang".into() })).unwrap();

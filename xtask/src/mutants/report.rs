@@ -59,6 +59,10 @@ pub struct MutantResult {
     pub covered_by: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// The stage (a coverage map, its arches and profiles) the outcome comes from, when there
+    /// were stages to go through: a survivor goes on to the next stage that covers it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
 }
 
 /// The tracked list of equivalent mutants: `<id>\t<reason>` lines, `#` comments.
@@ -218,7 +222,10 @@ mod tests {
         ms.iter()
             .zip(outcomes)
             .map(|(m, (outcome, covered_by))| {
-                (m.id.clone(), MutantResult { id: m.id.clone(), outcome, covered_by, duration_ms: Some(1200) })
+                (
+                    m.id.clone(),
+                    MutantResult { id: m.id.clone(), outcome, covered_by, duration_ms: Some(1200), stage: None },
+                )
             })
             .collect()
     }

@@ -123,7 +123,10 @@ mod tests {
             .iter()
             .zip(outcomes)
             .map(|(m, outcome)| {
-                (m.id.clone(), MutantResult { id: m.id.clone(), outcome, covered_by: vec![], duration_ms: None })
+                (
+                    m.id.clone(),
+                    MutantResult { id: m.id.clone(), outcome, covered_by: vec![], duration_ms: None, stage: None },
+                )
             })
             .collect();
         let (all, _, fns) = tallies(&ms, &results);

@@ -470,6 +470,9 @@ impl Checker<'_> {
                     self.error(&at(&[Only, Key("parties")]), "a barrier needs at least one party");
                 }
             }
+            Step::Kmemleak { steps } if steps.is_empty() => {
+                self.error(&at(&[Only, Key("steps")]), "`kmemleak` needs at least one step to watch");
+            }
             Step::Pin { cpu } if *cpu >= MAX_CPU => {
                 self.error(
                     &at(&[Only, Key("cpu")]),
@@ -494,7 +497,9 @@ impl Checker<'_> {
             Step::Fork { steps, .. } => {
                 self.steps(&path(&[Only, Key("steps")]), steps, &mut scope.clone(), context);
             }
-            Step::Thread { steps } => self.steps(&path(&[Only, Key("steps")]), steps, scope, context),
+            Step::Thread { steps } | Step::Kmemleak { steps } => {
+                self.steps(&path(&[Only, Key("steps")]), steps, scope, context)
+            }
             Step::Repeat { steps, .. } => {
                 let context = Context { in_repeat: true, ..context };
                 self.steps(&path(&[Only, Key("steps")]), steps, scope, context);
@@ -523,7 +528,11 @@ impl Checker<'_> {
         // A step that runs steps is looked at for its own fields only: its steps come in turn.
         let own = match step {
             Step::Fork { name, .. } => name.clone(),
-            Step::Thread { .. } | Step::Threads(_) | Step::Repeat { .. } | Step::ExecAgent { .. } => String::new(),
+            Step::Thread { .. }
+            | Step::Threads(_)
+            | Step::Repeat { .. }
+            | Step::Kmemleak { .. }
+            | Step::ExecAgent { .. } => String::new(),
             other => serde_json::to_string(other).unwrap_or_default(),
         };
         for (key, given, by) in [

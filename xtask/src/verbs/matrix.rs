@@ -57,6 +57,7 @@ fn version(v: &KernelVersion) -> (String, String) {
 /// for).
 /// The profile of the fault-injection kernel (`kernel-configs/profiles/faults.config`).
 const FAULTS: &str = "faults";
+const KMEMLEAK: &str = "kmemleak";
 
 pub fn cells(
     kernels: &[String],
@@ -72,9 +73,9 @@ pub fn cells(
             .map_err(|e| error(Kind::Infra, format!("{}: {e}", dir.display())))?
             .flatten()
             .filter_map(|e| e.file_name().to_str()?.strip_suffix(".config").map(String::from))
-            // A coverage kernel measures rather than gates, and the faults scenarios' counts are
-            // measured on x86_64 only so far: both asked for by name.
-            .filter(|p| p != crate::flags::COVERAGE && p != FAULTS)
+            // A coverage kernel measures rather than gates, and the faults scenarios' counts and
+            // the kmemleak scenarios are measured on x86_64 only so far: all asked for by name.
+            .filter(|p| p != crate::flags::COVERAGE && p != FAULTS && p != KMEMLEAK)
             .collect();
         found.sort();
         std::iter::once("default".to_string()).chain(found).collect()

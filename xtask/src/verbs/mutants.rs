@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::flags::MutantsArgs;
 use crate::kernel::source::{self, Spec};
 use crate::mutants::find::{self, Mutant, Operator};
-use crate::mutants::plan::{self, Step};
+use crate::mutants::plan::{self, Stage, Step};
 use crate::mutants::report;
 use crate::mutants::select::{self, Shard};
 use crate::support::exit::{error, Kind};
@@ -56,8 +56,8 @@ impl MutantsArgs {
             }
             mutants.retain(|m| self.ids.contains(&m.id));
         }
-        let out = self.out.clone().unwrap_or_else(|| crate::support::checkout::default_results().join("mutants"));
-        let mut steps = self.plan(&target, &mutants, &out)?;
+        let out = self.out_dir();
+        let (mut steps, stages) = self.plan(&target, &mutants, &out)?;
         if self.json {
             print_json(&target, &mutants, &steps)?;
         } else if self.list {
@@ -87,45 +87,66 @@ impl MutantsArgs {
         let mut code = 0;
         if self.run {
             let cache = crate::kernel::cache::root(self.cache_dir.as_deref());
-            let arches: BTreeSet<&str> = steps
-                .values()
-                .filter_map(|s| match s {
-                    Step::Run { scenarios } => Some(scenarios.keys().map(String::as_str)),
-                    Step::Decided(_) => None,
-                })
-                .flatten()
-                .collect();
-            let kernels = crate::verbs::mutants_run::Kernels {
-                base: &target.patches,
-                profiles: &self.profiles,
-                schemata: None,
-                cache: &cache,
-            };
-            // Every mutant of the file, whatever was selected: one schemata kernel serves every
-            // shard and every resumed run.
-            let schemata = if self.one_by_one || arches.is_empty() {
-                None
-            } else {
-                let all = find::mutants(&target.name, &target.text)?;
-                let arches: Vec<&str> = arches.into_iter().collect();
-                Some(crate::verbs::mutants_run::schemata_kernel(
-                    &all,
-                    &target.name,
+            // Every mutant of the file, whatever was selected: one schemata kernel per stage
+            // serves every shard and every resumed run.
+            let all = find::mutants(&target.name, &target.text)?;
+            let labels: Vec<&str> = stages.iter().map(|s| s.label.as_str()).collect();
+            for (k, stage) in stages.iter().enumerate() {
+                let kept = plan::load_state(&plan::state_file(&out))?;
+                let mut todo = BTreeMap::new();
+                for (id, step) in self.plan_stage(&mutants, &stages, k)? {
+                    if matches!(step, Step::Run { .. }) && plan::goes_on(kept.get(&id), k, &labels) {
+                        todo.insert(id, step);
+                    }
+                }
+                if todo.is_empty() {
+                    continue;
+                }
+                crate::support::progress::line(format!(
+                    "mutants: stage {} of {}, {}: {} mutants",
+                    k + 1,
+                    stages.len(),
+                    stage.label,
+                    todo.len()
+                ));
+                let arches: BTreeSet<&str> = todo
+                    .values()
+                    .filter_map(|s| match s {
+                        Step::Run { scenarios } => Some(scenarios.keys().map(String::as_str)),
+                        Step::Decided(_) => None,
+                    })
+                    .flatten()
+                    .collect();
+                let kernels = crate::verbs::mutants_run::Kernels {
+                    base: &target.patches,
+                    profiles: &stage.profiles,
+                    schemata: None,
+                    cache: &cache,
+                };
+                let schemata = if self.one_by_one {
+                    None
+                } else {
+                    let arches: Vec<&str> = arches.into_iter().collect();
+                    Some(crate::verbs::mutants_run::schemata_kernel(
+                        &all,
+                        &target.name,
+                        &target.text,
+                        &kernels,
+                        &arches,
+                        &out,
+                    )?)
+                };
+                let label = (stages.len() > 1).then_some(stage.label.as_str());
+                code = crate::verbs::mutants_run::run_all(
+                    &mutants,
                     &target.text,
-                    &kernels,
-                    &arches,
-                    &out,
-                )?)
-            };
-            code = crate::verbs::mutants_run::run_all(
-                &mutants,
-                &target.text,
-                crate::verbs::mutants_run::Kernels { schemata: schemata.as_ref(), ..kernels },
-                &steps,
-                &out,
-                self.timeout,
-                self.parallel as usize,
-            )?;
+                    crate::verbs::mutants_run::Kernels { schemata: schemata.as_ref(), ..kernels },
+                    &todo,
+                    (&out, label),
+                    self.timeout,
+                    self.parallel as usize,
+                )?;
+            }
             for (id, r) in plan::load_state(&plan::state_file(&out))? {
                 if let Some(step) = steps.get_mut(&id) {
                     *step = Step::Decided(r);
@@ -187,9 +208,40 @@ impl MutantsArgs {
         Ok(Target { path, name, text, patches: vec![] })
     }
 
-    /// Each mutant's step when there is something to plan from (a coverage map, a state file,
-    /// the equivalent list's entries); empty otherwise.
-    fn plan(&self, target: &Target, mutants: &[Mutant], out: &Path) -> Result<BTreeMap<String, Step>> {
+    /// Each mutant's step when there is something to plan from (coverage maps, a state file,
+    /// the equivalent list's entries; empty otherwise), and the stages of `--coverage-map`.
+    fn plan(&self, target: &Target, mutants: &[Mutant], out: &Path) -> Result<(BTreeMap<String, Step>, Vec<Stage>)> {
+        let stages =
+            self.coverage_map.iter().map(|spec| self.stage(spec, &target.name)).collect::<Result<Vec<Stage>>>()?;
+        let mut per_stage = vec![];
+        for k in 0..stages.len() {
+            per_stage.push(self.plan_stage(mutants, &stages, k)?);
+        }
+        if stages.is_empty() {
+            let (equivalent, done) = self.kept(out)?;
+            if equivalent.is_empty() && done.is_empty() {
+                return Ok((BTreeMap::new(), stages));
+            }
+            per_stage.push(plan::plan(mutants, None, &equivalent, &done));
+        }
+        Ok((plan::first_covering(per_stage).into_iter().collect(), stages))
+    }
+
+    /// Stage `k`'s plan: what the tracked list and the state file decide (but a survivor of an
+    /// earlier stage), and for the rest the scenarios of the stage's map that cover each mutant.
+    fn plan_stage(&self, mutants: &[Mutant], stages: &[Stage], k: usize) -> Result<Vec<(String, Step)>> {
+        let (equivalent, mut done) = self.kept(&self.out_dir())?;
+        let labels: Vec<&str> = stages.iter().map(|s| s.label.as_str()).collect();
+        done.retain(|_, r| !plan::goes_on(Some(r), k, &labels));
+        Ok(plan::plan(mutants, Some(&stages[k].map), &equivalent, &done))
+    }
+
+    fn out_dir(&self) -> PathBuf {
+        self.out.clone().unwrap_or_else(|| crate::support::checkout::default_results().join("mutants"))
+    }
+
+    /// The tracked list of equivalents and the state file's results.
+    fn kept(&self, out: &Path) -> Result<(BTreeMap<String, String>, BTreeMap<String, report::MutantResult>)> {
         let list_path =
             self.equivalent.clone().unwrap_or_else(|| crate::support::checkout::project_root().join(EQUIVALENT_LIST));
         let list = match std::fs::read_to_string(&list_path) {
@@ -201,19 +253,55 @@ impl MutantsArgs {
         };
         let equivalent = report::parse_equivalent(&list)
             .map_err(|e| error(Kind::BadInput, format!("{}: {e:#}", list_path.display())))?;
-        let done = plan::load_state(&plan::state_file(out))?;
-        let map = match &self.coverage_map {
-            Some(run) => {
-                let mut map =
-                    plan::read_coverage_map(run, &target.name).map_err(|e| error(Kind::BadInput, format!("{e:#}")))?;
-                plan::leave_out(&mut map, &xfail_marked()?);
-                Some(map)
-            }
-            None if equivalent.is_empty() && done.is_empty() => return Ok(BTreeMap::new()),
-            None => None,
-        };
-        Ok(plan::plan(mutants, map.as_ref(), &equivalent, &done).into_iter().collect())
+        Ok((equivalent, plan::load_state(&plan::state_file(out))?))
     }
+
+    /// The stage of one `--coverage-map RUN[+PROFILE...]`: the map (without the scenarios the
+    /// suites mark `xfail`) and its profiles.
+    fn stage(&self, spec: &str, file: &str) -> Result<Stage> {
+        let (run, named) = split_stage(spec);
+        let mut map = plan::read_coverage_map(&run, file).map_err(|e| error(Kind::BadInput, format!("{e:#}")))?;
+        plan::leave_out(&mut map, &xfail_marked()?);
+        let profiles = match named {
+            Some(p) => p,
+            None if !self.profiles.is_empty() => self.profiles.clone(),
+            None => map_profiles(&run),
+        };
+        Ok(Stage::new(&run, map, profiles))
+    }
+}
+
+/// `RUN+debug+kmemleak` as the run folder and the profiles named (`+default`: none); a folder
+/// whose own name has a `+` is taken whole when it exists.
+fn split_stage(spec: &str) -> (PathBuf, Option<Vec<String>>) {
+    if Path::new(spec).exists() {
+        return (PathBuf::from(spec), None);
+    }
+    match spec.split_once('+') {
+        Some((run, rest)) => {
+            let named = rest.split('+').filter(|p| !p.is_empty() && *p != "default").map(str::to_string).collect();
+            (PathBuf::from(run), Some(named))
+        }
+        None => (PathBuf::from(spec), None),
+    }
+}
+
+/// The profiles the kernel of a coverage run was built with: the fragments its
+/// `kernel-metadata.json` lists that are profiles, but `coverage` (the map's own instrument).
+fn map_profiles(run: &Path) -> Vec<String> {
+    let known = crate::kernel::kconfig::profile_names(&crate::support::checkout::project_root().join("kernel-configs"));
+    let arches = std::fs::read_dir(run).into_iter().flatten().flatten();
+    for arch in arches {
+        let Ok(text) = std::fs::read_to_string(arch.path().join("kernel-metadata.json")) else { continue };
+        let Ok(meta) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        let fragments = meta["config"]["fragments"].as_array().cloned().unwrap_or_default();
+        return fragments
+            .iter()
+            .filter_map(|f| f.as_str()?.strip_suffix(".config").map(str::to_string))
+            .filter(|p| p != "coverage" && known.contains(p))
+            .collect();
+    }
+    vec![]
 }
 
 /// The scenarios (`suite/name`) the checkout's suites mark `xfail`: one expected to fail cannot
@@ -270,5 +358,36 @@ fn name_in_tree(file: &Path) -> String {
     match root.and_then(|r| abs.strip_prefix(r).ok().map(Path::to_path_buf)) {
         Some(rel) => rel.to_string_lossy().into_owned(),
         None => file.to_string_lossy().into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stage_names_its_profiles_after_the_map() {
+        assert_eq!(split_stage("/no/such/run"), (PathBuf::from("/no/such/run"), None));
+        assert_eq!(split_stage("/no/run+debug"), (PathBuf::from("/no/run"), Some(vec!["debug".to_string()])));
+        assert_eq!(
+            split_stage("/no/run+faults+kmemleak"),
+            (PathBuf::from("/no/run"), Some(vec!["faults".to_string(), "kmemleak".to_string()]))
+        );
+        assert_eq!(split_stage("/no/run+default"), (PathBuf::from("/no/run"), Some(vec![])));
+        let dir = tempfile::tempdir().unwrap();
+        let odd = dir.path().join("a+b");
+        std::fs::create_dir(&odd).unwrap();
+        assert_eq!(split_stage(odd.to_str().unwrap()), (odd.clone(), None), "an existing folder is taken whole");
+    }
+
+    #[test]
+    fn a_maps_profiles_are_those_its_kernel_was_built_with_but_coverage() {
+        let run = tempfile::tempdir().unwrap();
+        assert!(map_profiles(run.path()).is_empty(), "no metadata: the default kernel");
+        std::fs::create_dir(run.path().join("x86_64")).unwrap();
+        let meta = serde_json::json!({"config": {"fragments":
+            ["common.config", "x86_64.config", "coverage.config", "faults.config", "kmemleak.config", "mine.config"]}});
+        std::fs::write(run.path().join("x86_64/kernel-metadata.json"), meta.to_string()).unwrap();
+        assert_eq!(map_profiles(run.path()), ["faults", "kmemleak"], "not a user's fragment either");
     }
 }

@@ -77,7 +77,8 @@ fn profile_args(profiles: &[String]) -> Vec<String> {
     profiles.iter().flat_map(|p| ["--profile".to_string(), p.clone()]).collect()
 }
 
-/// Runs every mutant whose step is `Run`, in order, `parallel` at a time, each result appended
+/// Runs every mutant whose step is `Run`, in order, `parallel` at a time, each result (with the
+/// stage's label when there are stages) appended
 /// to the state file as it ends (only outcomes of runs: NoCoverage and the equivalents are
 /// decided afresh each time, from the map and the list as they are then). A mutant the schemata
 /// kernel holds boots it with its number; any other is built on its own. An error (an
@@ -87,7 +88,7 @@ pub fn run_all(
     source: &str,
     kernels: Kernels,
     steps: &BTreeMap<String, Step>,
-    out: &Path,
+    (out, stage): (&Path, Option<&str>),
     timeout: Option<Duration>,
     parallel: usize,
 ) -> Result<u8> {
@@ -102,11 +103,13 @@ pub fn run_all(
                 let n = next.fetch_add(1, Ordering::SeqCst);
                 let Some(m) = todo.get(n) else { return Ok(()) };
                 let Some(Step::Run { scenarios }) = steps.get(&m.id) else { continue };
-                let done =
-                    run_mutant(m, (n + 1, todo.len()), scenarios, source, &kernels, out, timeout).and_then(|result| {
+                let done = run_mutant(m, (n + 1, todo.len()), scenarios, source, &kernels, out, timeout).and_then(
+                    |mut result| {
+                        result.stage = stage.map(str::to_string);
                         let _one_at_a_time = appending.lock().unwrap_or_else(|e| e.into_inner());
                         plan::append_state(&state, &result)
-                    });
+                    },
+                );
                 if done.is_err() {
                     next.store(todo.len(), Ordering::SeqCst);
                     return done;
@@ -162,6 +165,7 @@ fn run_mutant(
         outcome,
         covered_by: covered_by.into_iter().collect(),
         duration_ms: Some(started.elapsed().as_millis() as u64),
+        stage: None,
     };
     crate::support::progress::line(format!("mutant {}: {}", m.id, result.outcome.name()));
     Ok(result)
@@ -275,9 +279,8 @@ pub fn schemata_kernel(
     for p in base {
         key += &crate::support::files::sha256_file(p)?;
     }
-    for p in kernels.profiles {
-        key += &format!(" {p}");
-    }
+    // Not the profiles: what does not compile is the C's doing, so every stage's kernel
+    // leaves out the same mutants and builds at the first try after the first stage's.
     let mut record: Record = std::fs::read(&record_path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
