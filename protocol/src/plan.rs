@@ -743,8 +743,8 @@ pub enum Addr {
 }
 
 /// One field of a written payload. Integers are stored in the guest's byte order (encoded in
-/// the guest, where native is the kernel's order); `text` is the raw bytes, `cstr` adds a NUL, `bytes` is hex, `loc` is a
-/// `__data_loc`/`__rel_loc` word (`size << 16 | offset`).
+/// the guest, where native is the kernel's order); `text` is the raw bytes, `cstr` adds a NUL, `bytes` is hex, `zeros` is
+/// that many zero bytes (a large payload), `loc` is a `__data_loc`/`__rel_loc` word (`size << 16 | offset`).
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
@@ -760,6 +760,7 @@ pub enum Value {
     Text(String),
     Cstr(String),
     Bytes(String),
+    Zeros(u32),
     Loc { offset: u16, size: u16 },
 }
 
@@ -778,6 +779,7 @@ impl Value {
             Value::Text(t) => t.as_bytes().to_vec(),
             Value::Cstr(t) => t.bytes().chain(std::iter::once(0)).collect(),
             Value::Bytes(hex) => decode_hex(hex)?,
+            Value::Zeros(n) => vec![0; *n as usize],
             Value::Loc { offset, size } => ((u32::from(*size) << 16) | u32::from(*offset)).to_ne_bytes().to_vec(),
         })
     }
@@ -822,6 +824,7 @@ mod tests {
         assert_eq!(Value::U32(0x0102_0304).encode().unwrap(), 0x0102_0304u32.to_ne_bytes());
         assert_eq!(Value::S16(-2).encode().unwrap(), (-2i16).to_ne_bytes());
         assert_eq!(Value::Cstr("ab".into()).encode().unwrap(), [b'a', b'b', 0]);
+        assert_eq!(Value::Zeros(3).encode().unwrap(), [0, 0, 0]);
         assert_eq!(Value::Loc { offset: 12, size: 3 }.encode().unwrap(), ((3u32 << 16) | 12).to_ne_bytes());
         assert_eq!(Value::Bytes("de ad".into()).encode().unwrap(), [0xde, 0xad]);
         assert!(Value::Bytes("abc".into()).encode().is_err());
