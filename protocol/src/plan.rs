@@ -316,10 +316,11 @@ pub enum Step {
         leak_at_most: Option<u32>,
     },
     /// Runs `steps` under the kernel's leak detector (`CONFIG_DEBUG_KMEMLEAK`, its control file
-    /// `/sys/kernel/debug/kmemleak`): before them a scan, whose suspects are then cleared (they
-    /// are not these steps'); after them a wait until what the steps allocated is older than
-    /// kmemleak's minimum age (5 s), and a scan with the task stacks left out (a stale copy of
-    /// a pointer there would hide a leak). The step fails naming every object then found
+    /// `/sys/kernel/debug/kmemleak`): before them two scans, whose suspects are then cleared
+    /// (they are not these steps'); after them a wait until what the steps allocated is older
+    /// than kmemleak's minimum age (5 s), and two scans with the task stacks left out (a stale
+    /// copy of a pointer there would hide a leak; kmemleak reports an object only when two
+    /// scans in a row find it unchanged). The step fails naming every object then found
     /// unreferenced whose allocation's backtrace passes through a function of user_events (a
     /// frame whose name has `user_event` in it): memory the kernel allocated for an event, an
     /// enabler or a descriptor and no longer points to. Skips on a kernel without kmemleak.
