@@ -428,6 +428,11 @@ pub struct SelectArgs {
     /// Only the failed, timed-out and not-run scenarios of a run, per arch (default: the latest).
     #[arg(long, value_name = "RUN", num_args = 0..=1, default_missing_value = "latest")]
     pub rerun_failed: Option<PathBuf>,
+    /// Run the scenarios in the order of the `--filter`s that match them (a scenario takes the
+    /// place of the first one), instead of the suites' order: `mutants --run` gives each
+    /// mutant's covering scenarios fastest first, so a failure that kills it comes early.
+    #[arg(long)]
+    pub in_filter_order: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -26,6 +26,8 @@ pub struct ArchMap {
     pub functions: BTreeSet<u32>,
     /// Per scenario (`suite/name`), the lines it executed.
     pub scenarios: BTreeMap<String, BTreeSet<u32>>,
+    /// Per scenario, how long it took in the map's run (ms), where the run says.
+    pub durations: BTreeMap<String, u64>,
 }
 
 impl ArchMap {
@@ -78,15 +80,16 @@ pub fn read_coverage_map(run_dir: &Path, file: &str) -> Result<CoverageMap> {
             }
         }
     }
-    drop_expected_failures(&mut map, run_dir)?;
+    from_the_run(&mut map, run_dir)?;
     Ok(map)
 }
 
-/// Leaves out of the map the scenarios the map's run judged `xfail` on an arch: one expected
-/// to fail tells nothing about a mutant (its failure is expected either way), and what it
-/// leaves behind can end the boot early (`fork-storms-while-the-event-toggles` leaves an event
-/// it cannot delete), turning every scenario after it into collateral.
-fn drop_expected_failures(map: &mut CoverageMap, run_dir: &Path) -> Result<()> {
+/// What the map's `run.json` adds: each scenario's duration, and leaves out the scenarios the
+/// run judged `xfail` on an arch: one expected to fail tells nothing about a mutant (its
+/// failure is expected either way), and what it leaves behind can end the boot early
+/// (`fork-storms-while-the-event-toggles` leaves an event it cannot delete), turning every
+/// scenario after it into collateral.
+fn from_the_run(map: &mut CoverageMap, run_dir: &Path) -> Result<()> {
     let run_json = run_dir.join(crate::judging::run_folder::RUN_JSON);
     if !run_json.exists() {
         return Ok(());
@@ -94,8 +97,12 @@ fn drop_expected_failures(map: &mut CoverageMap, run_dir: &Path) -> Result<()> {
     let run = crate::results::compare::read_run_json(&run_json)?;
     for arch in &run.arches {
         let Some(arch_map) = map.get_mut(&arch.arch) else { continue };
-        for s in arch.scenarios.iter().filter(|s| s.status == crate::results::model::Status::Xfail) {
-            arch_map.scenarios.remove(&s.name);
+        for s in &arch.scenarios {
+            if s.status == crate::results::model::Status::Xfail {
+                arch_map.scenarios.remove(&s.name);
+            } else if let Some(ms) = s.duration_ms {
+                arch_map.durations.insert(s.name.clone(), ms);
+            }
         }
     }
     Ok(())
@@ -156,6 +163,9 @@ pub fn plan(
                         if hit.is_empty() && map.scenarios.get(BOOT).is_some_and(runs) {
                             hit = scenarios.map(|(s, _)| s.clone()).collect();
                         }
+                        // Fastest first (as PIT orders a mutant's tests): the first failure
+                        // kills, so a quick one saves the slow ones' time. Unknown ones last.
+                        hit.sort_by_key(|s| map.durations.get(s).copied().unwrap_or(u64::MAX));
                         (arch.clone(), hit)
                     })
                     .filter(|(_, s)| !s.is_empty())
@@ -369,6 +379,7 @@ mod tests {
             counted: (1..=6).collect(),
             functions: [1].into(),
             scenarios: BTreeMap::from([("a/b".to_string(), BTreeSet::from([1]))]),
+            durations: BTreeMap::new(),
         };
         let map = CoverageMap::from([("x86_64".to_string(), arch)]);
         for (_, step) in plan(&ms, Some(&map), &BTreeMap::new(), &BTreeMap::new()) {
@@ -391,6 +402,7 @@ mod tests {
                 ("a/b".to_string(), BTreeSet::from([1, 3])),
                 ("a/c".to_string(), BTreeSet::from([1])),
             ]),
+            durations: BTreeMap::new(),
         };
         let map = CoverageMap::from([("x86_64".to_string(), arch)]);
         let steps: BTreeMap<String, Step> =
@@ -420,6 +432,7 @@ mod tests {
                 ("s/reaches-5".to_string(), BTreeSet::from([1, 3, 5])),
                 ("s/only-g".to_string(), BTreeSet::from([8])),
             ]),
+            durations: BTreeMap::new(),
         };
         assert_eq!(arch.lines_of(einval), [3, 5], "the counted lines before and after, inside f()");
         assert_eq!(arch.lines_of(seven), [8], "nothing after it in g(): the line before only");
@@ -430,6 +443,25 @@ mod tests {
         assert_eq!(scenarios["x86_64"], ["s/reaches-3", "s/reaches-5"]);
         let Step::Run { scenarios } = &steps[&seven.id] else { panic!() };
         assert_eq!(scenarios["x86_64"], ["s/only-g"]);
+    }
+
+    #[test]
+    fn a_mutants_scenarios_come_fastest_first() {
+        let ms = crate::mutants::find::mutants("kernel/x.c", SRC).unwrap();
+        let arch = ArchMap {
+            counted: (1..=6).collect(),
+            functions: [1].into(),
+            scenarios: ["s/slow", "s/fast", "s/unknown", "s/mid"]
+                .iter()
+                .map(|s| (s.to_string(), BTreeSet::from([3])))
+                .collect(),
+            durations: BTreeMap::from([("s/slow".into(), 900), ("s/fast".into(), 5), ("s/mid".into(), 40)]),
+        };
+        let map = CoverageMap::from([("x86_64".to_string(), arch)]);
+        let steps: BTreeMap<String, Step> =
+            plan(&ms, Some(&map), &BTreeMap::new(), &BTreeMap::new()).into_iter().collect();
+        let Step::Run { scenarios } = &steps[&ms.iter().find(|m| m.line == 3).unwrap().id] else { panic!() };
+        assert_eq!(scenarios["x86_64"], ["s/fast", "s/mid", "s/slow", "s/unknown"]);
     }
 
     #[test]

@@ -162,7 +162,8 @@ pub fn choose(args: &SelectArgs, results: &Path) -> Result<Chosen> {
         args.suites.clone()
     };
     let suites = load_suites(&files)?;
-    let select = select::Selection::new(&args.filters, args.rerun_failed.as_deref(), results)?;
+    let select = select::Selection::new(&args.filters, args.rerun_failed.as_deref(), results)?
+        .in_filter_order(args.in_filter_order);
     let catalogue = coverage::load(&project_root())
         .map(|(items, _)| items.into_iter().map(|i| (i.id, i.summary)).collect())
         .unwrap_or_default();

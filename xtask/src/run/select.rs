@@ -21,6 +21,9 @@ pub struct Selection {
     /// (`--affected`).
     first: BTreeMap<String, Vec<String>>,
     only_first: bool,
+    /// `--in-filter-order`: on every arch, a scenario comes at the place of the first
+    /// `--filter` it matches.
+    in_filter_order: bool,
 }
 
 impl Selection {
@@ -78,7 +81,15 @@ impl Selection {
     /// Where scenario `name` comes in `arch`'s plan: its place among the first ones, or
     /// `usize::MAX` for the rest (which keep their order).
     pub fn rank(&self, arch: &str, name: &str) -> usize {
-        self.first.get(arch).and_then(|s| s.iter().position(|n| n == name)).unwrap_or(usize::MAX)
+        let first = self.first.get(arch).and_then(|s| s.iter().position(|n| n == name));
+        let by_filter = || self.include.iter().position(|g| glob(g, name)).filter(|_| self.in_filter_order);
+        first.or_else(by_filter).unwrap_or(usize::MAX)
+    }
+
+    /// `--in-filter-order`.
+    pub fn in_filter_order(mut self, on: bool) -> Selection {
+        self.in_filter_order = on;
+        self
     }
 
     /// Whether anything narrows the choice.
@@ -140,6 +151,17 @@ pub fn glob(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn in_filter_order_puts_each_scenario_at_its_first_filter() {
+        let filters: Vec<String> = ["b/slow", "a/*", "!a/skip"].iter().map(|s| s.to_string()).collect();
+        let sel = Selection::new(&filters, None, Path::new("/nowhere")).unwrap();
+        assert_eq!(sel.rank("x86_64", "a/one"), usize::MAX, "the suites' order without the flag");
+        let sel = sel.in_filter_order(true);
+        assert_eq!(sel.rank("x86_64", "b/slow"), 0);
+        assert_eq!(sel.rank("s390x", "a/one"), 1, "on every arch");
+        assert_eq!(sel.rank("x86_64", "c/other"), usize::MAX);
+    }
 
     #[test]
     fn globs_match_whole_names() {

@@ -26,8 +26,9 @@ use crate::mutants::schemata;
 use crate::support::exit::{error, Kind};
 
 /// The `run` command line of one mutant: the base patches then its own, the arches of its covering scenarios and
-/// their union as filters (each arch runs the union: a superset of its own), its own results
-/// folder, `--fail-fast` (one failure kills it), and the per-mutant `--timeout` if any.
+/// their union as filters in the plan's order (fastest first, `--in-filter-order`; each arch
+/// runs the union: a superset of its own), its own results folder, `--fail-fast` (one failure
+/// kills it), and the per-mutant `--timeout` if any.
 pub fn run_argv(
     base: &[PathBuf],
     patch: &Path,
@@ -36,8 +37,21 @@ pub fn run_argv(
     timeout: Option<Duration>,
 ) -> Vec<String> {
     let arches: Vec<&str> = scenarios.keys().map(String::as_str).collect();
-    let all: BTreeSet<&String> = scenarios.values().flatten().collect();
-    let mut argv = vec!["xtask".to_string(), "run".into(), "--fail-fast".into(), "--arch".into(), arches.join(",")];
+    // Each arch's order (fastest first), the first arch's before the others'.
+    let mut all: Vec<&String> = vec![];
+    for s in scenarios.values().flatten() {
+        if !all.contains(&s) {
+            all.push(s);
+        }
+    }
+    let mut argv = vec![
+        "xtask".to_string(),
+        "run".into(),
+        "--fail-fast".into(),
+        "--in-filter-order".into(),
+        "--arch".into(),
+        arches.join(","),
+    ];
     argv.extend(patch_args(base, patch));
     argv.extend(["--results".to_string(), results.display().to_string()]);
     if let Some(t) = timeout {
@@ -367,7 +381,8 @@ mod tests {
         assert_eq!(args.budget.timeout, Some(Duration::from_secs(300)));
         assert_eq!(args.kernel.arch, "s390x,x86_64");
         assert_eq!(args.kernel.source.patches, [PathBuf::from("/p/base.patch"), PathBuf::from("/o/patches/abc.patch")]);
-        assert_eq!(args.select.filters, ["abi/a", "abi/b", "endian/c"]);
+        assert_eq!(args.select.filters, ["abi/b", "endian/c", "abi/a"], "each arch's order, the first arch's first");
+        assert!(args.select.in_filter_order);
         assert_eq!(args.vm.results, Some(PathBuf::from("/o/runs/abc")));
     }
 }
