@@ -1,5 +1,6 @@
 //! `kmemleak`: steps run under the kernel's leak detector (`CONFIG_DEBUG_KMEMLEAK`), and every
-//! object user_events allocated during them that nothing references any more named as a failure.
+//! object user_events allocated during them that nothing references any more named as a
+//! failure, as is a page they left pinned.
 
 use std::time::Duration;
 
@@ -12,6 +13,22 @@ const CONTROL: &str = "/sys/kernel/debug/kmemleak";
 const MIN_AGE: Duration = Duration::from_millis(5000 + 700);
 /// A frame of an allocation's backtrace with this in its function's name is user_events' own.
 const OURS: &str = "user_event";
+/// The kernel's counts of pages pinned and unpinned (FOLL_PIN: what user_events does to write
+/// an enable bit).
+const VMSTAT: &str = "/proc/vmstat";
+
+/// Pages pinned and not yet unpinned, from a /proc/vmstat text: `nr_foll_pin_acquired` minus
+/// `nr_foll_pin_released`.
+pub fn pinned(vmstat: &str) -> Option<i64> {
+    let count =
+        |key: &str| vmstat.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse::<i64>().ok());
+    Some(count("nr_foll_pin_acquired")? - count("nr_foll_pin_released")?)
+}
+
+fn pinned_now() -> Result<i64, String> {
+    let text = std::fs::read_to_string(VMSTAT).map_err(|e| format!("reading {VMSTAT}: {e}"))?;
+    pinned(&text).ok_or_else(|| format!("{VMSTAT} has no nr_foll_pin_acquired and nr_foll_pin_released"))
+}
 
 /// One object of kmemleak's report.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -109,6 +126,13 @@ pub fn watch(say: &mut dyn FnMut(&str), steps: impl FnOnce(&mut dyn FnMut(&str))
         say(&format!("kmemleak: {e} (kmemleak turned itself off? see the console)"));
         return StepOutcome::Fail;
     }
+    let pins_before = match pinned_now() {
+        Ok(n) => n,
+        Err(e) => {
+            say(&format!("kmemleak: {e}"));
+            return StepOutcome::Fail;
+        }
+    };
     say("kmemleak: scanned and cleared; the steps now run");
     let outcome = steps(say);
     if outcome != StepOutcome::Pass {
@@ -130,6 +154,19 @@ pub fn watch(say: &mut dyn FnMut(&str), steps: impl FnOnce(&mut dyn FnMut(&str))
             return StepOutcome::Fail;
         }
     };
+    // A page pinned to write an enable bit and never unpinned is a leak kmemleak does not
+    // track (pages are not slab objects): nothing else in the guest pins pages, so the steps
+    // must leave the count as they found it.
+    let pins_after = match pinned_now() {
+        Ok(n) => n,
+        Err(e) => {
+            say(&format!("kmemleak: {e}"));
+            return StepOutcome::Fail;
+        }
+    };
+    say(&format!(
+        "kmemleak: pages pinned and not unpinned (/proc/vmstat nr_foll_pin_acquired - nr_foll_pin_released): {pins_before} before the steps, {pins_after} after"
+    ));
     let suspects = parse(&report);
     let ours: Vec<&Suspect> = suspects.iter().filter(|s| s.ours()).collect();
     for s in &ours {
@@ -140,7 +177,7 @@ pub fn watch(say: &mut dyn FnMut(&str), steps: impl FnOnce(&mut dyn FnMut(&str))
         ours.len(),
         suspects.len() - ours.len()
     ));
-    if ours.is_empty() {
+    if ours.is_empty() && pins_after == pins_before {
         StepOutcome::Pass
     } else {
         StepOutcome::Fail
@@ -193,6 +230,13 @@ unreferenced object 0xffff888003b00000 (size 64):
              bytes \"leak_ev.........\", allocated by kstrdup+0x2d/0x60 in user_event_create+0x3b/0x150 <- \
              dyn_event_write+0x12/0x20"
         );
+    }
+
+    #[test]
+    fn pinned_pages_are_the_pins_not_yet_released() {
+        let vmstat = "nr_free_pages 1000\nnr_foll_pin_acquired 42\nnr_foll_pin_released 40\nnr_foll_pin_acquired_x 7\n";
+        assert_eq!(pinned(vmstat), Some(2));
+        assert_eq!(pinned("nr_free_pages 1\n"), None);
     }
 
     #[test]

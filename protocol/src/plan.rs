@@ -323,7 +323,10 @@ pub enum Step {
     /// scans in a row find it unchanged). The step fails naming every object then found
     /// unreferenced whose allocation's backtrace passes through a function of user_events (a
     /// frame whose name has `user_event` in it): memory the kernel allocated for an event, an
-    /// enabler or a descriptor and no longer points to. Skips on a kernel without kmemleak.
+    /// enabler or a descriptor and no longer points to. It also fails when the steps left a page
+    /// pinned (`/proc/vmstat`: `nr_foll_pin_acquired` minus `nr_foll_pin_released` changed; the
+    /// kernel pins the enable word's page to write a bit, and nothing else in the guest pins).
+    /// Skips on a kernel without kmemleak.
     Kmemleak {
         steps: Vec<Step>,
     },
