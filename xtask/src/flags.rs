@@ -143,10 +143,11 @@ pub struct MutantsArgs {
     /// each mutant's lines (none: NoCoverage, decided without a build). Repeatable: each map is
     /// a stage, run on its arches with its kernel's profiles (those it was built with, but
     /// `coverage`), or with the ones named after it (`RUN+debug`, `RUN+faults+kmemleak`,
-    /// `RUN+default` for none). A mutant runs at the first stage whose map covers it, and a
-    /// survivor again at each later one that covers it, until one kills it; NoCoverage is a
-    /// mutant no map covers.
-    #[arg(long, value_name = "RUN[+PROFILE...]")]
+    /// `RUN+default` for none); `@N` runs at most the N fastest of a mutant's covering
+    /// scenarios there (`RUN+debug@10`: a slow kernel's stage). A mutant runs at the first
+    /// stage whose map covers it, and a survivor again at each later one that covers it,
+    /// until one kills it; NoCoverage is a mutant no map covers.
+    #[arg(long, value_name = "RUN[+PROFILE...][@N]")]
     pub coverage_map: Vec<String>,
     /// Where the state file (`state.jsonl`, each finished mutant's result) and `mutants.json`
     /// go (default: results/mutants/ in the checkout).

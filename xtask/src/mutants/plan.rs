@@ -190,16 +190,27 @@ pub struct Stage {
     pub label: String,
     pub map: CoverageMap,
     pub profiles: Vec<String>,
+    /// At most this many of a mutant's covering scenarios run at this stage (the fastest).
+    pub cap: Option<usize>,
 }
 
 impl Stage {
-    /// A label from the map's arches, the profiles and the map's folder name.
-    pub fn new(run_dir: &Path, map: CoverageMap, profiles: Vec<String>) -> Stage {
+    /// A label from the map's arches, the profiles, the cap and the map's folder name.
+    pub fn new(run_dir: &Path, map: CoverageMap, profiles: Vec<String>, cap: Option<usize>) -> Stage {
         let arches: Vec<&str> = map.keys().map(String::as_str).collect();
         let folder = run_dir.canonicalize().unwrap_or_else(|_| run_dir.to_path_buf());
         let folder = folder.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         let kernel = if profiles.is_empty() { "default".to_string() } else { profiles.join("+") };
-        Stage { label: format!("{} {kernel}, map {folder}", arches.join(",")), map, profiles }
+        let capped = cap.map(|n| format!(", the {n} fastest scenarios")).unwrap_or_default();
+        Stage { label: format!("{} {kernel}{capped}, map {folder}", arches.join(",")), map, profiles, cap }
+    }
+
+    /// A plan's covering scenarios cut to the stage's cap (they come fastest first).
+    pub fn capped(&self, mut step: Step) -> Step {
+        if let (Step::Run { scenarios }, Some(n)) = (&mut step, self.cap) {
+            scenarios.values_mut().for_each(|s| s.truncate(n));
+        }
+        step
     }
 }
 
@@ -462,6 +473,10 @@ mod tests {
             plan(&ms, Some(&map), &BTreeMap::new(), &BTreeMap::new()).into_iter().collect();
         let Step::Run { scenarios } = &steps[&ms.iter().find(|m| m.line == 3).unwrap().id] else { panic!() };
         assert_eq!(scenarios["x86_64"], ["s/fast", "s/mid", "s/slow", "s/unknown"]);
+        let capped = Stage::new(Path::new("/r"), map, vec!["debug".into()], Some(2));
+        assert_eq!(capped.label, "x86_64 debug, the 2 fastest scenarios, map r");
+        let Step::Run { scenarios } = capped.capped(Step::Run { scenarios: scenarios.clone() }) else { panic!() };
+        assert_eq!(scenarios["x86_64"], ["s/fast", "s/mid"], "a capped stage runs the fastest");
     }
 
     #[test]

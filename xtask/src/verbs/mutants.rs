@@ -233,7 +233,8 @@ impl MutantsArgs {
         let (equivalent, mut done) = self.kept(&self.out_dir())?;
         let labels: Vec<&str> = stages.iter().map(|s| s.label.as_str()).collect();
         done.retain(|_, r| !plan::goes_on(Some(r), k, &labels));
-        Ok(plan::plan(mutants, Some(&stages[k].map), &equivalent, &done))
+        let planned = plan::plan(mutants, Some(&stages[k].map), &equivalent, &done);
+        Ok(planned.into_iter().map(|(id, step)| (id, stages[k].capped(step))).collect())
     }
 
     fn out_dir(&self) -> PathBuf {
@@ -256,34 +257,52 @@ impl MutantsArgs {
         Ok((equivalent, plan::load_state(&plan::state_file(out))?))
     }
 
-    /// The stage of one `--coverage-map RUN[+PROFILE...]`: the map (without the scenarios the
-    /// suites mark `xfail`) and its profiles.
+    /// The stage of one `--coverage-map RUN[+PROFILE...][@N]`: the map (without the scenarios
+    /// the suites mark `xfail`), its profiles and its cap.
     fn stage(&self, spec: &str, file: &str) -> Result<Stage> {
-        let (run, named) = split_stage(spec);
+        let StageSpec { run, profiles, cap } = split_stage(spec)?;
         let mut map = plan::read_coverage_map(&run, file).map_err(|e| error(Kind::BadInput, format!("{e:#}")))?;
         plan::leave_out(&mut map, &xfail_marked()?);
-        let profiles = match named {
+        let profiles = match profiles {
             Some(p) => p,
             None if !self.profiles.is_empty() => self.profiles.clone(),
             None => map_profiles(&run),
         };
-        Ok(Stage::new(&run, map, profiles))
+        Ok(Stage::new(&run, map, profiles, cap))
     }
 }
 
-/// `RUN+debug+kmemleak` as the run folder and the profiles named (`+default`: none); a folder
-/// whose own name has a `+` is taken whole when it exists.
-fn split_stage(spec: &str) -> (PathBuf, Option<Vec<String>>) {
+/// A `--coverage-map` argument: the run folder, the profiles named (`+debug+kmemleak`;
+/// `+default`: none) and the cap on each mutant's scenarios there (`@N`). A folder whose own
+/// name has a `+` or an `@` is taken whole when it exists.
+#[derive(Debug, PartialEq)]
+struct StageSpec {
+    run: PathBuf,
+    profiles: Option<Vec<String>>,
+    cap: Option<usize>,
+}
+
+fn split_stage(spec: &str) -> Result<StageSpec> {
+    let whole = |run: &str| StageSpec { run: PathBuf::from(run), profiles: None, cap: None };
     if Path::new(spec).exists() {
-        return (PathBuf::from(spec), None);
+        return Ok(whole(spec));
     }
-    match spec.split_once('+') {
-        Some((run, rest)) => {
-            let named = rest.split('+').filter(|p| !p.is_empty() && *p != "default").map(str::to_string).collect();
-            (PathBuf::from(run), Some(named))
+    let (rest, cap) = match spec.rsplit_once('@') {
+        Some((rest, n)) => {
+            let n = n.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                error(Kind::BadInput, format!("--coverage-map {spec}: `@{n}` is not a number of scenarios (1 or more)"))
+            })?;
+            (rest, Some(n))
         }
-        None => (PathBuf::from(spec), None),
-    }
+        None => (spec, None),
+    };
+    Ok(match rest.split_once('+') {
+        Some((run, named)) => {
+            let named = named.split('+').filter(|p| !p.is_empty() && *p != "default").map(str::to_string).collect();
+            StageSpec { profiles: Some(named), cap, ..whole(run) }
+        }
+        None => StageSpec { cap, ..whole(rest) },
+    })
 }
 
 /// The profiles the kernel of a coverage run was built with: the fragments its
@@ -367,17 +386,30 @@ mod tests {
 
     #[test]
     fn a_stage_names_its_profiles_after_the_map() {
-        assert_eq!(split_stage("/no/such/run"), (PathBuf::from("/no/such/run"), None));
-        assert_eq!(split_stage("/no/run+debug"), (PathBuf::from("/no/run"), Some(vec!["debug".to_string()])));
+        let spec = |run: &str, profiles: Option<&[&str]>, cap| StageSpec {
+            run: PathBuf::from(run),
+            profiles: profiles.map(|p| p.iter().map(|s| s.to_string()).collect()),
+            cap,
+        };
+        assert_eq!(split_stage("/no/such/run").unwrap(), spec("/no/such/run", None, None));
+        assert_eq!(split_stage("/no/run+debug").unwrap(), spec("/no/run", Some(&["debug"]), None));
         assert_eq!(
-            split_stage("/no/run+faults+kmemleak"),
-            (PathBuf::from("/no/run"), Some(vec!["faults".to_string(), "kmemleak".to_string()]))
+            split_stage("/no/run+faults+kmemleak").unwrap(),
+            spec("/no/run", Some(&["faults", "kmemleak"]), None)
         );
-        assert_eq!(split_stage("/no/run+default"), (PathBuf::from("/no/run"), Some(vec![])));
+        assert_eq!(split_stage("/no/run+default").unwrap(), spec("/no/run", Some(&[]), None));
+        assert_eq!(split_stage("/no/run+debug@10").unwrap(), spec("/no/run", Some(&["debug"]), Some(10)));
+        assert_eq!(split_stage("/no/run@3").unwrap(), spec("/no/run", None, Some(3)));
+        assert!(split_stage("/no/run+debug@ten").is_err());
+        assert!(split_stage("/no/run@0").is_err());
         let dir = tempfile::tempdir().unwrap();
-        let odd = dir.path().join("a+b");
+        let odd = dir.path().join("a+b@2");
         std::fs::create_dir(&odd).unwrap();
-        assert_eq!(split_stage(odd.to_str().unwrap()), (odd.clone(), None), "an existing folder is taken whole");
+        assert_eq!(
+            split_stage(odd.to_str().unwrap()).unwrap(),
+            spec(odd.to_str().unwrap(), None, None),
+            "an existing folder is taken whole"
+        );
     }
 
     #[test]
