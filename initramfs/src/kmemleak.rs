@@ -25,6 +25,11 @@ pub fn pinned(vmstat: &str) -> Option<i64> {
     Some(count("nr_foll_pin_acquired")? - count("nr_foll_pin_released")?)
 }
 
+/// The value, or the error said (`None`).
+fn said<T>(r: Result<T, String>, say: &mut dyn FnMut(&str)) -> Option<T> {
+    r.map_err(|e| say(&format!("kmemleak: {e}"))).ok()
+}
+
 fn pinned_now() -> Result<i64, String> {
     let text = std::fs::read_to_string(VMSTAT).map_err(|e| format!("reading {VMSTAT}: {e}"))?;
     pinned(&text).ok_or_else(|| format!("{VMSTAT} has no nr_foll_pin_acquired and nr_foll_pin_released"))
@@ -126,13 +131,7 @@ pub fn watch(say: &mut dyn FnMut(&str), steps: impl FnOnce(&mut dyn FnMut(&str))
         say(&format!("kmemleak: {e} (kmemleak turned itself off? see the console)"));
         return StepOutcome::Fail;
     }
-    let pins_before = match pinned_now() {
-        Ok(n) => n,
-        Err(e) => {
-            say(&format!("kmemleak: {e}"));
-            return StepOutcome::Fail;
-        }
-    };
+    let Some(pins_before) = said(pinned_now(), say) else { return StepOutcome::Fail };
     say("kmemleak: scanned and cleared; the steps now run");
     let outcome = steps(say);
     if outcome != StepOutcome::Pass {
@@ -157,13 +156,7 @@ pub fn watch(say: &mut dyn FnMut(&str), steps: impl FnOnce(&mut dyn FnMut(&str))
     // A page pinned to write an enable bit and never unpinned is a leak kmemleak does not
     // track (pages are not slab objects): nothing else in the guest pins pages, so the steps
     // must leave the count as they found it.
-    let pins_after = match pinned_now() {
-        Ok(n) => n,
-        Err(e) => {
-            say(&format!("kmemleak: {e}"));
-            return StepOutcome::Fail;
-        }
-    };
+    let Some(pins_after) = said(pinned_now(), say) else { return StepOutcome::Fail };
     say(&format!(
         "kmemleak: pages pinned and not unpinned (/proc/vmstat nr_foll_pin_acquired - nr_foll_pin_released): {pins_before} before the steps, {pins_after} after"
     ));
