@@ -146,13 +146,7 @@ pub fn watch(say: &mut dyn FnMut(&str), steps: impl FnOnce(&mut dyn FnMut(&str))
     let report = scanned
         .and(restored)
         .and_then(|()| std::fs::read_to_string(CONTROL).map_err(|e| format!("reading {CONTROL}: {e}")));
-    let report = match report {
-        Ok(r) => r,
-        Err(e) => {
-            say(&format!("kmemleak: {e}"));
-            return StepOutcome::Fail;
-        }
-    };
+    let Some(report) = said(report, say) else { return StepOutcome::Fail };
     // A page pinned to write an enable bit and never unpinned is a leak kmemleak does not
     // track (pages are not slab objects): nothing else in the guest pins pages, so the steps
     // must leave the count as they found it.

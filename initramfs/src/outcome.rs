@@ -26,6 +26,16 @@ impl StepOutcome {
             StepOutcome::Fail
         }
     }
+
+    /// The end of nested steps from their exit status (`run_nested`'s): 0 passes,
+    /// `EXIT_SKIP` skips, anything else fails.
+    pub fn of_status(code: i32) -> StepOutcome {
+        match code {
+            0 => StepOutcome::Pass,
+            c if c == protocol::EXIT_SKIP => StepOutcome::Skip,
+            _ => StepOutcome::Fail,
+        }
+    }
 }
 
 /// A step's own end, or why it could not run at all (a missing name, a bad argument).

@@ -143,11 +143,7 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
                 s.spawn(|| run_nested(state, steps, &mut io::stdout(), "thread ")).join().unwrap_or(1)
             });
             say(&format!("thread: its steps ended with status {code}"));
-            match code {
-                0 => StepOutcome::Pass,
-                c if c == protocol::EXIT_SKIP => StepOutcome::Skip,
-                _ => StepOutcome::Fail,
-            }
+            StepOutcome::of_status(code)
         }
         Step::Threads(groups) => threads(groups, state, say),
         Step::Repeat { count, steps, for_ms, leak_at_most: None } => repeat(0..*count, *for_ms, steps, state, say),
@@ -459,11 +455,7 @@ fn in_place(steps: &[Step], state: &mut ScenarioState, say: &mut dyn FnMut(&str)
     for line in String::from_utf8_lossy(&lines).lines() {
         say(line);
     }
-    match code {
-        0 => StepOutcome::Pass,
-        c if c == protocol::EXIT_SKIP => StepOutcome::Skip,
-        _ => StepOutcome::Fail,
-    }
+    StepOutcome::of_status(code)
 }
 
 /// `Step::Repeat`: the steps once for each iteration number of `iterations`, each iteration's
@@ -507,7 +499,7 @@ fn repeat(
             for line in text.lines() {
                 say(line);
             }
-            return if code == protocol::EXIT_SKIP { StepOutcome::Skip } else { StepOutcome::Fail };
+            return StepOutcome::of_status(code);
         }
         for line in text.lines() {
             tally.add(line);

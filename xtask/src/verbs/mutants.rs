@@ -90,15 +90,14 @@ impl MutantsArgs {
             // Every mutant of the file, whatever was selected: one schemata kernel per stage
             // serves every shard and every resumed run.
             let all = find::mutants(&target.name, &target.text)?;
-            let labels: Vec<&str> = stages.iter().map(|s| s.label.as_str()).collect();
             for (k, stage) in stages.iter().enumerate() {
-                let kept = plan::load_state(&plan::state_file(&out))?;
-                let mut todo = BTreeMap::new();
-                for (id, step) in self.plan_stage(&mutants, &stages, k)? {
-                    if matches!(step, Step::Run { .. }) && plan::goes_on(kept.get(&id), k, &labels) {
-                        todo.insert(id, step);
-                    }
-                }
+                // Read again at each stage: the earlier ones appended to the state file. A
+                // `Run` is a mutant with no result yet or a survivor of an earlier stage.
+                let kept = self.kept(&out)?;
+                let todo: BTreeMap<String, Step> = plan_stage(&mutants, &stages, k, &kept)
+                    .into_iter()
+                    .filter(|(_, step)| matches!(step, Step::Run { .. }))
+                    .collect();
                 if todo.is_empty() {
                     continue;
                 }
@@ -213,28 +212,16 @@ impl MutantsArgs {
     fn plan(&self, target: &Target, mutants: &[Mutant], out: &Path) -> Result<(BTreeMap<String, Step>, Vec<Stage>)> {
         let stages =
             self.coverage_map.iter().map(|spec| self.stage(spec, &target.name)).collect::<Result<Vec<Stage>>>()?;
-        let mut per_stage = vec![];
-        for k in 0..stages.len() {
-            per_stage.push(self.plan_stage(mutants, &stages, k)?);
-        }
+        let kept = self.kept(out)?;
+        let mut per_stage: Vec<_> = (0..stages.len()).map(|k| plan_stage(mutants, &stages, k, &kept)).collect();
         if stages.is_empty() {
-            let (equivalent, done) = self.kept(out)?;
+            let (equivalent, done) = &kept;
             if equivalent.is_empty() && done.is_empty() {
                 return Ok((BTreeMap::new(), stages));
             }
-            per_stage.push(plan::plan(mutants, None, &equivalent, &done));
+            per_stage.push(plan::plan(mutants, None, equivalent, done));
         }
         Ok((plan::first_covering(per_stage).into_iter().collect(), stages))
-    }
-
-    /// Stage `k`'s plan: what the tracked list and the state file decide (but a survivor of an
-    /// earlier stage), and for the rest the scenarios of the stage's map that cover each mutant.
-    fn plan_stage(&self, mutants: &[Mutant], stages: &[Stage], k: usize) -> Result<Vec<(String, Step)>> {
-        let (equivalent, mut done) = self.kept(&self.out_dir())?;
-        let labels: Vec<&str> = stages.iter().map(|s| s.label.as_str()).collect();
-        done.retain(|_, r| !plan::goes_on(Some(r), k, &labels));
-        let planned = plan::plan(mutants, Some(&stages[k].map), &equivalent, &done);
-        Ok(planned.into_iter().map(|(id, step)| (id, stages[k].capped(step))).collect())
     }
 
     fn out_dir(&self) -> PathBuf {
@@ -242,7 +229,7 @@ impl MutantsArgs {
     }
 
     /// The tracked list of equivalents and the state file's results.
-    fn kept(&self, out: &Path) -> Result<(BTreeMap<String, String>, BTreeMap<String, report::MutantResult>)> {
+    fn kept(&self, out: &Path) -> Result<Kept> {
         let list_path =
             self.equivalent.clone().unwrap_or_else(|| crate::support::checkout::project_root().join(EQUIVALENT_LIST));
         let list = match std::fs::read_to_string(&list_path) {
@@ -270,6 +257,20 @@ impl MutantsArgs {
         };
         Ok(Stage::new(&run, map, profiles, cap))
     }
+}
+
+/// The tracked equivalents and the state file's results, as [`MutantsArgs::kept`] reads them.
+type Kept = (BTreeMap<String, String>, BTreeMap<String, report::MutantResult>);
+
+/// Stage `k`'s plan: what the tracked list and the state file decide (but a survivor of an
+/// earlier stage, which goes on), and for the rest the scenarios of the stage's map that cover
+/// each mutant, cut to the stage's cap.
+fn plan_stage(mutants: &[Mutant], stages: &[Stage], k: usize, (equivalent, done): &Kept) -> Vec<(String, Step)> {
+    let labels: Vec<&str> = stages.iter().map(|s| s.label.as_str()).collect();
+    let mut done = done.clone();
+    done.retain(|_, r| !plan::goes_on(Some(r), k, &labels));
+    let planned = plan::plan(mutants, Some(&stages[k].map), equivalent, &done);
+    planned.into_iter().map(|(id, step)| (id, stages[k].capped(step))).collect()
 }
 
 /// A `--coverage-map` argument: the run folder, the profiles named (`+debug+kmemleak`;
