@@ -1,5 +1,6 @@
-//! perf steps: a tracepoint perf event per user event, sampled with PERF_SAMPLE_RAW into an
-//! mmap'd ring buffer, and credentials changes (uid, gid, kept capabilities).
+//! perf steps: a tracepoint perf event per user event, sampled with PERF_SAMPLE_IP and
+//! PERF_SAMPLE_RAW into an mmap'd ring buffer, and credentials changes (uid, gid, kept
+//! capabilities).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -12,6 +13,7 @@ use protocol::{Expect, PerfAction, Record, Value};
 use crate::outcome::{check_result, errno, errno_text, StepOutcome};
 
 const PERF_TYPE_TRACEPOINT: u32 = 2;
+const PERF_SAMPLE_IP: u64 = 1;
 const PERF_SAMPLE_RAW: u64 = 1 << 10;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 const PERF_RECORD_LOST: u32 = 2;
@@ -47,14 +49,15 @@ impl Drop for PerfEvent {
     }
 }
 
-/// The `perf_event_attr` for sampling every record of tracepoint `id` with its raw data.
+/// The `perf_event_attr` for sampling every record of tracepoint `id` with its instruction
+/// pointer and its raw data.
 pub fn attr(id: u64, disabled: bool) -> [u8; ATTR_SIZE] {
     let mut a = [0u8; ATTR_SIZE];
     a[0..4].copy_from_slice(&PERF_TYPE_TRACEPOINT.to_ne_bytes());
     a[4..8].copy_from_slice(&(ATTR_SIZE as u32).to_ne_bytes());
     a[8..16].copy_from_slice(&id.to_ne_bytes());
     a[16..24].copy_from_slice(&1u64.to_ne_bytes()); // sample_period
-    a[24..32].copy_from_slice(&PERF_SAMPLE_RAW.to_ne_bytes());
+    a[24..32].copy_from_slice(&(PERF_SAMPLE_IP | PERF_SAMPLE_RAW).to_ne_bytes());
     // The flags word's first bit-field is `disabled:1`: C bit-fields fill a word from its least
     // significant bit on little-endian CPUs and from its most significant on big-endian.
     let disabled_bit = if cfg!(target_endian = "big") { 1u64 << 63 } else { 1 };
@@ -70,7 +73,7 @@ pub enum RingError {
 }
 
 /// `perf_event_open` of tracepoint `id` for this process on any CPU, sampling every record
-/// with PERF_SAMPLE_RAW, and its ring buffer of `data_pages` pages mapped: the descriptor,
+/// with PERF_SAMPLE_IP and PERF_SAMPLE_RAW, and its ring buffer of `data_pages` pages mapped: the descriptor,
 /// the mapping (unmapped by its owner), its length and the page size.
 pub fn open_ring(id: u64, disabled: bool, data_pages: usize) -> Result<(OwnedFd, *mut u8, usize, usize), RingError> {
     let a = attr(id, disabled);
@@ -197,8 +200,15 @@ fn ring_bytes(data: &[u8], pos: u64, len: usize) -> Vec<u8> {
     (0..len).map(|i| data[((pos as usize) + i) % data.len()]).collect()
 }
 
-/// Splits the records between `tail` and `head` into raw sample data, counting lost records.
-pub fn samples(data: &[u8], mut tail: u64, head: u64) -> (Vec<Vec<u8>>, u64) {
+/// One PERF_RECORD_SAMPLE: the instruction pointer and the raw data.
+#[derive(Debug, PartialEq)]
+pub struct Sample {
+    pub ip: u64,
+    pub raw: Vec<u8>,
+}
+
+/// Splits the records between `tail` and `head` into samples, counting lost records.
+pub fn samples(data: &[u8], mut tail: u64, head: u64) -> (Vec<Sample>, u64) {
     let mut out = Vec::new();
     let mut lost = 0;
     while tail + 8 <= head {
@@ -210,9 +220,11 @@ pub fn samples(data: &[u8], mut tail: u64, head: u64) -> (Vec<Vec<u8>>, u64) {
         }
         let record = ring_bytes(data, tail, size);
         match kind {
-            PERF_RECORD_SAMPLE if size >= 12 => {
-                let raw = u32::from_ne_bytes(record[8..12].try_into().unwrap()) as usize;
-                out.push(record[12..(12 + raw).min(size)].to_vec());
+            // The fields in sample_type's bit order: ip (u64), then raw (u32 size, data).
+            PERF_RECORD_SAMPLE if size >= 20 => {
+                let ip = u64::from_ne_bytes(record[8..16].try_into().unwrap());
+                let raw = u32::from_ne_bytes(record[16..20].try_into().unwrap()) as usize;
+                out.push(Sample { ip, raw: record[20..(20 + raw).min(size)].to_vec() });
             }
             PERF_RECORD_LOST if size >= 24 => lost += u64::from_ne_bytes(record[16..24].try_into().unwrap()),
             _ => {}
@@ -222,12 +234,57 @@ pub fn samples(data: &[u8], mut tail: u64, head: u64) -> (Vec<Vec<u8>>, u64) {
     (out, lost)
 }
 
-/// The `perf_read` step: `samples` compares raw bytes, `records` decoded fields (one of them).
+/// The text symbol of `/proc/kallsyms` (its `text`) that `ip` lies in: the one with the
+/// highest address at or below it, with the distance; None below every text symbol.
+pub fn text_symbol(kallsyms: &str, ip: u64) -> Option<(&str, u64)> {
+    let mut best: Option<(&str, u64)> = None;
+    for line in kallsyms.lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(addr), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next()) else { continue };
+        if !matches!(kind, "t" | "T") {
+            continue;
+        }
+        let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
+        if addr <= ip && best.is_none_or(|(_, at)| addr > at) {
+            best = Some((name, addr));
+        }
+    }
+    best.map(|(name, at)| (name, ip - at))
+}
+
+/// Checks that each sample's instruction pointer lies in one of the functions `within`
+/// (a symbol's `.isra.0`-style suffix ignored).
+fn check_ips(what: &str, ips: &[u64], within: &[String], say: &mut dyn FnMut(&str)) -> bool {
+    let kallsyms = match std::fs::read_to_string("/proc/kallsyms") {
+        Ok(text) => text,
+        Err(e) => {
+            say(&format!("{what}: /proc/kallsyms: {}", crate::sys::error_name(&e)));
+            return false;
+        }
+    };
+    let mut ok = true;
+    for (i, ip) in ips.iter().enumerate() {
+        let found = text_symbol(&kallsyms, *ip);
+        let function = found.map(|(name, _)| name.split('.').next().unwrap_or(name));
+        let place = found.map_or_else(|| "no text symbol".to_string(), |(name, off)| format!("{name}+{off:#x}"));
+        if function.is_some_and(|f| within.iter().any(|w| w == f)) {
+            say(&format!("{what}: sample {} ip {ip:#x} is in {place}", i + 1));
+        } else {
+            ok = false;
+            say(&format!("{what}: sample {} ip {ip:#x} is in {place}, expected one of {}", i + 1, within.join(", ")));
+        }
+    }
+    ok
+}
+
+/// The `perf_read` step: `samples` compares raw bytes, `records` decoded fields (one of them);
+/// `ip_in` the functions each sample's instruction pointer must be in.
 pub fn read(
     events: &mut PerfEvents,
     name: &str,
     raw_form: Option<&[Vec<Value>]>,
     records: Option<&[Record]>,
+    ip_in: Option<&[String]>,
     say: &mut dyn FnMut(&str),
 ) -> StepOutcome {
     let what = format!("perf read {name}");
@@ -237,7 +294,7 @@ pub fn read(
     };
     // SAFETY: the first page is the kernel's perf_event_mmap_page; data_head is at 1024 and
     // data_tail at 1032, both u64, and the data pages follow the first page.
-    let (raws, lost) = unsafe {
+    let (found, lost) = unsafe {
         let head_ptr = ev.ring.add(1024).cast::<u64>();
         let tail_ptr = ev.ring.add(1032).cast::<u64>();
         let head = std::ptr::read_volatile(head_ptr);
@@ -249,6 +306,9 @@ pub fn read(
         std::ptr::write_volatile(tail_ptr, head);
         found
     };
+    let ips: Vec<u64> = found.iter().map(|s| s.ip).collect();
+    let ips_ok = |say: &mut dyn FnMut(&str)| ip_in.is_none_or(|within| check_ips(&what, &ips, within, say));
+    let raws: Vec<Vec<u8>> = found.into_iter().map(|s| s.raw).collect();
     let want = match (raw_form, records) {
         (Some(want), None) => want,
         (None, Some(records)) => {
@@ -261,7 +321,8 @@ pub fn read(
                 }
             };
             let outcome = crate::format::check_records(&what, &format, &raws, records, crate::format::tid(), say);
-            return if lost == 0 { outcome } else { StepOutcome::Fail };
+            let ips_ok = ips_ok(say);
+            return if lost == 0 && ips_ok { outcome } else { StepOutcome::Fail };
         }
         _ => {
             say(&format!("{what}: give `samples` or `records`, not both or neither"));
@@ -298,7 +359,7 @@ pub fn read(
             ));
         }
     }
-    if ok {
+    if ips_ok(say) && ok {
         StepOutcome::Pass
     } else {
         StepOutcome::Fail
@@ -385,17 +446,18 @@ mod tests {
         assert_eq!(u32::from_ne_bytes(a[0..4].try_into().unwrap()), 2);
         assert_eq!(u32::from_ne_bytes(a[4..8].try_into().unwrap()), 128);
         assert_eq!(u64::from_ne_bytes(a[8..16].try_into().unwrap()), 1234);
-        assert_eq!(u64::from_ne_bytes(a[24..32].try_into().unwrap()), 1 << 10);
+        assert_eq!(u64::from_ne_bytes(a[24..32].try_into().unwrap()), 1 << 10 | 1);
         assert_eq!(u64::from_ne_bytes(a[40..48].try_into().unwrap()) & 1, 1);
         assert_eq!(u64::from_ne_bytes(attr(1, false)[40..48].try_into().unwrap()) & 1, 0);
     }
 
-    fn sample(raw: &[u8]) -> Vec<u8> {
-        let size = (8 + 4 + raw.len()) as u16;
+    fn sample(ip: u64, raw: &[u8]) -> Vec<u8> {
+        let size = (8 + 8 + 4 + raw.len()) as u16;
         let mut r = Vec::new();
         r.extend_from_slice(&PERF_RECORD_SAMPLE.to_ne_bytes());
         r.extend_from_slice(&0u16.to_ne_bytes());
         r.extend_from_slice(&size.to_ne_bytes());
+        r.extend_from_slice(&ip.to_ne_bytes());
         r.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
         r.extend_from_slice(raw);
         r
@@ -403,18 +465,34 @@ mod tests {
 
     #[test]
     fn samples_are_split_across_the_ring_end() {
-        let one = sample(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
-        let two = sample(&[9; 12]);
-        // Lay the two records out starting 8 bytes before the end of a 48-byte ring.
-        let mut data = vec![0u8; 48];
+        let one = sample(0xffff_0001, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+        let two = sample(7, &[9; 12]);
+        // Lay the two records out starting 8 bytes before the end of a 64-byte ring.
+        let mut data = vec![0u8; 64];
         let stream: Vec<u8> = [one.clone(), two.clone()].concat();
-        let start = 40u64;
+        let start = 56u64;
         for (i, b) in stream.iter().enumerate() {
-            data[(start as usize + i) % 48] = *b;
+            data[(start as usize + i) % 64] = *b;
         }
-        let (raws, lost) = samples(&data, start, start + stream.len() as u64);
+        let (found, lost) = samples(&data, start, start + stream.len() as u64);
         assert_eq!(lost, 0);
-        assert_eq!(raws, [vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], vec![9; 12]]);
+        assert_eq!(
+            found,
+            [
+                Sample { ip: 0xffff_0001, raw: vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] },
+                Sample { ip: 7, raw: vec![9; 12] }
+            ]
+        );
+    }
+
+    #[test]
+    fn an_ip_is_named_by_the_text_symbol_at_or_below_it() {
+        let kallsyms = "ffffffff81000000 T _stext\nffffffff81000100 t user_events_write_core.isra.0\n\
+                        ffffffff81000080 D some_data\nffffffff81000200 T user_events_write\n";
+        assert_eq!(text_symbol(kallsyms, 0xffffffff81000150), Some(("user_events_write_core.isra.0", 0x50)));
+        assert_eq!(text_symbol(kallsyms, 0xffffffff810000f0), Some(("_stext", 0xf0)));
+        assert_eq!(text_symbol(kallsyms, 0xffffffff81000200), Some(("user_events_write", 0)));
+        assert_eq!(text_symbol(kallsyms, 0), None);
     }
 
     #[test]

@@ -217,8 +217,8 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
         }
         Step::PerfControl { name, action, expect } => perf::control(&mut state.perf, name, *action, expect, say),
         Step::PerfFilter { name, filter, expect } => perf::filter(&state.perf, name, filter, expect, say),
-        Step::PerfRead { name, samples, records } => {
-            perf::read(&mut state.perf, name, samples.as_deref(), records.as_deref(), say)
+        Step::PerfRead { name, samples, records, ip_in } => {
+            perf::read(&mut state.perf, name, samples.as_deref(), records.as_deref(), ip_in.as_deref(), say)
         }
         Step::BpfProg { name, kind, ctx_read, expect } => {
             bpf::load(&mut state.bpf, name, *kind, *ctx_read, expect, say)

@@ -392,13 +392,17 @@ pub enum Step {
     /// `samples`: each one's raw data must be an 8-byte trace entry of this event's type
     /// followed by exactly the given fields' bytes (then only alignment padding). `records`:
     /// each one is decoded field by field with the event's `format` file and compared as
-    /// `trace_read` does.
+    /// `trace_read` does. `ip_in`: each sample's instruction pointer (PERF_SAMPLE_IP, which
+    /// a tracepoint takes from the registers its probe fetched) must lie in one of these
+    /// kernel functions, by `/proc/kallsyms` (a compiler's `.isra.0`-style suffix ignored).
     PerfRead {
         name: String,
         #[serde(default)]
         samples: Option<Vec<Vec<Value>>>,
         #[serde(default)]
         records: Option<Vec<Record>>,
+        #[serde(default)]
+        ip_in: Option<Vec<String>>,
     },
     /// Makes a directory (a tracing instance under `/sys/kernel/tracing/instances/`).
     Mkdir {
