@@ -26,6 +26,8 @@ pub struct ScenarioState {
     pub in_threads: bool,
     /// A `fail_nth` step waiting for the next step, whose first call it fails.
     pub fault: Option<crate::faults::Fault>,
+    /// File contents a `read_file` kept (`keep_as`), by name.
+    pub kept: HashMap<String, String>,
 }
 
 // SAFETY: the pages and ring buffers are plain mappings owned by this state; a `thread` step
@@ -35,9 +37,15 @@ unsafe impl Send for ScenarioState {}
 
 impl ScenarioState {
     /// What a thread of a `threads` step works on: the same user_events names (descriptors,
-    /// enable words, write indexes; shared, as threads share them), none of the rest.
+    /// enable words, write indexes; shared, as threads share them) and a copy of the kept
+    /// contents, none of the rest.
     pub fn thread_view(&self) -> ScenarioState {
-        ScenarioState { events: self.events.clone(), in_threads: true, ..ScenarioState::default() }
+        ScenarioState {
+            events: self.events.clone(),
+            kept: self.kept.clone(),
+            in_threads: true,
+            ..ScenarioState::default()
+        }
     }
 
     /// A state whose `data` descriptor opens `data_path` instead of `user_events_data`.

@@ -105,16 +105,44 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
             let mode = Mode { create: *create, append: *append };
             files::write_file(Path::new(path), data, mode, expect, *within_ms, say)
         }
-        Step::ReadFile { path, equals, contains, lacks, includes, excludes, head_hex, expect, within_ms } => {
-            let want = files::Want {
-                head_hex: head_hex.as_deref(),
-                equals: equals.as_deref(),
-                contains,
-                lacks,
-                includes,
-                excludes,
+        Step::ReadFile {
+            path,
+            equals,
+            contains,
+            lacks,
+            includes,
+            excludes,
+            head_hex,
+            expect,
+            within_ms,
+            keep_as,
+            equals_kept,
+        } => {
+            let equals = match (equals, equals_kept) {
+                (_, Some(name)) => match state.kept.get(name) {
+                    Some(text) => Some(text.as_str()),
+                    None => {
+                        say(&format!("read {path}: nothing was kept as {name}"));
+                        return StepOutcome::Fail;
+                    }
+                },
+                (equals, None) => equals.as_deref(),
             };
-            files::read(path, &want, expect, *within_ms, say)
+            let want = files::Want { head_hex: head_hex.as_deref(), equals, contains, lacks, includes, excludes };
+            let outcome = files::read(path, &want, expect, *within_ms, say);
+            if let (StepOutcome::Pass, Some(name)) = (outcome, keep_as) {
+                match std::fs::read_to_string(path) {
+                    Ok(text) => {
+                        say(&format!("read {path}: kept as {name}: {text:?}"));
+                        state.kept.insert(name.clone(), text);
+                    }
+                    Err(e) => {
+                        say(&format!("read {path}: reading it again to keep: {}", crate::sys::error_name(&e)));
+                        return StepOutcome::Fail;
+                    }
+                }
+            }
+            outcome
         }
         Step::Mkdir { path, expect } => files::dir_call("mkdir", path, expect, say),
         Step::Rmdir { path, expect } => files::dir_call("rmdir", path, expect, say),

@@ -128,6 +128,13 @@ pub enum Step {
         /// (for effects the kernel applies asynchronously, such as auto-delete).
         #[serde(default)]
         within_ms: u64,
+        /// Keeps the content read (once every check holds) under this name, for a later
+        /// `equals_kept` of the same scenario (an event's `id` before the event is deleted).
+        #[serde(default)]
+        keep_as: Option<String>,
+        /// The content must be exactly the one kept under this name (as `equals`).
+        #[serde(default)]
+        equals_kept: Option<String>,
     },
     /// Triggers an LKDTM crash point (`PANIC`, `WARNING`, `BUG`, ...) through
     /// `/sys/kernel/debug/provoke-crash/DIRECT`.

@@ -62,7 +62,33 @@ fn read_file(path: &Path, equals: Option<&str>, contains: &[&str], lacks: &[&str
         head_hex: None,
         expect: expect.parse().unwrap(),
         within_ms: 0,
+        keep_as: None,
+        equals_kept: None,
     }
+}
+
+#[test]
+fn read_file_keeps_a_content_that_a_later_read_must_equal() {
+    let path = temp_path("kept");
+    fs::write(&path, "312\n").unwrap();
+    let with = |keep: Option<&str>, kept: Option<&str>| {
+        let mut step = read_file(&path, None, &[], &[], "ok");
+        if let Step::ReadFile { keep_as, equals_kept, .. } = &mut step {
+            (*keep_as, *equals_kept) = (keep.map(String::from), kept.map(String::from));
+        }
+        step
+    };
+    let (keep, same) = (with(Some("id"), None), with(None, Some("id")));
+    let (status, lines) = run(&[keep.clone(), same.clone()]);
+    assert_eq!(status, 0, "{lines:?}");
+    assert!(lines[1].ends_with("kept as id: \"312\\n\""), "{lines:?}");
+    let change = write_file(&path, "313\n", false, false, "ok");
+    let (status, lines) = run(&[keep, change, same.clone()]);
+    assert_eq!(status, 1);
+    assert!(lines.iter().any(|l| l.ends_with("content is not the expected \"312\\n\"")), "{lines:?}");
+    let (status, lines) = run(&[same]);
+    assert_eq!((status, lines.last().unwrap().ends_with("nothing was kept as id")), (1, true), "{lines:?}");
+    fs::remove_file(&path).unwrap();
 }
 
 #[test]
@@ -79,6 +105,8 @@ fn read_file_includes_and_excludes_text_anywhere() {
         head_hex: None,
         expect: Expect::default(),
         within_ms: 0,
+        keep_as: None,
+        equals_kept: None,
     };
     assert_eq!(run(&[step(&["ev: a=5 b=6"], &["a=7"])]).0, 0);
     let (status, lines) = run(&[step(&["a=7"], &[])]);
@@ -114,6 +142,8 @@ fn mkdir_rmdir_and_head_hex() {
         head_hex: Some(hex.into()),
         expect: Expect::default(),
         within_ms: 0,
+        keep_as: None,
+        equals_kept: None,
     };
     assert_eq!(run(&[head("0100ff")]).0, 0);
     let (status, lines) = run(&[head("0200")]);

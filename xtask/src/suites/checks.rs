@@ -349,9 +349,21 @@ impl Checker<'_> {
             Step::Memory { op, file } if (*op == protocol::MemoryOp::ShareFile) != file.is_some() => {
                 self.error(&at(&[Only]), "`file` goes with `op: share_file`, and `share_file` needs a `file`");
             }
-            Step::ReadFile { head_hex: Some(hex), .. } => {
-                if let Err(e) = protocol::decode_hex(hex) {
+            Step::ReadFile { head_hex, equals, keep_as, equals_kept, .. } => {
+                if let Some(Err(e)) = head_hex.as_deref().map(protocol::decode_hex) {
                     self.error(&at(&[Only, Key("head_hex")]), format!("bad hex: {e}"));
+                }
+                match equals_kept {
+                    Some(_) if equals.is_some() => self
+                        .error(&at(&[Only, Key("equals_kept")]), "read_file takes `equals` or `equals_kept`, not both"),
+                    Some(name) if !scope.kept.contains(name.as_str()) => self.error(
+                        &at(&[Only, Key("equals_kept")]),
+                        format!("no earlier `read_file` step has `keep_as: {name}`"),
+                    ),
+                    _ => {}
+                }
+                if let Some(name) = keep_as {
+                    scope.kept.insert(name);
                 }
             }
             Step::Measure { reps, .. } if *reps < protocol::MIN_REPS => {
@@ -609,11 +621,13 @@ const MAX_CPU: u32 = 1024;
 struct Scope<'s> {
     fds: BTreeSet<&'s str>,
     indexes: BTreeSet<&'s str>,
+    /// Names `read_file` kept contents as (`keep_as`).
+    kept: BTreeSet<&'s str>,
 }
 
 impl Scope<'_> {
     fn fresh() -> Self {
-        Scope { fds: BTreeSet::from([protocol::DATA_FD]), indexes: BTreeSet::new() }
+        Scope { fds: BTreeSet::from([protocol::DATA_FD]), indexes: BTreeSet::new(), kept: BTreeSet::new() }
     }
 }
 
