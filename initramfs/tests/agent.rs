@@ -154,6 +154,8 @@ fn user_events_steps_run_in_the_child() {
             head_hex: None,
             expect: Expect::default(),
             within_ms: 0,
+            keep_as: None,
+            equals_kept: None,
         },
     ];
     let scenario = |name: &str, steps| Scenario { name: name.into(), deadline_ms: 5000, steps };
@@ -206,6 +208,8 @@ fn fork_thread_and_exec_agent_steps() {
         head_hex: None,
         expect: Expect::default(),
         within_ms: 0,
+        keep_as: None,
+        equals_kept: None,
     };
     let steps = vec![
         Step::SetWord { word: "w".into(), value: 1 },
