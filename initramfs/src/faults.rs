@@ -4,7 +4,8 @@
 //! this thread; the first `ioctl`, `write(2)` or `openat(2)` the step makes on it runs inside [`around`],
 //! which writes N to `fail-nth` right before the call and reads it back (0: the Nth point
 //! failed) and disarms right after, so nothing else the agent does is failed. [`Fault::check`]
-//! then says whether the fault was injected and whether the state reads as before. A leaf.
+//! then says whether the fault was injected and whether the state reads as before. [`Sweep`]
+//! arms the same file for each point of a `fail_each_fork` in turn. A leaf.
 
 use std::cell::Cell;
 use std::fs::{File, OpenOptions};
@@ -43,23 +44,75 @@ pub fn around<T>(call: impl FnOnce() -> T) -> T {
     let Some(armed) = ARMED.get().filter(|a| a.left.is_none()) else {
         return call();
     };
-    let mut digits = [0u8; 10];
-    let text = decimal(armed.nth, &mut digits);
-    // SAFETY: writes and reads of a small buffer on a descriptor this module opened.
-    unsafe { libc::write(armed.fd, text.as_ptr().cast(), text.len()) };
+    set_nth(armed.fd, armed.nth);
     let result = call();
+    let left = disarm(armed.fd);
+    ARMED.set(Some(Armed { left: Some(left), ..armed }));
+    result
+}
+
+/// Writes N to `fail-nth` (open as `fd`): the Nth fault-injection point from now fails.
+fn set_nth(fd: RawFd, nth: u32) {
+    let mut digits = [0u8; 10];
+    let text = decimal(nth, &mut digits);
+    // SAFETY: a write of a small buffer on a descriptor this module opened.
+    unsafe { libc::write(fd, text.as_ptr().cast(), text.len()) };
+}
+
+/// Reads `fail-nth` back (0: the point failed; else how many points were still to come) and
+/// disarms it. Nothing here allocates in user space.
+fn disarm(fd: RawFd) -> u32 {
     let mut back = [0u8; 16];
-    // SAFETY: as above.
-    let n = unsafe { libc::pread(armed.fd, back.as_mut_ptr().cast(), back.len(), 0) };
+    // SAFETY: reads and writes of small buffers on a descriptor this module opened.
+    let n = unsafe { libc::pread(fd, back.as_mut_ptr().cast(), back.len(), 0) };
     // SAFETY: as above; 0 disarms whatever is left.
-    unsafe { libc::write(armed.fd, b"0".as_ptr().cast(), 1) };
-    let left = usize::try_from(n)
+    unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) };
+    usize::try_from(n)
         .ok()
         .and_then(|n| std::str::from_utf8(&back[..n]).ok())
         .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(u32::MAX);
-    ARMED.set(Some(Armed { left: Some(left), ..armed }));
-    result
+        .unwrap_or(u32::MAX)
+}
+
+/// This thread's `fail-nth` held open for a `fail_each_fork` sweep, with failslab counting
+/// sleeping allocations until it is dropped.
+pub struct Sweep {
+    file: File,
+}
+
+impl Sweep {
+    pub fn open() -> Result<Sweep, String> {
+        for path in IGNORE_GFP_WAIT {
+            write(path, "N").map_err(|e| {
+                format!("{path}: {e} (needs CONFIG_FAULT_INJECTION_DEBUG_FS and CONFIG_FAILSLAB: --profile faults)")
+            })?;
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(FAIL_NTH)
+            .map_err(|e| format!("{FAIL_NTH}: {e} (needs CONFIG_FAULT_INJECTION: --profile faults)"))?;
+        Ok(Sweep { file })
+    }
+
+    /// The Nth fault-injection point this thread reaches from now on fails.
+    pub fn arm(&self, nth: u32) {
+        set_nth(self.file.as_raw_fd(), nth);
+    }
+
+    /// After the call: whether the point failed; disarmed either way. (Only the thread that
+    /// armed it may call this: a forked child must not touch the descriptor.)
+    pub fn injected(&self) -> bool {
+        disarm(self.file.as_raw_fd()) == 0
+    }
+}
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        for path in IGNORE_GFP_WAIT {
+            let _ = write(path, "Y");
+        }
+    }
 }
 
 /// `n` in decimal, in `buf`.

@@ -164,6 +164,7 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
             StepOutcome::Pass
         }
         Step::Fork { name, steps } => fork(name, steps, state, say),
+        Step::FailEachFork { steps, max } => fail_each_fork(steps, *max, state, say),
         Step::Wait { name, expect_exit, within_ms } => wait(name, *expect_exit, *within_ms, state, say),
         Step::ExecAgent { steps } => exec_agent(steps, say),
         Step::Thread { steps } => {
@@ -217,8 +218,8 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
         Step::CheckBit { word, bit, set, within_ms } => {
             finish(state.events.check_bit(word, *bit, *set, *within_ms, say), say)
         }
-        Step::CheckWord { word, value, within_ms } => {
-            finish(state.events.check_word(word, *value, *within_ms, say), say)
+        Step::CheckWord { word, value, or, within_ms } => {
+            finish(state.events.check_word(word, *value, or, *within_ms, say), say)
         }
         Step::Write { fd, index, index_value, fields, vectored, offset, payload_from, expect } => {
             let payload = Payload {
@@ -341,6 +342,72 @@ fn fork(name: &str, steps: &[Step], state: &mut ScenarioState, say: &mut dyn FnM
             StepOutcome::Pass
         }
     }
+}
+
+/// `fail_each_fork`: a fork for each of fork()'s own fault-injection points in turn, until
+/// the fork no longer reaches the point armed.
+fn fail_each_fork(steps: &[Step], max: u32, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    let sweep = match faults::Sweep::open() {
+        Ok(s) => s,
+        Err(e) => {
+            say(&format!("fail_each_fork: {e}"));
+            return StepOutcome::Fail;
+        }
+    };
+    if let Err(e) = sync::prepare() {
+        say(&format!("fail_each_fork: {e}"));
+        return StepOutcome::Fail;
+    }
+    let (mut failed, mut born) = (0u32, Vec::new());
+    for nth in 1..=max {
+        let _ = io::stdout().flush();
+        sweep.arm(nth);
+        // SAFETY: as in `fork`: the scenario process is single-threaded here.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // The child's own fail-nth starts at 0; it never touches the parent's descriptor.
+            let mut lines = Vec::new();
+            let code = run_nested(state, steps, &mut lines, &format!("fail_each_fork {nth}: child "));
+            if code != 0 {
+                let _ = io::stdout().write_all(&lines);
+            }
+            let _ = io::stdout().flush();
+            // SAFETY: as in `fork`.
+            unsafe { libc::_exit(code) }
+        }
+        let errno = io::Error::last_os_error();
+        let injected = sweep.injected();
+        if pid < 0 {
+            if errno.raw_os_error() != Some(libc::ENOMEM) || !injected {
+                let how = if injected { "injected" } else { "not injected" };
+                say(&format!("fail_each_fork {nth}: fork: {} ({how}; expected ENOMEM)", sys::error_name(&errno)));
+                return StepOutcome::Fail;
+            }
+            failed += 1;
+            continue;
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child just forked.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        let exited = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+        if exited != Some(0) {
+            say(&format!("fail_each_fork {nth}: the child's steps failed (status {status:#x})"));
+            return StepOutcome::Fail;
+        }
+        if !injected {
+            let failed_at = if born.is_empty() { String::new() } else { format!(", point(s) {born:?} failed quietly") };
+            say(&format!(
+                "fail_each_fork: fork reaches {} fault-injection points: {failed} failed it with ENOMEM{failed_at}; \
+                 each of {} children passed its steps",
+                nth - 1,
+                born.len() + 1
+            ));
+            return StepOutcome::Pass;
+        }
+        born.push(nth);
+    }
+    say(&format!("fail_each_fork: fork still reached point {max} (max {max})"));
+    StepOutcome::Fail
 }
 
 /// Collects a forked child and compares its exit status.

@@ -495,25 +495,27 @@ impl UserEvents {
         Ok(StepOutcome::Pass)
     }
 
-    pub fn check_word(&self, name: &str, value: u64, within_ms: u64, say: &mut dyn FnMut(&str)) -> Done {
+    pub fn check_word(&self, name: &str, value: u64, or: &[u64], within_ms: u64, say: &mut dyn FnMut(&str)) -> Done {
         let view = self.view(name);
         let start = Instant::now();
         let limit = Duration::from_millis(within_ms);
+        let expected = std::iter::once(value).chain(or.iter().copied()).map(|v| format!("{v:#x}")).collect::<Vec<_>>();
+        let expected = expected.join(" or ");
         loop {
             let seen = self.load(name)?;
             let waited = start.elapsed();
             if seen == value || waited >= limit {
                 let line = if within_ms == 0 {
-                    format!("check word {name}{view}: {seen:#x} (expected {value:#x})")
+                    format!("check word {name}{view}: {seen:#x} (expected {expected})")
                 } else {
                     let still = if seen == value { "" } else { "still " };
                     format!(
-                        "check word {name}{view}: {still}{seen:#x} after {} ms (expected {value:#x} within {within_ms} ms)",
+                        "check word {name}{view}: {still}{seen:#x} after {} ms (expected {expected} within {within_ms} ms)",
                         waited.as_millis()
                     )
                 };
                 say(&line);
-                return Ok(StepOutcome::passed_if(seen == value));
+                return Ok(StepOutcome::passed_if(seen == value || or.contains(&seen)));
             }
             std::thread::sleep(Duration::from_millis(1));
         }

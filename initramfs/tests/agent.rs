@@ -216,19 +216,22 @@ fn fork_thread_and_exec_agent_steps() {
         Step::Fork {
             name: "c".into(),
             steps: vec![
-                Step::CheckWord { word: "w".into(), value: 1, within_ms: 0 },
+                Step::CheckWord { word: "w".into(), value: 1, or: vec![], within_ms: 0 },
                 Step::SetWord { word: "w".into(), value: 2 },
                 write(&marker, "child"),
             ],
         },
         Step::Wait { name: "c".into(), expect_exit: 0, within_ms: 5000 },
         // The child's store went to its own copy.
-        Step::CheckWord { word: "w".into(), value: 1, within_ms: 0 },
+        Step::CheckWord { word: "w".into(), value: 1, or: vec![], within_ms: 0 },
         read(&marker, "child"),
-        Step::Fork { name: "bad".into(), steps: vec![Step::CheckWord { word: "w".into(), value: 9, within_ms: 0 }] },
+        Step::Fork {
+            name: "bad".into(),
+            steps: vec![Step::CheckWord { word: "w".into(), value: 9, or: vec![], within_ms: 0 }],
+        },
         Step::Wait { name: "bad".into(), expect_exit: 1, within_ms: 5000 },
         Step::Thread { steps: vec![Step::SetWord { word: "w".into(), value: 3 }] },
-        Step::CheckWord { word: "w".into(), value: 3, within_ms: 0 },
+        Step::CheckWord { word: "w".into(), value: 3, or: vec![], within_ms: 0 },
         Step::ExecAgent { steps: vec![write(&dir.join("after-exec"), "fresh")] },
     ];
     let plan = Plan {

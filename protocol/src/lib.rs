@@ -2,22 +2,23 @@
 //! parsers only. `plan`: what the agent runs; `expect`: what a call must return; `result`: the
 //! KTAP lines of the result channel and the step lines the host reads back; `markers`: the
 //! kernel-log lines that frame each scenario; `gcov`: the coverage counters a coverage kernel's
-//! scenarios send back.
+//! scenarios send back; `value`: the payload fields a step writes or compares.
 
 pub mod expect;
 pub mod gcov;
 pub mod markers;
 pub mod plan;
 pub mod result;
+pub mod value;
 
 pub use expect::{closest_errno, errno_name, errno_number, Expect, ERRNOS};
 pub use markers::Marker;
 pub use plan::{
-    decode_hex, Addr, BpfKind, Consumers, FieldValue, MeasureKind, MemoryOp, PerfAction, Plan, RawReg, RawUnreg,
-    Record, Scenario, Step, ThreadGroup, Value, DATA_FD, ITERATION, MAX_BARRIER_NAME, MIN_REPS, SELF_TID, THREAD_INDEX,
-    USER_EVENTS_DATA,
+    Addr, BpfKind, Consumers, FieldValue, MeasureKind, MemoryOp, PerfAction, Plan, RawReg, RawUnreg, Record, Scenario,
+    Step, ThreadGroup, DATA_FD, ITERATION, MAX_BARRIER_NAME, MIN_REPS, SELF_TID, THREAD_INDEX, USER_EVENTS_DATA,
 };
 pub use result::{median, step_line, step_text, ExecEnd, ExitStatus, Metric, Outcome, ResultLine, METRIC_PREFIX};
+pub use value::{decode_hex, Value};
 
 /// Bumped when the plan or the result lines change incompatibly.
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -317,7 +317,7 @@ fn register(word: Option<&str>, raw: RawReg, e: &str) -> Step {
 fn set_and_check_words() {
     let mut s = ScenarioState::default();
     let set = |w: &str, v| Step::SetWord { word: w.into(), value: v };
-    let word = |w: &str, v| Step::CheckWord { word: w.into(), value: v, within_ms: 0 };
+    let word = |w: &str, v| Step::CheckWord { word: w.into(), value: v, or: vec![], within_ms: 0 };
     let bit = |b, set| Step::CheckBit { word: "w".into(), bit: b, set, within_ms: 0 };
     assert_eq!(run1(&mut s, word("w", 0)), (StepOutcome::Pass, vec!["check word w: 0x0 (expected 0x0)".into()]));
     assert_eq!(run1(&mut s, set("w", 0x8000_0001)).1, ["set word w = 0x80000001: ok"]);
@@ -602,7 +602,7 @@ fn barrier(name: &str, parties: u32) -> Step {
 fn threads_share_words_and_get_their_index() {
     let mut s = ScenarioState::default();
     let set = |w: &str, v| Step::SetWord { word: w.into(), value: v };
-    let check = |w: &str, v| Step::CheckWord { word: w.into(), value: v, within_ms: 0 };
+    let check = |w: &str, v| Step::CheckWord { word: w.into(), value: v, or: vec![], within_ms: 0 };
     assert_eq!(run1(&mut s, set("shared", 7)).0, StepOutcome::Pass);
     let step = Step::Threads(vec![
         group(3, vec![barrier("t-share", 4), check("shared", 7), barrier("t-checked", 4), set("w{thread}", 100)]),
@@ -626,7 +626,7 @@ fn threads_share_words_and_get_their_index() {
 #[test]
 fn a_failing_or_skipping_thread_decides_the_step() {
     let mut s = ScenarioState::default();
-    let check = |v| Step::CheckWord { word: "w".into(), value: v, within_ms: 0 };
+    let check = |v| Step::CheckWord { word: "w".into(), value: v, or: vec![], within_ms: 0 };
     let (outcome, lines) = run1(&mut s, Step::Threads(vec![group(2, vec![check(0)]), group(1, vec![check(1)])]));
     assert_eq!(outcome, StepOutcome::Fail);
     assert!(lines.contains(&"thread 1.0 step 1: check word w: 0x0 (expected 0x1)".to_string()), "{lines:?}");
@@ -670,7 +670,7 @@ fn repeat_tallies_the_lines_of_passing_iterations() {
     let mut s = ScenarioState::default();
     let body = vec![
         Step::SetWord { word: "w{iteration}".into(), value: 1 },
-        Step::CheckWord { word: "w{iteration}".into(), value: 1, within_ms: 0 },
+        Step::CheckWord { word: "w{iteration}".into(), value: 1, or: vec![], within_ms: 0 },
     ];
     let (outcome, lines) = run1(&mut s, Step::Repeat { count: 30, steps: body, for_ms: 0, leak_at_most: None });
     assert_eq!(outcome, StepOutcome::Pass, "{lines:?}");
@@ -678,12 +678,15 @@ fn repeat_tallies_the_lines_of_passing_iterations() {
     assert_eq!(lines[0], "repeat: 30x iteration [0..29] step 1: set word w[0..29] = 0x1: ok");
     assert_eq!(lines[1], "repeat: 30x iteration [0..29] step 2: check word w[0..29]: 0x1 (expected 0x1)");
     assert!(lines[2].starts_with("repeat: all 30 iterations passed in "), "{lines:?}");
-    assert_eq!(run1(&mut s, Step::CheckWord { word: "w29".into(), value: 1, within_ms: 0 }).0, StepOutcome::Pass);
+    assert_eq!(
+        run1(&mut s, Step::CheckWord { word: "w29".into(), value: 1, or: vec![], within_ms: 0 }).0,
+        StepOutcome::Pass
+    );
 
     // The first failing iteration is said in full, after the tally of those before it.
     let body = vec![
         Step::SetWord { word: "x".into(), value: 0 },
-        Step::CheckWord { word: "w{iteration}".into(), value: 1, within_ms: 0 },
+        Step::CheckWord { word: "w{iteration}".into(), value: 1, or: vec![], within_ms: 0 },
     ];
     let (outcome, lines) = run1(&mut s, Step::Repeat { count: 50, steps: body, for_ms: 0, leak_at_most: None });
     assert_eq!(outcome, StepOutcome::Fail);
@@ -723,7 +726,7 @@ fn the_innermost_repeat_and_threads_give_the_index() {
     assert_eq!(outcome, StepOutcome::Pass, "{lines:?}");
     for (w, v) in [("o0t0", 2), ("o2t1", 2), ("r0", 1), ("r1", 1), ("r2", 0)] {
         assert_eq!(
-            run1(&mut s, Step::CheckWord { word: w.into(), value: v, within_ms: 0 }).0,
+            run1(&mut s, Step::CheckWord { word: w.into(), value: v, or: vec![], within_ms: 0 }).0,
             StepOutcome::Pass,
             "{w}"
         );
@@ -773,14 +776,19 @@ fn check_word_polls_until_the_value() {
         // SAFETY: the word stays mapped: the state outlives the join below.
         unsafe { &*(addr as *const AtomicU64) }.store(0x30, Ordering::SeqCst);
     });
-    let (outcome, lines) = run1(&mut s, Step::CheckWord { word: "w".into(), value: 0x30, within_ms: 2000 });
+    let (outcome, lines) = run1(&mut s, Step::CheckWord { word: "w".into(), value: 0x30, or: vec![], within_ms: 2000 });
     setter.join().unwrap();
     assert_eq!(outcome, StepOutcome::Pass, "{lines:?}");
     assert!(lines[0].starts_with("check word w: 0x30 after "), "{lines:?}");
     assert!(lines[0].ends_with(" ms (expected 0x30 within 2000 ms)"), "{lines:?}");
-    let (outcome, lines) = run1(&mut s, Step::CheckWord { word: "w".into(), value: 1, within_ms: 20 });
+    let (outcome, lines) = run1(&mut s, Step::CheckWord { word: "w".into(), value: 1, or: vec![], within_ms: 20 });
     assert_eq!(outcome, StepOutcome::Fail);
     assert!(lines[0].starts_with("check word w: still 0x30 after "), "{lines:?}");
+    // `or`: another value that passes once `value` has not come.
+    let (outcome, lines) = run1(&mut s, Step::CheckWord { word: "w".into(), value: 3, or: vec![0x30], within_ms: 0 });
+    assert_eq!((outcome, lines[0].as_str()), (StepOutcome::Pass, "check word w: 0x30 (expected 0x3 or 0x30)"));
+    let (outcome, _) = run1(&mut s, Step::CheckWord { word: "w".into(), value: 3, or: vec![0, 1], within_ms: 0 });
+    assert_eq!(outcome, StepOutcome::Fail);
 }
 
 #[test]

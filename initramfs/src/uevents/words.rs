@@ -20,6 +20,7 @@ impl UserEvents {
                     self.names().widths.entry(w.clone()).or_insert(raw.enable_size.unwrap_or(*size));
                 }
                 Step::Fork { steps, .. }
+                | Step::FailEachFork { steps, .. }
                 | Step::Thread { steps }
                 | Step::Repeat { steps, .. }
                 | Step::Kmemleak { steps } => self.learn_widths(steps),

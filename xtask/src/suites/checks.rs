@@ -506,7 +506,7 @@ impl Checker<'_> {
             p
         };
         match step {
-            Step::Fork { steps, .. } => {
+            Step::Fork { steps, .. } | Step::FailEachFork { steps, .. } => {
                 self.steps(&path(&[Only, Key("steps")]), steps, &mut scope.clone(), context);
             }
             Step::Thread { steps } | Step::Kmemleak { steps } => {
@@ -544,6 +544,7 @@ impl Checker<'_> {
             | Step::Threads(_)
             | Step::Repeat { .. }
             | Step::Kmemleak { .. }
+            | Step::FailEachFork { .. }
             | Step::ExecAgent { .. } => String::new(),
             other => serde_json::to_string(other).unwrap_or_default(),
         };
