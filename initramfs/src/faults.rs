@@ -107,6 +107,61 @@ impl Sweep {
     }
 }
 
+/// failslab's debugfs folder: its attributes apply to every task unless `task-filter` is Y.
+const FAILSLAB: &str = "/sys/kernel/debug/failslab";
+
+/// failslab armed for every task for one failure, in the allocations whose call stack passes
+/// through an address range (a function); disarmed on drop.
+pub struct InFunction;
+
+impl InFunction {
+    pub fn arm(start: u64, end: u64) -> Result<InFunction, String> {
+        let (start, end) = (start.to_string(), end.to_string());
+        let attributes = [
+            ("ignore-gfp-wait", "N"),
+            ("task-filter", "N"),
+            ("space", "0"),
+            ("interval", "1"),
+            ("stacktrace-depth", "32"),
+            ("require-start", start.as_str()),
+            ("require-end", end.as_str()),
+            ("times", "1"),
+            // Last: from here on it fails.
+            ("probability", "100"),
+        ];
+        let armed = InFunction;
+        for (name, value) in attributes {
+            write(&format!("{FAILSLAB}/{name}"), value).map_err(|e| {
+                format!(
+                    "{FAILSLAB}/{name}: {e} (needs CONFIG_FAILSLAB and CONFIG_FAULT_INJECTION_STACKTRACE_FILTER: --profile faults)"
+                )
+            })?;
+        }
+        Ok(armed)
+    }
+
+    /// Whether the one failure came (`times` counted down to 0).
+    pub fn fired(&self) -> bool {
+        read(&format!("{FAILSLAB}/times")).is_ok_and(|t| t.trim() == "0")
+    }
+}
+
+impl Drop for InFunction {
+    fn drop(&mut self) {
+        let end = u64::MAX.to_string();
+        let defaults = [
+            ("probability", "0"),
+            ("times", "1"),
+            ("require-start", "0"),
+            ("require-end", end.as_str()),
+            ("ignore-gfp-wait", "Y"),
+        ];
+        for (name, value) in defaults {
+            let _ = write(&format!("{FAILSLAB}/{name}"), value);
+        }
+    }
+}
+
 impl Drop for Sweep {
     fn drop(&mut self) {
         for path in IGNORE_GFP_WAIT {

@@ -9,6 +9,7 @@ mod format;
 mod fuzz;
 mod gcov;
 mod hygiene;
+mod kallsyms;
 mod kmemleak;
 mod leak;
 mod measure;

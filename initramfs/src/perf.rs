@@ -234,37 +234,19 @@ pub fn samples(data: &[u8], mut tail: u64, head: u64) -> (Vec<Sample>, u64) {
     (out, lost)
 }
 
-/// The text symbol of `/proc/kallsyms` (its `text`) that `ip` lies in: the one with the
-/// highest address at or below it, with the distance; None below every text symbol.
-pub fn text_symbol(kallsyms: &str, ip: u64) -> Option<(&str, u64)> {
-    let mut best: Option<(&str, u64)> = None;
-    for line in kallsyms.lines() {
-        let mut parts = line.split_whitespace();
-        let (Some(addr), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next()) else { continue };
-        if !matches!(kind, "t" | "T") {
-            continue;
-        }
-        let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
-        if addr <= ip && best.is_none_or(|(_, at)| addr > at) {
-            best = Some((name, addr));
-        }
-    }
-    best.map(|(name, at)| (name, ip - at))
-}
-
 /// Checks that each sample's instruction pointer lies in one of the functions `within`
 /// (a symbol's `.isra.0`-style suffix ignored).
 fn check_ips(what: &str, ips: &[u64], within: &[String], say: &mut dyn FnMut(&str)) -> bool {
-    let kallsyms = match std::fs::read_to_string("/proc/kallsyms") {
+    let kallsyms = match crate::kallsyms::read() {
         Ok(text) => text,
         Err(e) => {
-            say(&format!("{what}: /proc/kallsyms: {}", crate::sys::error_name(&e)));
+            say(&format!("{what}: {e}"));
             return false;
         }
     };
     let mut ok = true;
     for (i, ip) in ips.iter().enumerate() {
-        let found = text_symbol(&kallsyms, *ip);
+        let found = crate::kallsyms::text_symbol(&kallsyms, *ip);
         let function = found.map(|(name, _)| name.split('.').next().unwrap_or(name));
         let place = found.map_or_else(|| "no text symbol".to_string(), |(name, off)| format!("{name}+{off:#x}"));
         if function.is_some_and(|f| within.iter().any(|w| w == f)) {
@@ -483,16 +465,6 @@ mod tests {
                 Sample { ip: 7, raw: vec![9; 12] }
             ]
         );
-    }
-
-    #[test]
-    fn an_ip_is_named_by_the_text_symbol_at_or_below_it() {
-        let kallsyms = "ffffffff81000000 T _stext\nffffffff81000100 t user_events_write_core.isra.0\n\
-                        ffffffff81000080 D some_data\nffffffff81000200 T user_events_write\n";
-        assert_eq!(text_symbol(kallsyms, 0xffffffff81000150), Some(("user_events_write_core.isra.0", 0x50)));
-        assert_eq!(text_symbol(kallsyms, 0xffffffff810000f0), Some(("_stext", 0xf0)));
-        assert_eq!(text_symbol(kallsyms, 0xffffffff81000200), Some(("user_events_write", 0)));
-        assert_eq!(text_symbol(kallsyms, 0), None);
     }
 
     #[test]

@@ -165,6 +165,9 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
         }
         Step::Fork { name, steps } => fork(name, steps, state, say),
         Step::FailEachFork { steps, max } => fail_each_fork(steps, *max, state, say),
+        Step::FailIn { function, steps, injected, within_ms } => {
+            fail_in(function, steps, *injected, *within_ms, state, say)
+        }
         Step::Wait { name, expect_exit, within_ms } => wait(name, *expect_exit, *within_ms, state, say),
         Step::ExecAgent { steps } => exec_agent(steps, say),
         Step::Thread { steps } => {
@@ -408,6 +411,56 @@ fn fail_each_fork(steps: &[Step], max: u32, state: &mut ScenarioState, say: &mut
     }
     say(&format!("fail_each_fork: fork still reached point {max} (max {max})"));
     StepOutcome::Fail
+}
+
+/// `fail_in`: the next slab allocation through kernel function `function` fails, for any task,
+/// while `steps` run; then whether it came (within `within_ms` after them) is checked.
+fn fail_in(
+    function: &str,
+    steps: &[Step],
+    injected: bool,
+    within_ms: u64,
+    state: &mut ScenarioState,
+    say: &mut dyn FnMut(&str),
+) -> StepOutcome {
+    let what = format!("fail_in {function}");
+    let range = crate::kallsyms::read().and_then(|k| {
+        crate::kallsyms::function_range(&k, function)
+            .ok_or_else(|| format!("no text symbol {function} in /proc/kallsyms (inlined into its callers?)"))
+    });
+    let (start, end) = match range {
+        Ok(r) => r,
+        Err(e) => {
+            say(&format!("{what}: {e}"));
+            return StepOutcome::Fail;
+        }
+    };
+    let armed = match faults::InFunction::arm(start, end) {
+        Ok(a) => a,
+        Err(e) => {
+            say(&format!("{what}: {e}"));
+            return StepOutcome::Fail;
+        }
+    };
+    say(&format!("{what}: armed: the next slab allocation with [{start:#x}, {end:#x}) on its stack fails"));
+    let outcome = in_place(steps, state, say);
+    let started = Instant::now();
+    while !armed.fired() && started.elapsed() < Duration::from_millis(within_ms) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let fired = armed.fired();
+    drop(armed);
+    let waited = started.elapsed().as_millis();
+    say(&format!(
+        "{what}: {} ({waited} ms after the steps; expected {})",
+        if fired { "injected" } else { "not injected" },
+        if injected { "injected" } else { "not injected" }
+    ));
+    if fired == injected {
+        outcome
+    } else {
+        StepOutcome::Fail
+    }
 }
 
 /// Collects a forked child and compares its exit status.

@@ -288,6 +288,19 @@ pub enum Step {
         #[serde(default = "default_sweep_max")]
         max: u32,
     },
+    /// Arms failslab for every task (a kworker too) while `steps` run: the next slab allocation
+    /// whose call stack passes through the kernel function `function` (its range by
+    /// `/proc/kallsyms`) fails, once. After the steps it waits up to `within_ms` for that
+    /// failure to have come (`injected: false`: checks that it did not), then disarms. Needs
+    /// `--profile faults` (CONFIG_FAULT_INJECTION_STACKTRACE_FILTER).
+    FailIn {
+        function: String,
+        steps: Vec<Step>,
+        #[serde(default = "yes")]
+        injected: bool,
+        #[serde(default)]
+        within_ms: u64,
+    },
     /// Waits for a forked child and checks its exit status (0: all its steps passed).
     Wait {
         name: String,

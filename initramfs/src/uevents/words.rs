@@ -23,7 +23,8 @@ impl UserEvents {
                 | Step::FailEachFork { steps, .. }
                 | Step::Thread { steps }
                 | Step::Repeat { steps, .. }
-                | Step::Kmemleak { steps } => self.learn_widths(steps),
+                | Step::Kmemleak { steps }
+                | Step::FailIn { steps, .. } => self.learn_widths(steps),
                 Step::Threads(groups) => groups.iter().for_each(|g| self.learn_widths(&g.steps)),
                 _ => {}
             }

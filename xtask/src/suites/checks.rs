@@ -509,7 +509,7 @@ impl Checker<'_> {
             Step::Fork { steps, .. } | Step::FailEachFork { steps, .. } => {
                 self.steps(&path(&[Only, Key("steps")]), steps, &mut scope.clone(), context);
             }
-            Step::Thread { steps } | Step::Kmemleak { steps } => {
+            Step::Thread { steps } | Step::Kmemleak { steps } | Step::FailIn { steps, .. } => {
                 self.steps(&path(&[Only, Key("steps")]), steps, scope, context)
             }
             Step::Repeat { steps, .. } => {
@@ -545,6 +545,7 @@ impl Checker<'_> {
             | Step::Repeat { .. }
             | Step::Kmemleak { .. }
             | Step::FailEachFork { .. }
+            | Step::FailIn { .. }
             | Step::ExecAgent { .. } => String::new(),
             other => serde_json::to_string(other).unwrap_or_default(),
         };
