@@ -125,6 +125,11 @@ pub enum Step {
     Run { scenarios: BTreeMap<String, Vec<String>> },
 }
 
+/// Whether a plan's step is the tracked list's verdict (Equivalent).
+pub fn is_equivalent(step: &Step) -> bool {
+    matches!(step, Step::Decided(r) if matches!(r.outcome, Outcome::Equivalent { .. }))
+}
+
 /// Each mutant's step, in the mutants' order. Without a coverage map nothing is NoCoverage:
 /// what is not decided is a `Run` with no scenarios known.
 pub fn plan(
@@ -400,6 +405,24 @@ mod tests {
         for (_, step) in plan(&ms, None, &BTreeMap::new(), &BTreeMap::new()) {
             assert_eq!(step, Step::Run { scenarios: BTreeMap::new() }, "no map: unknown, not NoCoverage");
         }
+    }
+
+    #[test]
+    fn the_tracked_list_wins_over_a_kept_result() {
+        let ms = crate::mutants::find::mutants("kernel/x.c", SRC).unwrap();
+        let id = ms[0].id.clone();
+        let survived = MutantResult {
+            id: id.clone(),
+            outcome: Outcome::Survived,
+            covered_by: vec![],
+            duration_ms: None,
+            stage: None,
+        };
+        let listed = BTreeMap::from([(id.clone(), "no caller reads it".to_string())]);
+        let planned = plan(&ms, None, &listed, &BTreeMap::from([(id.clone(), survived)]));
+        let (_, step) = planned.iter().find(|(i, _)| *i == id).unwrap();
+        assert!(is_equivalent(step), "{step:?}");
+        assert!(!is_equivalent(&Step::Run { scenarios: BTreeMap::new() }));
     }
 
     #[test]

@@ -146,8 +146,10 @@ impl MutantsArgs {
                     self.parallel as usize,
                 )?;
             }
+            // What this run decided; the tracked list still wins over a result kept from
+            // before the mutant was listed (as in the plan).
             for (id, r) in plan::load_state(&plan::state_file(&out))? {
-                if let Some(step) = steps.get_mut(&id) {
+                if let Some(step) = steps.get_mut(&id).filter(|s| !plan::is_equivalent(s)) {
                     *step = Step::Decided(r);
                 }
             }
