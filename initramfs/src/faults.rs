@@ -74,6 +74,20 @@ fn disarm(fd: RawFd) -> u32 {
         .unwrap_or(u32::MAX)
 }
 
+/// This thread's `fail-nth`, opened after failslab is told to count sleeping allocations too.
+fn open_fail_nth() -> Result<File, String> {
+    for path in IGNORE_GFP_WAIT {
+        write(path, "N").map_err(|e| {
+            format!("{path}: {e} (needs CONFIG_FAULT_INJECTION_DEBUG_FS and CONFIG_FAILSLAB: --profile faults)")
+        })?;
+    }
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(FAIL_NTH)
+        .map_err(|e| format!("{FAIL_NTH}: {e} (needs CONFIG_FAULT_INJECTION: --profile faults)"))
+}
+
 /// This thread's `fail-nth` held open for a `fail_each_fork` sweep, with failslab counting
 /// sleeping allocations until it is dropped.
 pub struct Sweep {
@@ -82,17 +96,7 @@ pub struct Sweep {
 
 impl Sweep {
     pub fn open() -> Result<Sweep, String> {
-        for path in IGNORE_GFP_WAIT {
-            write(path, "N").map_err(|e| {
-                format!("{path}: {e} (needs CONFIG_FAULT_INJECTION_DEBUG_FS and CONFIG_FAILSLAB: --profile faults)")
-            })?;
-        }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(FAIL_NTH)
-            .map_err(|e| format!("{FAIL_NTH}: {e} (needs CONFIG_FAULT_INJECTION: --profile faults)"))?;
-        Ok(Sweep { file })
+        Ok(Sweep { file: open_fail_nth()? })
     }
 
     /// The Nth fault-injection point this thread reaches from now on fails.
@@ -201,16 +205,7 @@ pub struct Before {
 impl Fault {
     /// Arms this thread for the next step's first call, after reading the state it compares.
     pub fn arm(&self, words: Option<Vec<u8>>) -> Result<Before, String> {
-        for path in IGNORE_GFP_WAIT {
-            write(path, "N").map_err(|e| {
-                format!("fail_nth: {path}: {e} (needs CONFIG_FAULT_INJECTION_DEBUG_FS and CONFIG_FAILSLAB: --profile faults)")
-            })?;
-        }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(FAIL_NTH)
-            .map_err(|e| format!("fail_nth: {FAIL_NTH}: {e} (needs CONFIG_FAULT_INJECTION: --profile faults)"))?;
+        let file = open_fail_nth().map_err(|e| format!("fail_nth: {e}"))?;
         let files = if self.unchanged { STATE_FILES.iter().map(|p| read(p)).collect() } else { Vec::new() };
         ARMED.set(Some(Armed { fd: file.as_raw_fd(), nth: self.nth, left: None }));
         Ok(Before { file, files, words })
