@@ -191,8 +191,19 @@ fn decimal(mut n: u32, buf: &mut [u8; 10]) -> &[u8] {
 #[derive(Debug, Clone, Copy)]
 pub struct Fault {
     pub nth: u32,
-    pub injected: bool,
+    /// Whether the fault must come (`Some(true)`), must not (`Some(false)`), or either (a
+    /// `fail_each` sweep, which reads [`last_injected`]).
+    pub injected: Option<bool>,
     pub unchanged: bool,
+}
+
+thread_local! {
+    static LAST_INJECTED: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// Whether the last armed call's fault came (None: it made no call to arm).
+pub fn last_injected() -> Option<bool> {
+    LAST_INJECTED.get()
 }
 
 /// What was armed, and the state before the call.
@@ -222,14 +233,16 @@ impl Fault {
         drop(before.file);
         let nth = self.nth;
         let mut ok = true;
-        match armed.and_then(|a| a.left) {
+        let left = armed.and_then(|a| a.left);
+        LAST_INJECTED.set(left.map(|l| l == 0));
+        match left {
             None => {
                 say(&format!("fail_nth {nth}: the step made no ioctl, write(2) or openat(2) to fail"));
                 ok = false;
             }
             Some(0) => {
                 say(&format!("fail_nth {nth}: injected: the call's fault-injection point {nth} failed"));
-                if !self.injected {
+                if self.injected == Some(false) {
                     say(&format!("fail_nth {nth}: expected the call to reach fewer than {nth} points"));
                     ok = false;
                 }
@@ -237,7 +250,7 @@ impl Fault {
             Some(left) => {
                 let reached = nth.saturating_sub(left);
                 say(&format!("fail_nth {nth}: not injected: the call reached {reached} fault-injection points"));
-                if self.injected {
+                if self.injected == Some(true) {
                     ok = false;
                 }
             }

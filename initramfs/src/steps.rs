@@ -165,6 +165,7 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
         }
         Step::Fork { name, steps } => fork(name, steps, state, say),
         Step::FailEachFork { steps, max } => fail_each_fork(steps, *max, state, say),
+        Step::FailEach { steps, max } => fail_each(steps, *max, state, say),
         Step::FailIn { function, steps, injected, within_ms } => {
             fail_in(function, steps, *injected, *within_ms, state, say)
         }
@@ -190,7 +191,7 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
                 "fail_nth {nth}: the next step's first call fails at its fault-injection point {nth}{}",
                 if *injected { "" } else { " (if it reaches it)" }
             ));
-            state.fault = Some(faults::Fault { nth: *nth, injected: *injected, unchanged: *unchanged });
+            state.fault = Some(faults::Fault { nth: *nth, injected: Some(*injected), unchanged: *unchanged });
             StepOutcome::Pass
         }
         Step::Open { fd, path, read_only, expect } => finish(state.events.open(fd, path, *read_only, expect, say), say),
@@ -410,6 +411,43 @@ fn fail_each_fork(steps: &[Step], max: u32, state: &mut ScenarioState, say: &mut
         born.push(nth);
     }
     say(&format!("fail_each_fork: fork still reached point {max} (max {max})"));
+    StepOutcome::Fail
+}
+
+/// `fail_each`: the steps once for each fault-injection point of the first step's first call,
+/// until it no longer reaches the point armed; each pass's lines tallied as `repeat`'s are.
+fn fail_each(steps: &[Step], max: u32, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    let mut tally = Tally::default();
+    for nth in 1..=max {
+        let body = match substitute(steps, ITERATION, nth) {
+            Ok(s) => s,
+            Err(e) => {
+                say(&format!("fail_each: {e}"));
+                return StepOutcome::Fail;
+            }
+        };
+        state.fault = Some(faults::Fault { nth, injected: None, unchanged: false });
+        let mut lines = Vec::new();
+        let code = run_nested(state, &body, &mut lines, &format!("point {nth} "));
+        let text = String::from_utf8_lossy(&lines);
+        if code != 0 {
+            tally.say("fail_each", say);
+            say(&format!("fail_each: with point {nth} failed, the steps did not pass:"));
+            text.lines().for_each(|l| say(l));
+            return StepOutcome::of_status(code);
+        }
+        text.lines().for_each(|l| tally.add(l));
+        if faults::last_injected() != Some(true) {
+            tally.say("fail_each", say);
+            say(&format!(
+                "fail_each: the first call reaches {} fault-injection points; with each failed, the steps passed",
+                nth - 1
+            ));
+            return StepOutcome::Pass;
+        }
+    }
+    tally.say("fail_each", say);
+    say(&format!("fail_each: the first call still reached point {max} (max {max})"));
     StepOutcome::Fail
 }
 
@@ -641,7 +679,7 @@ fn repeat(
         let code = run_nested(state, &body, &mut lines, &format!("iteration {i} "));
         let text = String::from_utf8_lossy(&lines);
         if code != 0 {
-            tally.say(say);
+            tally.say("repeat", say);
             let how = if code == protocol::EXIT_SKIP { "skipped" } else { "failed" };
             say(&format!("repeat: iteration {i} of {last} {how} after {} ms:", started.elapsed().as_millis()));
             for line in text.lines() {
@@ -653,7 +691,7 @@ fn repeat(
             tally.add(line);
         }
     }
-    tally.say(say);
+    tally.say("repeat", say);
     let ms = started.elapsed().as_millis();
     if ran == count {
         say(&format!("repeat: all {count} iterations passed in {ms} ms"));
@@ -731,7 +769,8 @@ impl Tally {
         }
     }
 
-    fn say(&self, say: &mut dyn FnMut(&str)) {
+    /// Says each kind's line, after `step: ` (the step that tallied: `repeat`, `fail_each`).
+    fn say(&self, step: &str, say: &mut dyn FnMut(&str)) {
         for kind in self.kinds.iter().take(TALLY_KINDS) {
             let mut text = String::new();
             let mut at = 0;
@@ -745,11 +784,11 @@ impl Tally {
                 at = b;
             }
             text.push_str(&kind.first[at..]);
-            say(&format!("repeat: {}x {text}", kind.count));
+            say(&format!("{step}: {}x {text}", kind.count));
         }
         if self.kinds.len() > TALLY_KINDS {
             let rest: u64 = self.kinds[TALLY_KINDS..].iter().map(|k| k.count).sum();
-            say(&format!("repeat: and {rest} lines of {} other kinds", self.kinds.len() - TALLY_KINDS));
+            say(&format!("{step}: and {rest} lines of {} other kinds", self.kinds.len() - TALLY_KINDS));
         }
     }
 }

@@ -288,6 +288,17 @@ pub enum Step {
         #[serde(default = "default_sweep_max")]
         max: u32,
     },
+    /// Runs `steps` once for each fault-injection point of the first step's first call, in
+    /// turn: for n = 1, 2, ... that call's nth point fails (as `fail_nth` arms it), and every
+    /// step must pass as written (an `expect` such as `ok or ENOMEM` takes either outcome). Ends
+    /// at the first n the call no longer reaches, which must be at most `max`. `{iteration}`
+    /// in the steps is n (a new event name each time). For calls whose points move between
+    /// kernels or boots, where a `fail_nth` with one N would not hold. Needs `--profile faults`.
+    FailEach {
+        steps: Vec<Step>,
+        #[serde(default = "default_each_max")]
+        max: u32,
+    },
     /// Arms failslab for every task (a kworker too) while `steps` run: the next slab allocation
     /// whose call stack passes through the kernel function `function` (its range by
     /// `/proc/kallsyms`) fails, once. After the steps it waits up to `within_ms` for that
@@ -783,6 +794,11 @@ pub enum Addr {
     WordOffset(i64),
     /// A literal address.
     Value(u64),
+}
+
+/// The most points a `fail_each` tries unless it says otherwise.
+fn default_each_max() -> u32 {
+    200
 }
 
 /// The most forks a `fail_each_fork` makes unless it says otherwise.

@@ -262,6 +262,12 @@ impl Checker<'_> {
             if let Step::FailNth { nth, .. } = step {
                 self.fail_nth(&base, *nth, steps.get(j + 1));
             }
+            // A sweep arms its first step's call as a `fail_nth` would.
+            if let Step::FailEach { steps: inner, .. } = step {
+                let mut at = base.clone();
+                at.extend_from_slice(&[Only, Key("steps")]);
+                self.fail_nth(&at, 1, inner.first());
+            }
         }
     }
 
@@ -512,7 +518,7 @@ impl Checker<'_> {
             Step::Thread { steps } | Step::Kmemleak { steps } | Step::FailIn { steps, .. } => {
                 self.steps(&path(&[Only, Key("steps")]), steps, scope, context)
             }
-            Step::Repeat { steps, .. } => {
+            Step::Repeat { steps, .. } | Step::FailEach { steps, .. } => {
                 let context = Context { in_repeat: true, ..context };
                 self.steps(&path(&[Only, Key("steps")]), steps, scope, context);
             }
@@ -546,12 +552,13 @@ impl Checker<'_> {
             | Step::Kmemleak { .. }
             | Step::FailEachFork { .. }
             | Step::FailIn { .. }
+            | Step::FailEach { .. }
             | Step::ExecAgent { .. } => String::new(),
             other => serde_json::to_string(other).unwrap_or_default(),
         };
         for (key, given, by) in [
             (protocol::THREAD_INDEX, context.in_threads, "threads"),
-            (protocol::ITERATION, context.in_repeat, "repeat"),
+            (protocol::ITERATION, context.in_repeat, "repeat` or `fail_each"),
         ] {
             if own.contains(key) && !given {
                 self.error(base, format!("`{key}` stands for a value only inside `{by}`, and this step is not"));
