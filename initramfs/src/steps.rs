@@ -433,7 +433,9 @@ fn fail_each(steps: &[Step], max: u32, state: &mut ScenarioState, say: &mut dyn 
         if code != 0 {
             tally.say("fail_each", say);
             say(&format!("fail_each: with point {nth} failed, the steps did not pass:"));
-            text.lines().for_each(|l| say(l));
+            for line in text.lines() {
+                say(line);
+            }
             return StepOutcome::of_status(code);
         }
         text.lines().for_each(|l| tally.add(l));

@@ -753,7 +753,7 @@ fn tally_kinds_differ_in_more_than_digits() {
         t.add(line);
     }
     let mut lines = Vec::new();
-    t.say(&mut |l| lines.push(l.to_string()));
+    t.say("repeat", &mut |l: &str| lines.push(l.to_string()));
     assert_eq!(lines, ["repeat: 3x a [1..22] ms, 7: ok", "repeat: 1x a 3 ms, 7: EBADF"]);
     let mut many = Tally::default();
     for i in 0..25 {
