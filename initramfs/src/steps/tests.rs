@@ -761,7 +761,7 @@ fn tally_kinds_differ_in_more_than_digits() {
     }
     many.add("kind  line");
     let mut lines = Vec::new();
-    many.say(&mut |l| lines.push(l.to_string()));
+    many.say("repeat", &mut |l: &str| lines.push(l.to_string()));
     assert_eq!(lines.len(), TALLY_KINDS + 1);
     assert_eq!(lines[0], "repeat: 2x kind  line");
     assert_eq!(lines[TALLY_KINDS], "repeat: and 5 lines of 5 other kinds");
