@@ -217,7 +217,7 @@ mod tests {
             "12:21: CPU 5000: a thread can be pinned to CPUs 0 to 1023",
             "13:21: trace_read takes `records` (each record, in order) or `every` (what each record is): one of them",
             "14:68: `at_most` bounds the records of `every`; `records` counts them",
-            "15:9: `{iteration}` stands for a value only inside `repeat`, and this step is not",
+            "15:9: `{iteration}` stands for a value only inside `repeat` or `fail_each`, and this step is not",
             // In a fork child, inside a repeat: nested steps are checked too.
             "21:59: fd `g` is not open: no earlier `open` step names it (only `data` opens by itself)",
             "22:18: `threads` needs at least one group (`- { count: N, steps: [...] }`)",
