@@ -2,42 +2,39 @@
 //! perf sample's instruction pointer), and the address range of a function (where failslab's
 //! stack filter aims).
 
+/// The text symbols of `/proc/kallsyms` (kinds `t` and `T`), as address and name.
+fn text_symbols(kallsyms: &str) -> impl Iterator<Item = (u64, &str)> {
+    kallsyms.lines().filter_map(|line| {
+        let mut parts = line.split_whitespace();
+        let (addr, kind, name) = (parts.next()?, parts.next()?, parts.next()?);
+        matches!(kind, "t" | "T").then_some(())?;
+        Some((u64::from_str_radix(addr, 16).ok()?, name))
+    })
+}
+
+/// The function a symbol names: without a compiler's suffix (`.isra.0`, `.constprop.0`, ...).
+pub fn function_of(symbol: &str) -> &str {
+    symbol.split('.').next().unwrap_or(symbol)
+}
+
 /// The text symbol of `/proc/kallsyms` (its `text`) that `ip` lies in: the one with the
 /// highest address at or below it, with the distance; None below every text symbol.
 pub fn text_symbol(kallsyms: &str, ip: u64) -> Option<(&str, u64)> {
-    let mut best: Option<(&str, u64)> = None;
-    for line in kallsyms.lines() {
-        let mut parts = line.split_whitespace();
-        let (Some(addr), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next()) else { continue };
-        if !matches!(kind, "t" | "T") {
-            continue;
-        }
-        let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
-        if addr <= ip && best.is_none_or(|(_, at)| addr > at) {
-            best = Some((name, addr));
-        }
-    }
-    best.map(|(name, at)| (name, ip - at))
+    // The first of symbols at one address wins, as in the file's order.
+    let (at, name) =
+        text_symbols(kallsyms).filter(|(addr, _)| *addr <= ip).reduce(|best, s| if s.0 > best.0 { s } else { best })?;
+    Some((name, ip - at))
 }
 
 /// The address range of text symbol `name` (`[start, end)`, the end being the next text
 /// symbol's address), or of its compiler-made copy (`name.isra.0` and the like) when `name`
 /// itself is not there; None when there is neither (the function was inlined everywhere).
 pub fn function_range(kallsyms: &str, name: &str) -> Option<(u64, u64)> {
-    let text: Vec<(u64, &str)> = kallsyms
-        .lines()
-        .filter_map(|line| {
-            let mut parts = line.split_whitespace();
-            let (addr, kind, symbol) = (parts.next()?, parts.next()?, parts.next()?);
-            matches!(kind, "t" | "T").then_some(())?;
-            Some((u64::from_str_radix(addr, 16).ok()?, symbol))
-        })
-        .collect();
-    let exact = text.iter().find(|(_, s)| *s == name);
-    let copy = || text.iter().find(|(_, s)| s.split('.').next() == Some(name));
+    let exact = text_symbols(kallsyms).find(|(_, s)| *s == name);
+    let copy = || text_symbols(kallsyms).find(|(_, s)| function_of(s) == name);
     let (start, _) = exact.or_else(copy)?;
-    let end = text.iter().map(|(a, _)| *a).filter(|a| a > start).min()?;
-    Some((*start, end))
+    let end = text_symbols(kallsyms).map(|(a, _)| a).filter(|a| *a > start).min()?;
+    Some((start, end))
 }
 
 /// `/proc/kallsyms`, with the addresses shown (they read as 0 without CAP_SYSLOG).

@@ -247,7 +247,7 @@ fn check_ips(what: &str, ips: &[u64], within: &[String], say: &mut dyn FnMut(&st
     let mut ok = true;
     for (i, ip) in ips.iter().enumerate() {
         let found = crate::kallsyms::text_symbol(&kallsyms, *ip);
-        let function = found.map(|(name, _)| name.split('.').next().unwrap_or(name));
+        let function = found.map(|(name, _)| crate::kallsyms::function_of(name));
         let place = found.map_or_else(|| "no text symbol".to_string(), |(name, off)| format!("{name}+{off:#x}"));
         if function.is_some_and(|f| within.iter().any(|w| w == f)) {
             say(&format!("{what}: sample {} ip {ip:#x} is in {place}", i + 1));
