@@ -88,6 +88,13 @@ fn open_fail_nth() -> Result<File, String> {
         .map_err(|e| format!("{FAIL_NTH}: {e} (needs CONFIG_FAULT_INJECTION: --profile faults)"))
 }
 
+/// Back to failslab's default: allocations that can sleep are not counted.
+fn stop_counting_sleeping() {
+    for path in IGNORE_GFP_WAIT {
+        let _ = write(path, "Y");
+    }
+}
+
 /// This thread's `fail-nth` held open for a `fail_each_fork` sweep, with failslab counting
 /// sleeping allocations until it is dropped.
 pub struct Sweep {
@@ -108,6 +115,12 @@ impl Sweep {
     /// armed it may call this: a forked child must not touch the descriptor.)
     pub fn injected(&self) -> bool {
         disarm(self.file.as_raw_fd()) == 0
+    }
+}
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        stop_counting_sleeping();
     }
 }
 
@@ -166,14 +179,6 @@ impl Drop for InFunction {
     }
 }
 
-impl Drop for Sweep {
-    fn drop(&mut self) {
-        for path in IGNORE_GFP_WAIT {
-            let _ = write(path, "Y");
-        }
-    }
-}
-
 /// `n` in decimal, in `buf`.
 fn decimal(mut n: u32, buf: &mut [u8; 10]) -> &[u8] {
     let mut i = buf.len();
@@ -227,9 +232,7 @@ impl Fault {
     /// read with `words`), waiting up to [`SETTLE`] for it to come back.
     pub fn check(&self, before: Before, words: &dyn Fn() -> Option<Vec<u8>>, say: &mut dyn FnMut(&str)) -> bool {
         let armed = ARMED.take();
-        for path in IGNORE_GFP_WAIT {
-            let _ = write(path, "Y");
-        }
+        stop_counting_sleeping();
         drop(before.file);
         let nth = self.nth;
         let mut ok = true;

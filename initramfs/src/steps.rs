@@ -393,9 +393,8 @@ fn fail_each_fork(steps: &[Step], max: u32, state: &mut ScenarioState, say: &mut
         let mut status = 0;
         // SAFETY: waits for the child just forked.
         unsafe { libc::waitpid(pid, &mut status, 0) };
-        let exited = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-        if exited != Some(0) {
-            say(&format!("fail_each_fork {nth}: the child's steps failed (status {status:#x})"));
+        if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+            say(&format!("fail_each_fork {nth}: the child's steps failed ({})", wait_status(status)));
             return StepOutcome::Fail;
         }
         if !injected {
@@ -419,25 +418,20 @@ fn fail_each_fork(steps: &[Step], max: u32, state: &mut ScenarioState, say: &mut
 fn fail_each(steps: &[Step], max: u32, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
     let mut tally = Tally::default();
     for nth in 1..=max {
-        let body = match substitute(steps, ITERATION, nth) {
-            Ok(s) => s,
-            Err(e) => {
+        state.fault = Some(faults::Fault { nth, injected: None, unchanged: false });
+        let text = match one_pass(steps, true, nth, &format!("point {nth} "), state) {
+            Ok(text) => text,
+            Err(Pass::Bad(e)) => {
                 say(&format!("fail_each: {e}"));
                 return StepOutcome::Fail;
             }
-        };
-        state.fault = Some(faults::Fault { nth, injected: None, unchanged: false });
-        let mut lines = Vec::new();
-        let code = run_nested(state, &body, &mut lines, &format!("point {nth} "));
-        let text = String::from_utf8_lossy(&lines);
-        if code != 0 {
-            tally.say("fail_each", say);
-            say(&format!("fail_each: with point {nth} failed, the steps did not pass:"));
-            for line in text.lines() {
-                say(line);
+            Err(Pass::Ended(code, text)) => {
+                tally.say("fail_each", say);
+                say(&format!("fail_each: with point {nth} failed, the steps did not pass:"));
+                text.lines().for_each(&mut *say);
+                return StepOutcome::of_status(code);
             }
-            return StepOutcome::of_status(code);
-        }
+        };
         text.lines().for_each(|l| tally.add(l));
         if faults::last_injected() != Some(true) {
             tally.say("fail_each", say);
@@ -503,6 +497,15 @@ fn fail_in(
     }
 }
 
+/// A child's end as waitpid() gave it: `exit N` or `killed by signal N`.
+fn wait_status(status: i32) -> String {
+    if libc::WIFEXITED(status) {
+        format!("exit {}", libc::WEXITSTATUS(status))
+    } else {
+        format!("killed by signal {}", libc::WTERMSIG(status))
+    }
+}
+
 /// Collects a forked child and compares its exit status.
 fn wait(
     name: &str,
@@ -521,11 +524,7 @@ fn wait(
         // SAFETY: waitpid writes only the status integer.
         let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
         if r == pid {
-            let got = if libc::WIFEXITED(status) {
-                format!("exit {}", libc::WEXITSTATUS(status))
-            } else {
-                format!("killed by signal {}", libc::WTERMSIG(status))
-            };
+            let got = wait_status(status);
             let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == expect_exit;
             say(&format!("wait {name}: {got} (expected exit {expect_exit})"));
             return if ok { StepOutcome::Pass } else { StepOutcome::Fail };
@@ -666,32 +665,21 @@ fn repeat(
             break;
         }
         ran += 1;
-        let body: Cow<[Step]> = if templated {
-            match substitute(steps, ITERATION, i) {
-                Ok(s) => Cow::Owned(s),
-                Err(e) => {
-                    say(&format!("repeat: {e}"));
-                    return StepOutcome::Fail;
-                }
+        let text = match one_pass(steps, templated, i, &format!("iteration {i} "), state) {
+            Ok(text) => text,
+            Err(Pass::Bad(e)) => {
+                say(&format!("repeat: {e}"));
+                return StepOutcome::Fail;
             }
-        } else {
-            Cow::Borrowed(steps)
+            Err(Pass::Ended(code, text)) => {
+                tally.say("repeat", say);
+                let how = if code == protocol::EXIT_SKIP { "skipped" } else { "failed" };
+                say(&format!("repeat: iteration {i} of {last} {how} after {} ms:", started.elapsed().as_millis()));
+                text.lines().for_each(&mut *say);
+                return StepOutcome::of_status(code);
+            }
         };
-        let mut lines = Vec::new();
-        let code = run_nested(state, &body, &mut lines, &format!("iteration {i} "));
-        let text = String::from_utf8_lossy(&lines);
-        if code != 0 {
-            tally.say("repeat", say);
-            let how = if code == protocol::EXIT_SKIP { "skipped" } else { "failed" };
-            say(&format!("repeat: iteration {i} of {last} {how} after {} ms:", started.elapsed().as_millis()));
-            for line in text.lines() {
-                say(line);
-            }
-            return StepOutcome::of_status(code);
-        }
-        for line in text.lines() {
-            tally.add(line);
-        }
+        text.lines().for_each(|l| tally.add(l));
     }
     tally.say("repeat", say);
     let ms = started.elapsed().as_millis();
@@ -701,6 +689,28 @@ fn repeat(
         say(&format!("repeat: {ran} iterations (of at most {count}) passed in {ms} ms (for {for_ms} ms)"));
     }
     StepOutcome::Pass
+}
+
+/// Why a pass of a loop's steps ([`one_pass`]) did not pass: its steps could not be made, or
+/// they ended with this status (not 0) and these lines.
+enum Pass {
+    Bad(String),
+    Ended(i32, String),
+}
+
+/// One pass of a loop's steps (`repeat`, `fail_each`), with `{iteration}` as `i` when
+/// `templated`, each line after `nesting`: the lines they said when they all passed.
+fn one_pass(steps: &[Step], templated: bool, i: u32, nesting: &str, state: &mut ScenarioState) -> Result<String, Pass> {
+    let body: Cow<[Step]> =
+        if templated { Cow::Owned(substitute(steps, ITERATION, i).map_err(Pass::Bad)?) } else { Cow::Borrowed(steps) };
+    let mut lines = Vec::new();
+    let code = run_nested(state, &body, &mut lines, nesting);
+    let text = String::from_utf8_lossy(&lines).into_owned();
+    if code == 0 {
+        Ok(text)
+    } else {
+        Err(Pass::Ended(code, text))
+    }
 }
 
 /// Lines counted by kind: two lines are of one kind when they differ only in their numbers
