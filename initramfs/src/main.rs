@@ -26,6 +26,7 @@ mod supervisor;
 mod sync;
 mod sys;
 mod uevents;
+mod userfault;
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};

@@ -219,6 +219,9 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
         }
         Step::SetWord { word, value } => finish(state.events.set_word(word, *value, say), say),
         Step::Memory { op, file } => finish(state.events.memory(*op, file.as_deref(), say), say),
+        Step::PageFaultsHeld { at_least, within_ms } => {
+            finish(state.events.page_faults_held(*at_least, *within_ms, say), say)
+        }
         Step::CheckBit { word, bit, set, within_ms } => {
             finish(state.events.check_bit(word, *bit, *set, *within_ms, say), say)
         }

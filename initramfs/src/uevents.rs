@@ -24,7 +24,9 @@ use protocol::{Addr, Expect, RawReg, RawUnreg, Value};
 
 use crate::memory::{self, addr_text, Page, Scratch, Slot};
 use crate::outcome::{check_result, errno, errno_text, ioctl, result_text, Done, StepOutcome};
+use crate::userfault::Held;
 
+mod page;
 mod words;
 
 /// `_IOC(dir, '*', nr, size)`. The uapi header passes the pointer type to `_IOWR`/`_IOW`, so the
@@ -135,6 +137,9 @@ pub struct UserEvents {
 
 /// The named objects, shared by the threads of a scenario.
 struct Names {
+    /// Page faults held on the words page (`memory: hold_page_faults`); before `words`, so a
+    /// scenario's end releases them before the page goes.
+    held: Option<Arc<Held>>,
     fds: HashMap<String, OwnedFd>,
     /// The enable words' page, mapped on first use, and each word's offset in it.
     words: Option<Page>,
@@ -172,6 +177,7 @@ impl UserEvents {
 
     pub fn with_data_path(data_path: PathBuf) -> UserEvents {
         let names = Names {
+            held: None,
             fds: HashMap::new(),
             words: None,
             slots: HashMap::new(),
@@ -214,68 +220,6 @@ impl UserEvents {
     /// `None` gives a new private scratch word.
     pub fn word(&self, name: Option<&str>) -> Result<u64, String> {
         self.names().word(name)
-    }
-
-    /// The enable words' page as it reads now (`None` before it is mapped or after `memory:
-    /// unmap`), for `fail_nth`'s `unchanged` check.
-    pub fn words_snapshot(&self) -> Option<Vec<u8>> {
-        let names = self.names();
-        let page = names.words.as_ref().filter(|_| !names.words_gone)?;
-        let mut bytes = vec![0u8; page.len()];
-        // SAFETY: the page is mapped and readable (it is never made write-only); other threads
-        // change words through atomics, and a torn copy would only show as a difference.
-        unsafe { std::ptr::copy_nonoverlapping(page.ptr() as *const u8, bytes.as_mut_ptr(), page.len()) };
-        Some(bytes)
-    }
-
-    /// `Step::Memory` on the words page.
-    pub fn memory(&self, op: protocol::MemoryOp, file: Option<&str>, say: &mut dyn FnMut(&str)) -> Done {
-        use protocol::MemoryOp;
-        // Held throughout: no thread looks a word up while its page changes.
-        let mut names = self.names();
-        if names.words.is_none() {
-            names.word(None)?;
-        }
-        let page = names.words.as_ref().expect("mapped above");
-        let what = format!("memory {op:?} on the words page {:#x}", page.addr()).to_lowercase();
-        if (op == MemoryOp::ShareFile) != file.is_some() {
-            return Err(format!("{what}: `file` goes with `share_file` and only with it"));
-        }
-        if let Some(path) = file {
-            return memory::share_file(page, path).map(|()| {
-                say(&format!("{what}: now MAP_SHARED from {path}: ok"));
-                StepOutcome::Pass
-            });
-        }
-        // SAFETY: these calls change only the words page, which this state owns; after an unmap
-        // `words_gone` stops every later access through `cell`, and the page is not unmapped twice.
-        let r = unsafe {
-            match op {
-                MemoryOp::DontNeed => libc::madvise(page.ptr(), page.len(), libc::MADV_DONTNEED),
-                MemoryOp::ReadOnly => libc::mprotect(page.ptr(), page.len(), libc::PROT_READ),
-                MemoryOp::ReadWrite => libc::mprotect(page.ptr(), page.len(), libc::PROT_READ | libc::PROT_WRITE),
-                MemoryOp::Unmap => libc::munmap(page.ptr(), page.len()),
-                MemoryOp::ShareFile => unreachable!("handled above"),
-            }
-        };
-        if r != 0 {
-            say(&format!("{what}: {}", errno_text(errno())));
-            return Ok(StepOutcome::Fail);
-        }
-        match op {
-            MemoryOp::Unmap => {
-                // Gone already: keep its address for later steps, but never unmap it again.
-                let page = names.words.take().expect("mapped above");
-                names.unmapped_base = Some(page.addr());
-                std::mem::forget(page);
-                names.words_gone = true;
-            }
-            MemoryOp::ReadOnly => names.words_read_only = true,
-            MemoryOp::ReadWrite => names.words_read_only = false,
-            MemoryOp::DontNeed | MemoryOp::ShareFile => {}
-        }
-        say(&format!("{what}: ok"));
-        Ok(StepOutcome::Pass)
     }
 
     pub fn open(&self, name: &str, path: &str, read_only: bool, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {

@@ -236,11 +236,25 @@ pub enum Step {
     /// (mprotect), `unmap` (munmap; the words keep their addresses but cannot be read), or
     /// `share_file`: the page becomes a MAP_SHARED mapping of `file` at the same address (the
     /// file is created with the page's current bytes), so the kernel's bit updates land in
-    /// the file.
+    /// the file. `hold_page_faults` drops the page (as `dont_need`) and registers it with
+    /// userfaultfd (CONFIG_USERFAULTFD): every access to it then waits, the kernel's fault-in
+    /// worker's included, until `release_page_faults` lets them all go (the scenario's end
+    /// does too). `map_held_page` puts a zero page back in between without waking anyone: later
+    /// accesses find it, the ones waiting go on waiting. Until then no step may read or store a
+    /// word, since it would wait too.
     Memory {
         op: MemoryOp,
         #[serde(default)]
         file: Option<String>,
+    },
+    /// Waits until at least `at_least` accesses (the kernel's fault-in worker's, while the
+    /// scenario's own thread touches no word) wait on the words page held by `memory:
+    /// hold_page_faults`; fails when `within_ms` passes first.
+    PageFaultsHeld {
+        #[serde(default = "one")]
+        at_least: u32,
+        #[serde(default = "ten_seconds")]
+        within_ms: u64,
     },
     /// Stores a value into an enable word (to pre-set bits the kernel must clear or keep), as
     /// wide and in the byte order `check_word` reads it.
@@ -693,6 +707,9 @@ pub enum MemoryOp {
     ReadWrite,
     Unmap,
     ShareFile,
+    HoldPageFaults,
+    MapHeldPage,
+    ReleasePageFaults,
 }
 
 /// The eBPF program types `bpf_prog` loads.
