@@ -117,13 +117,15 @@ pub fn run_all(
                 let n = next.fetch_add(1, Ordering::SeqCst);
                 let Some(m) = todo.get(n) else { return Ok(()) };
                 let Some(Step::Run { scenarios }) = steps.get(&m.id) else { continue };
-                let done = run_mutant(m, (n + 1, todo.len()), scenarios, source, &kernels, out, timeout).and_then(
-                    |mut result| {
+                let done =
+                    run_mutant(m, (n + 1, todo.len()), scenarios, source, &kernels, out, timeout).and_then(|result| {
+                        // Nothing booted: this stage's kernel skips every covering scenario, so
+                        // it says nothing of the mutant (an earlier stage's result stands).
+                        let Some(mut result) = result else { return Ok(()) };
                         result.stage = stage.map(str::to_string);
                         let _one_at_a_time = appending.lock().unwrap_or_else(|e| e.into_inner());
                         plan::append_state(&state, &result)
-                    },
-                );
+                    });
                 if done.is_err() {
                     next.store(todo.len(), Ordering::SeqCst);
                     return done;
@@ -150,9 +152,10 @@ fn run_mutant(
     kernels: &Kernels,
     out: &Path,
     timeout: Option<Duration>,
-) -> Result<MutantResult> {
+) -> Result<Option<MutantResult>> {
     crate::support::progress::line(format!("mutant {n}/{total}: {} {}:{} {}", m.id, m.file, m.line, m.change()));
     let results = out.join("runs").join(&m.id);
+    let before = std::fs::read_link(results.join(crate::judging::run_folder::LATEST)).ok();
     let (mut argv, own_patch) = match kernels.schemata.and_then(|(p, numbers)| Some((p, *numbers.get(&m.id)?))) {
         Some((kernel, number)) => {
             let mut argv = run_argv(kernels.base, kernel, scenarios, &results, timeout);
@@ -169,10 +172,17 @@ fn run_mutant(
     // Checked here, so a bad command line is our error, not the mutant's outcome.
     Xtask::try_parse_from(&argv).context("the mutant's run command line")?;
     let started = std::time::Instant::now();
-    let outcome = run_one(&argv[1..], &results, timeout)?;
+    let outcome = run_one(&argv[1..], &results, timeout, before)?;
     if let Some(patch) = own_patch {
         drop_kernels(&results, &patch, kernels.cache);
     }
+    let Some(outcome) = outcome else {
+        crate::support::progress::line(format!(
+            "mutant {}: not run here: this stage's kernel skips every scenario that covers it",
+            m.id
+        ));
+        return Ok(None);
+    };
     let covered_by: BTreeSet<String> = scenarios.values().flatten().cloned().collect();
     let result = MutantResult {
         id: m.id.clone(),
@@ -182,7 +192,7 @@ fn run_mutant(
         stage: None,
     };
     crate::support::progress::line(format!("mutant {}: {}", m.id, result.outcome.name()));
-    Ok(result)
+    Ok(Some(result))
 }
 
 /// Removes the cache entries of the kernels a mutant's run booted (19 MB each on x86_64: a
@@ -206,12 +216,21 @@ fn drop_kernels(results: &Path, patch: &Path, cache: &Path) {
 /// One mutant's outcome from `cargo xtask <args>` run as a child process; an infrastructure
 /// failure or an interrupt is the run's error, not the mutant's outcome, so it is not recorded
 /// and the mutant runs again next time. The child shares our process group, so a Ctrl-C
-/// reaches it and it stops its own VMs.
-fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result<Outcome> {
+/// reaches it and it stops its own VMs. `None` when it ended well without a run of its own
+/// (`latest` still `before`): the kernel skips every scenario asked for, nothing booted.
+fn run_one(
+    args: &[String],
+    results: &Path,
+    timeout: Option<Duration>,
+    before: Option<PathBuf>,
+) -> Result<Option<Outcome>> {
     let (code, said) = child(args)?;
+    if code == Some(0) && std::fs::read_link(results.join(crate::judging::run_folder::LATEST)).ok() == before {
+        return Ok(None);
+    }
     let run_json = results.join(crate::judging::run_folder::LATEST).join(crate::judging::run_folder::RUN_JSON);
     let judged = || -> Result<Outcome> { Ok(classify::classify(&crate::results::compare::read_run_json(&run_json)?)) };
-    match code {
+    let outcome = match code {
         Some(c) if c == i32::from(Kind::CannotBuild.code()) => Ok(classify::compile_error(&said.join("\n"))),
         Some(c) if c == i32::from(Kind::TimedOut.code()) => {
             let shown = timeout.map(|t| format!("{} s", t.as_secs())).unwrap_or_default();
@@ -242,7 +261,8 @@ fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result
         }
         None => Err(error(Kind::Interrupted, "the mutant's run was killed by a signal")),
         Some(_) => judged(),
-    }
+    };
+    outcome.map(Some)
 }
 
 /// `cargo xtask <args>` as a child process: its exit code and what it said on stderr (shown as
