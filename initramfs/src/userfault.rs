@@ -39,8 +39,8 @@ pub struct Held {
 }
 
 fn ioctl(fd: &OwnedFd, request: u64, arg: &mut [u64]) -> Result<(), String> {
-    // SAFETY: `arg` is a buffer of the size the request's encoding names (checked by the callers'
-    // array lengths), and the kernel writes within it.
+    // SAFETY: each caller passes an array as long as the struct its request's encoding names, and
+    // the kernel reads and writes within that size.
     let r = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg.as_mut_ptr()) };
     if r < 0 {
         Err(errno_text(errno()))

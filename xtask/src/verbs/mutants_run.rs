@@ -155,7 +155,6 @@ fn run_mutant(
 ) -> Result<Option<MutantResult>> {
     crate::support::progress::line(format!("mutant {n}/{total}: {} {}:{} {}", m.id, m.file, m.line, m.change()));
     let results = out.join("runs").join(&m.id);
-    let before = std::fs::read_link(results.join(crate::judging::run_folder::LATEST)).ok();
     let (mut argv, own_patch) = match kernels.schemata.and_then(|(p, numbers)| Some((p, *numbers.get(&m.id)?))) {
         Some((kernel, number)) => {
             let mut argv = run_argv(kernels.base, kernel, scenarios, &results, timeout);
@@ -172,7 +171,7 @@ fn run_mutant(
     // Checked here, so a bad command line is our error, not the mutant's outcome.
     Xtask::try_parse_from(&argv).context("the mutant's run command line")?;
     let started = std::time::Instant::now();
-    let outcome = run_one(&argv[1..], &results, timeout, before)?;
+    let outcome = run_one(&argv[1..], &results, timeout)?;
     if let Some(patch) = own_patch {
         drop_kernels(&results, &patch, kernels.cache);
     }
@@ -217,18 +216,15 @@ fn drop_kernels(results: &Path, patch: &Path, cache: &Path) {
 /// failure or an interrupt is the run's error, not the mutant's outcome, so it is not recorded
 /// and the mutant runs again next time. The child shares our process group, so a Ctrl-C
 /// reaches it and it stops its own VMs. `None` when it ended well without a run of its own
-/// (`latest` still `before`): the kernel skips every scenario asked for, nothing booted.
-fn run_one(
-    args: &[String],
-    results: &Path,
-    timeout: Option<Duration>,
-    before: Option<PathBuf>,
-) -> Result<Option<Outcome>> {
+/// (`latest` still where it was): the kernel skips every scenario asked for, nothing booted.
+fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result<Option<Outcome>> {
+    let latest = results.join(crate::judging::run_folder::LATEST);
+    let before = std::fs::read_link(&latest).ok();
     let (code, said) = child(args)?;
-    if code == Some(0) && std::fs::read_link(results.join(crate::judging::run_folder::LATEST)).ok() == before {
+    if code == Some(0) && std::fs::read_link(&latest).ok() == before {
         return Ok(None);
     }
-    let run_json = results.join(crate::judging::run_folder::LATEST).join(crate::judging::run_folder::RUN_JSON);
+    let run_json = latest.join(crate::judging::run_folder::RUN_JSON);
     let judged = || -> Result<Outcome> { Ok(classify::classify(&crate::results::compare::read_run_json(&run_json)?)) };
     let outcome = match code {
         Some(c) if c == i32::from(Kind::CannotBuild.code()) => Ok(classify::compile_error(&said.join("\n"))),
