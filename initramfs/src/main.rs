@@ -11,6 +11,7 @@ mod gcov;
 mod hygiene;
 mod kallsyms;
 mod kmemleak;
+mod kmsg;
 mod leak;
 mod measure;
 mod memory;

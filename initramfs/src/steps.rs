@@ -19,7 +19,7 @@ use crate::files::{self, Mode};
 use crate::outcome::{finish, StepOutcome};
 use crate::state::ScenarioState;
 use crate::uevents::{self, Del, Payload, Reg};
-use crate::{bpf, faults, fuzz, kmemleak, leak, measure, perf, ringbuf, supervisor, sync, sys};
+use crate::{bpf, faults, fuzz, kmemleak, kmsg, leak, measure, perf, ringbuf, supervisor, sync, sys};
 
 const LKDTM_DIRECT: &str = "/sys/kernel/debug/provoke-crash/DIRECT";
 
@@ -184,6 +184,10 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
             leak::repeat_without_leaks(*count, *each, say, |range, say| repeat(range, *for_ms, steps, state, say))
         }
         Step::Kmemleak { steps } => kmemleak::watch(say, |say| in_place(steps, state, say)),
+        Step::KernelLog { steps, expect, forbid, within_ms, since_boot } => {
+            let watch = kmsg::Watch { expect, forbid, within_ms: *within_ms, since_boot: *since_boot };
+            kmsg::watch(&watch, say, |say| in_place(steps, state, say))
+        }
         Step::Barrier { name, parties, within_ms } => sync::barrier(name, *parties, *within_ms, say),
         Step::Pin { cpu } => sync::pin(*cpu, say),
         Step::FailNth { nth, injected, unchanged } => {
@@ -638,7 +642,7 @@ impl Write for LineSender {
     }
 }
 
-/// Steps run once in the scenario's own state (`kmemleak`), their lines said as they come.
+/// Steps run once in the scenario's own state (`kmemleak`, `kernel_log`), their lines said as they come.
 fn in_place(steps: &[Step], state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
     let mut lines = Vec::new();
     let code = run_nested(state, steps, &mut lines, "");

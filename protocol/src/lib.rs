@@ -14,8 +14,9 @@ pub mod value;
 pub use expect::{closest_errno, errno_name, errno_number, Expect, ERRNOS};
 pub use markers::Marker;
 pub use plan::{
-    Addr, BpfKind, Consumers, FieldValue, MeasureKind, MemoryOp, PerfAction, Plan, RawReg, RawUnreg, Record, Scenario,
-    Step, ThreadGroup, DATA_FD, ITERATION, MAX_BARRIER_NAME, MIN_REPS, SELF_TID, THREAD_INDEX, USER_EVENTS_DATA,
+    kmsg_matches, Addr, BpfKind, Consumers, FieldValue, MeasureKind, MemoryOp, PerfAction, Plan, RawReg, RawUnreg,
+    Record, Scenario, Step, ThreadGroup, DATA_FD, ITERATION, KMSG_ANY, MAX_BARRIER_NAME, MIN_REPS, SELF_TID,
+    THREAD_INDEX, USER_EVENTS_DATA,
 };
 pub use result::{median, step_line, step_text, ExecEnd, ExitStatus, Metric, Outcome, ResultLine, METRIC_PREFIX};
 pub use value::{decode_hex, Value};

@@ -24,6 +24,7 @@ impl UserEvents {
                 | Step::Thread { steps }
                 | Step::Repeat { steps, .. }
                 | Step::Kmemleak { steps }
+                | Step::KernelLog { steps, .. }
                 | Step::FailIn { steps, .. }
                 | Step::FailEach { steps, .. } => self.learn_widths(steps),
                 Step::Threads(groups) => groups.iter().for_each(|g| self.learn_widths(&g.steps)),

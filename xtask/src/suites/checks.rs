@@ -488,6 +488,17 @@ impl Checker<'_> {
                     self.error(&at(&[Only, Key("parties")]), "a barrier needs at least one party");
                 }
             }
+            Step::KernelLog { expect, forbid, .. } if expect.is_empty() && forbid.is_empty() => {
+                self.error(&at(&[Only]), "`kernel_log` needs a line to `expect` or to `forbid`");
+            }
+            Step::KernelLog { expect, forbid, within_ms, since_boot, .. }
+                if !forbid.is_empty() && *within_ms == 0 && expect.is_empty() && !since_boot =>
+            {
+                self.error(
+                    &at(&[Only, Key("within_ms")]),
+                    "`kernel_log` with only `forbid` needs `within_ms`: how long a late message is waited for",
+                );
+            }
             Step::Kmemleak { steps } if steps.is_empty() => {
                 self.error(&at(&[Only, Key("steps")]), "`kmemleak` needs at least one step to watch");
             }
@@ -515,9 +526,10 @@ impl Checker<'_> {
             Step::Fork { steps, .. } | Step::FailEachFork { steps, .. } => {
                 self.steps(&path(&[Only, Key("steps")]), steps, &mut scope.clone(), context);
             }
-            Step::Thread { steps } | Step::Kmemleak { steps } | Step::FailIn { steps, .. } => {
-                self.steps(&path(&[Only, Key("steps")]), steps, scope, context)
-            }
+            Step::Thread { steps }
+            | Step::Kmemleak { steps }
+            | Step::KernelLog { steps, .. }
+            | Step::FailIn { steps, .. } => self.steps(&path(&[Only, Key("steps")]), steps, scope, context),
             Step::Repeat { steps, .. } | Step::FailEach { steps, .. } => {
                 let context = Context { in_repeat: true, ..context };
                 self.steps(&path(&[Only, Key("steps")]), steps, scope, context);
@@ -550,6 +562,7 @@ impl Checker<'_> {
             | Step::Threads(_)
             | Step::Repeat { .. }
             | Step::Kmemleak { .. }
+            | Step::KernelLog { .. }
             | Step::FailEachFork { .. }
             | Step::FailIn { .. }
             | Step::FailEach { .. }
