@@ -153,10 +153,21 @@ pub struct MutantsArgs {
     /// go (default: results/mutants/ in the checkout).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// The list of equivalent mutants (`<id><TAB><reason>` lines; default: the tracked
-    /// mutants/equivalent.tsv). An empty file runs the listed ones too.
+    /// The list of equivalent mutants (default: the tracked mutants/equivalent.tsv: id, class,
+    /// the file digests it was argued for, Kconfig conditions, reason). An entry applies only
+    /// to a file text whose digest it names. An empty file runs the listed ones too.
     #[arg(long, value_name = "FILE")]
     pub equivalent: Option<PathBuf>,
+    /// Check the equivalent list against the file, without building: exit 1 when an entry
+    /// names no mutant of it or was argued for another text of it (each named with its line).
+    #[arg(long, conflicts_with_all = ["run", "recheck_equivalents"])]
+    pub check_equivalents: bool,
+    /// With --run, build and boot every listed equivalent of the file as a mutant like any
+    /// other (results in <out>/recheck/), then exit 1 when one is killed or timed out,
+    /// or when a kernel it ran on does not meet its Kconfig conditions; an entry that names no
+    /// mutant or another text of the file fails too.
+    #[arg(long, requires = "run", conflicts_with = "ids")]
+    pub recheck_equivalents: bool,
     /// Write <out>/mutants.json (Stryker's report schema) with what is known without running:
     /// results kept in the state file, the tracked equivalents, NoCoverage from
     /// --coverage-map; every other mutant Pending. Also <out>/summary.md (the scores) and

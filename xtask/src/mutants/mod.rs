@@ -4,6 +4,8 @@
 //!   a stable id, its location and its diff (sans-IO);
 //! - `select`: `--in-diff PATCH` and `--shard k/n` (sans-IO);
 //! - `plan`: the scenarios covering each mutant from a coverage run, the resumable state file;
+//! - `equivalent`: the tracked list of equivalent mutants, each keyed to the file text it was
+//!   argued for, with its class and Kconfig conditions; what applies and what is stale (sans-IO);
 //! - `classify`: a mutant's outcome from its build and its scenarios' run (sans-IO);
 //! - `report`: the outcomes, the tracked equivalent list, `mutants.json` in Stryker's schema
 //!   (sans-IO);
@@ -14,6 +16,7 @@
 //! - `summary`: `summary.md`, the score with and without NoCoverage, per operator and function.
 
 pub mod classify;
+pub mod equivalent;
 pub mod find;
 pub mod html;
 pub mod plan;

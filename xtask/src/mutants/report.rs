@@ -1,11 +1,10 @@
-//! What became of each mutant, the tracked list of equivalent mutants, and `mutants.json` in
+//! What became of each mutant and `mutants.json` in
 //! Stryker's mutation-testing-report-schema (version 1, `packages/report-schema` of
 //! stryker-mutator/mutation-testing-elements; the report is checked here against the schema's
 //! required fields and status values, written out by hand, not a copy of it). Sans-IO.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -63,30 +62,6 @@ pub struct MutantResult {
     /// were stages to go through: a survivor goes on to the next stage that covers it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
-}
-
-/// The tracked list of equivalent mutants: `<id>\t<reason>` lines, `#` comments.
-pub fn parse_equivalent(text: &str) -> Result<BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim_end();
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let Some((id, reason)) = line.split_once('\t') else {
-            bail!("line {}: expected `<id><TAB><reason>`", n + 1);
-        };
-        if id.len() != 12 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
-            bail!("line {}: `{id}` is not a mutant id (12 hex digits)", n + 1);
-        }
-        if reason.trim().is_empty() {
-            bail!("line {}: mutant {id} has no reason", n + 1);
-        }
-        if out.insert(id.to_string(), reason.trim().to_string()).is_some() {
-            bail!("line {}: mutant {id} is listed twice", n + 1);
-        }
-    }
-    Ok(out)
 }
 
 /// The status, `killedBy` and `statusReason` of an outcome in Stryker's vocabulary.
@@ -271,18 +246,5 @@ mod tests {
             let text = serde_json::to_string(r).unwrap();
             assert_eq!(&serde_json::from_str::<MutantResult>(&text).unwrap(), r, "{text}");
         }
-    }
-
-    #[test]
-    fn the_equivalent_list_needs_an_id_and_a_reason() {
-        let list = parse_equivalent("# id\treason\n\n0123456789ab\tonly reached with len > 0\n").unwrap();
-        assert_eq!(list["0123456789ab"], "only reached with len > 0");
-        assert!(parse_equivalent("0123456789ab\t \n").is_err());
-        assert!(parse_equivalent("0123456789ab only\n").is_err());
-        assert!(parse_equivalent("xyz\treason\n").is_err());
-        assert!(parse_equivalent("0123456789ab\ta\n0123456789ab\tb\n").is_err());
-        let tracked =
-            std::fs::read_to_string(crate::support::checkout::project_root().join("mutants/equivalent.tsv")).unwrap();
-        parse_equivalent(&tracked).unwrap();
     }
 }

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 
 pub use compile::{compile, About, Compiled, Marks};
 pub use diagnostics::{Diagnostic, Errors};
-pub use model::Suite;
-pub use requires::KernelFacts;
+pub use model::{Requires, Suite};
+pub use requires::{config_need_error, KernelFacts};
 
 /// Parses and validates one suite. `file` is the name shown in diagnostics; its stem must be
 /// the suite's name.

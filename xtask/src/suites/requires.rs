@@ -127,6 +127,11 @@ pub struct KernelFacts<'a> {
     pub config: &'a BTreeMap<String, String>,
 }
 
+/// Why `text` is not a `requires.config` entry (`CONFIG_X` or `CONFIG_X=value`), if it is not.
+pub fn config_need_error(text: &str) -> Option<String> {
+    ConfigNeed::parse(text).err()
+}
+
 impl Requires {
     /// Why the scenario cannot run on this kernel (every unmet need), or `None` to run it.
     /// Entries are assumed valid (`parse` checked them); an invalid one counts as unmet.

@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::flags::MutantsArgs;
 use crate::kernel::source::{self, Spec};
+use crate::mutants::equivalent;
 use crate::mutants::find::{self, Mutant, Operator};
 use crate::mutants::plan::{self, Stage, Step};
 use crate::mutants::report;
@@ -42,6 +43,24 @@ impl MutantsArgs {
         let target = self.target()?;
         let mut mutants = find::mutants(&target.name, &target.text)?;
         let total = mutants.len();
+        let list = self.equivalent_list(&target)?;
+        let warnings = list.applied.warnings(&list.entries, &list.path);
+        if warnings.len() <= 3 || self.check_equivalents || self.recheck_equivalents {
+            warnings.iter().for_each(|w| eprintln!("warning: {w}"));
+        } else {
+            eprintln!(
+                "warning: {}: {} of {} entries do not apply to this file (`--check-equivalents` names them): those mutants run",
+                list.path,
+                warnings.len(),
+                list.entries.len()
+            );
+        }
+        if self.check_equivalents {
+            return Ok(check_equivalents(&list));
+        }
+        if self.recheck_equivalents {
+            mutants.retain(|m| list.applied.equivalent.contains_key(&m.id));
+        }
         if let Some(patch) = &self.in_diff {
             let diff = std::fs::read_to_string(patch)
                 .map_err(|e| error(Kind::BadInput, format!("--in-diff {}: {e}", patch.display())))?;
@@ -57,7 +76,7 @@ impl MutantsArgs {
             mutants.retain(|m| self.ids.contains(&m.id));
         }
         let out = self.out_dir();
-        let (mut steps, stages) = self.plan(&target, &mutants, &out)?;
+        let (mut steps, stages) = self.plan(&target, &mutants, &out, &list)?;
         if self.json {
             print_json(&target, &mutants, &steps)?;
         } else if self.list {
@@ -93,7 +112,7 @@ impl MutantsArgs {
             for (k, stage) in stages.iter().enumerate() {
                 // Read again at each stage: the earlier ones appended to the state file. A
                 // `Run` is a mutant with no result yet or a survivor of an earlier stage.
-                let kept = self.kept(&out)?;
+                let kept = self.kept(&out, &list)?;
                 let todo: BTreeMap<String, Step> = plan_stage(&mutants, &stages, k, &kept)
                     .into_iter()
                     .filter(|(_, step)| matches!(step, Step::Run { .. }))
@@ -154,6 +173,10 @@ impl MutantsArgs {
                 }
             }
         }
+        if self.recheck_equivalents {
+            let cache = crate::kernel::cache::root(self.cache_dir.as_deref());
+            code = code.max(recheck_verdict(&list, &mutants, &out, &cache)?);
+        }
         if self.report {
             let results = steps
                 .iter()
@@ -211,10 +234,16 @@ impl MutantsArgs {
 
     /// Each mutant's step when there is something to plan from (coverage maps, a state file,
     /// the equivalent list's entries; empty otherwise), and the stages of `--coverage-map`.
-    fn plan(&self, target: &Target, mutants: &[Mutant], out: &Path) -> Result<(BTreeMap<String, Step>, Vec<Stage>)> {
+    fn plan(
+        &self,
+        target: &Target,
+        mutants: &[Mutant],
+        out: &Path,
+        list: &EquivalentList,
+    ) -> Result<(BTreeMap<String, Step>, Vec<Stage>)> {
         let stages =
             self.coverage_map.iter().map(|spec| self.stage(spec, &target.name)).collect::<Result<Vec<Stage>>>()?;
-        let kept = self.kept(out)?;
+        let kept = self.kept(out, list)?;
         let mut per_stage: Vec<_> = (0..stages.len()).map(|k| plan_stage(mutants, &stages, k, &kept)).collect();
         if stages.is_empty() {
             let (equivalent, done) = &kept;
@@ -226,23 +255,43 @@ impl MutantsArgs {
         Ok((plan::first_covering(per_stage).into_iter().collect(), stages))
     }
 
+    /// Where results go: `--out` (default results/mutants/), and its `recheck/` with
+    /// `--recheck-equivalents` (the listed mutants' own state file, not the run's).
     fn out_dir(&self) -> PathBuf {
-        self.out.clone().unwrap_or_else(|| crate::support::checkout::default_results().join("mutants"))
+        let out = self.out.clone().unwrap_or_else(|| crate::support::checkout::default_results().join("mutants"));
+        if self.recheck_equivalents {
+            out.join("recheck")
+        } else {
+            out
+        }
     }
 
-    /// The tracked list of equivalents and the state file's results.
-    fn kept(&self, out: &Path) -> Result<Kept> {
-        let list_path =
+    /// The equivalent list (`--equivalent` or the tracked one) and what of it applies to the
+    /// file's text and mutants.
+    fn equivalent_list(&self, target: &Target) -> Result<EquivalentList> {
+        let path =
             self.equivalent.clone().unwrap_or_else(|| crate::support::checkout::project_root().join(EQUIVALENT_LIST));
-        let list = match std::fs::read_to_string(&list_path) {
+        let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if self.equivalent.is_some() => {
-                return Err(error(Kind::BadInput, format!("--equivalent {}: {e}", list_path.display())))
+                return Err(error(Kind::BadInput, format!("--equivalent {}: {e}", path.display())))
             }
             Err(_) => String::new(),
         };
-        let equivalent = report::parse_equivalent(&list)
-            .map_err(|e| error(Kind::BadInput, format!("{}: {e:#}", list_path.display())))?;
+        let shown = if self.equivalent.is_some() { path.display().to_string() } else { EQUIVALENT_LIST.to_string() };
+        let entries =
+            equivalent::parse(&text).map_err(|e| error(Kind::BadInput, format!("{}: {e:#}", path.display())))?;
+        // The whole file's mutants, whatever was selected: an entry is stale only when the file has no such mutant.
+        let all = find::mutants(&target.name, &target.text)?;
+        let ids: BTreeSet<&str> = all.iter().map(|m| m.id.as_str()).collect();
+        let digest = crate::support::files::sha256_hex(&target.text);
+        let applied = equivalent::apply(&entries, &digest, &ids);
+        Ok(EquivalentList { path: shown, entries, applied, digest })
+    }
+
+    /// The equivalents that apply (none when rechecking them) and the state file's results.
+    fn kept(&self, out: &Path, list: &EquivalentList) -> Result<Kept> {
+        let equivalent = if self.recheck_equivalents { BTreeMap::new() } else { list.applied.equivalent.clone() };
         Ok((equivalent, plan::load_state(&plan::state_file(out))?))
     }
 
@@ -259,6 +308,107 @@ impl MutantsArgs {
         };
         Ok(Stage::new(&run, map, profiles, cap))
     }
+}
+
+/// The equivalent list as read, and what of it applies to the file mutated.
+struct EquivalentList {
+    /// As shown in messages: the tracked list's path in the checkout, or `--equivalent`.
+    path: String,
+    entries: Vec<equivalent::Entry>,
+    applied: equivalent::Applied,
+    /// The SHA-256 of the file's text.
+    digest: String,
+}
+
+/// `--check-equivalents`: 0 when every entry applies to the file, 1 when one is stale.
+fn check_equivalents(list: &EquivalentList) -> u8 {
+    let prefix = &list.digest[..equivalent::DIGEST_LEN];
+    if list.applied.is_stale() {
+        eprintln!(
+            "{}: {} of {} entries do not apply to this file (digest {prefix})",
+            list.path,
+            list.applied.no_mutant.len() + list.applied.other_file.len(),
+            list.entries.len()
+        );
+        1
+    } else {
+        eprintln!("{}: all {} entries apply to this file (digest {prefix})", list.path, list.entries.len());
+        0
+    }
+}
+
+/// After `--recheck-equivalents` ran the listed mutants: 1 when one was detected (Killed,
+/// Timeout), ran on a kernel that does not meet its conditions, or the list is stale; each said.
+fn recheck_verdict(list: &EquivalentList, mutants: &[Mutant], out: &Path, cache: &Path) -> Result<u8> {
+    let state = plan::load_state(&plan::state_file(out))?;
+    let mut wrong = vec![];
+    let mut confirmed = 0;
+    for m in mutants {
+        let Some(entry) = list.entries.iter().find(|e| e.id == m.id) else { continue };
+        let at = format!("{}:{}: {}", list.path, entry.line, m.id);
+        match state.get(&m.id).map(|r| &r.outcome) {
+            Some(o @ (report::Outcome::Killed { .. } | report::Outcome::Timeout { .. })) => {
+                let why = match o {
+                    report::Outcome::Killed { by, evidence } => format!("killed by {}: {evidence}", by.join(", ")),
+                    report::Outcome::Timeout { reason } => format!("timed out: {reason}"),
+                    _ => unreachable!(),
+                };
+                wrong.push(format!("{at} is listed as equivalent but was {why}"));
+                continue;
+            }
+            Some(report::Outcome::CompileError { reason }) => {
+                wrong.push(format!("{at} does not build: {reason}"));
+                continue;
+            }
+            _ => {}
+        }
+        let mut met = true;
+        for (release, config) in run_kernels(&out.join("runs").join(&m.id), cache) {
+            if let Some(why) = equivalent::unmet(entry, &release, &config) {
+                wrong.push(format!("{at}: its argument rests on {}, and the kernel it ran on {why}", entry.conditions.join(", ")));
+                met = false;
+            }
+        }
+        confirmed += usize::from(met);
+    }
+    for w in list.applied.warnings(&list.entries, &list.path) {
+        wrong.push(w);
+    }
+    for w in &wrong {
+        eprintln!("recheck: {w}");
+    }
+    eprintln!(
+        "recheck: {confirmed} of {} listed equivalents confirmed (survived or not covered, conditions met), {} finding(s)",
+        list.entries.len(),
+        wrong.len()
+    );
+    Ok(u8::from(!wrong.is_empty()))
+}
+
+/// The release and `.config` of each kernel a mutant's newest run booted (its arches'
+/// `kernel-metadata.json`, then the cache entry's `config`).
+fn run_kernels(results: &Path, cache: &Path) -> Vec<(String, BTreeMap<String, String>)> {
+    let run = results.join(crate::judging::run_folder::LATEST);
+    let mut out = vec![];
+    for arch in std::fs::read_dir(&run).into_iter().flatten().flatten() {
+        let Ok(text) = std::fs::read_to_string(arch.path().join(crate::judging::run_folder::KERNEL_METADATA)) else {
+            continue;
+        };
+        let Ok(meta) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        let (Some(name), Some(key), Some(release)) =
+            (meta["arch"].as_str(), meta["key"].as_str(), meta["kernelrelease"].as_str())
+        else {
+            continue;
+        };
+        if key.len() < 24 || name.contains('/') {
+            continue;
+        }
+        let config = cache.join("kernels").join(name).join(&key[..24]).join("config");
+        if let Ok(text) = std::fs::read_to_string(config) {
+            out.push((release.to_string(), crate::kernel::kconfig::parse_config(&text)));
+        }
+    }
+    out
 }
 
 /// The tracked equivalents and the state file's results, as [`MutantsArgs::kept`] reads them.
