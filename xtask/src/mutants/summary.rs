@@ -1,11 +1,12 @@
 //! `summary.md` of a mutants run (sans-IO): the score, (Killed + Timeout) over every mutant
 //! with an outcome except CompileError, RuntimeError and the equivalent ones, with and without the
 //! NoCoverage ones, overall, per operator and per function; mutants without an outcome yet
-//! are counted apart.
+//! are counted apart. Then each Timeout mutant, with the scenario and the reason.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use crate::mutants::classify;
 use crate::mutants::find::Mutant;
 use crate::mutants::report::{MutantResult, Outcome};
 
@@ -100,7 +101,41 @@ pub fn render(file: &str, mutants: &[Mutant], results: &BTreeMap<String, MutantR
         }
         s.push('\n');
     }
+    timeouts(&mut s, mutants, results);
     s
+}
+
+/// The section of the Timeout mutants, if any: id, function, line, the scenarios the reason
+/// names (`-` when it names none) and the reason.
+fn timeouts(s: &mut String, mutants: &[Mutant], results: &BTreeMap<String, MutantResult>) {
+    let rows: Vec<(&Mutant, &str)> = mutants
+        .iter()
+        .filter_map(|m| match results.get(&m.id).map(|r| &r.outcome) {
+            Some(Outcome::Timeout { reason }) => Some((m, reason.as_str())),
+            _ => None,
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "## Timeout ({})\n\nCounted as detected. A run that passes `--timeout` with no scenario failed runs once \
+         more, alone, with twice the time; only a second timeout is a Timeout.\n",
+        rows.len()
+    );
+    s.push_str("| mutant | function | line | scenario | reason |\n|---|---|---|---|---|\n");
+    let cell = crate::results::text::cell;
+    for (m, reason) in rows {
+        let scenarios = classify::timeout_scenarios(reason);
+        let scenarios = if scenarios.is_empty() {
+            "-".to_string()
+        } else {
+            scenarios.iter().map(|t| format!("`{}`", cell(t))).collect::<Vec<_>>().join(", ")
+        };
+        let _ = writeln!(s, "| `{}` | `{}` | {} | {scenarios} | {} |", m.id, cell(&m.function), m.line, cell(reason));
+    }
+    s.push('\n');
 }
 
 #[cfg(test)]
@@ -136,8 +171,50 @@ mod tests {
         assert!((all.covered_score().unwrap() - 66.666).abs() < 0.01);
         assert_eq!(fns["g"].score(), None, "nothing run in g yet");
         let page = render("k.c", &ms, &results);
-        assert!(page.contains("Score 50.0%"), "{page}");
+        let score = format!(
+            "Score 50.0% (Killed + Timeout over all but CompileError, RuntimeError and equivalent), 66.7% of the \
+             covered ones; 2 detected, 1 survived, 1 NoCoverage, 2 excluded, {} not run yet.",
+            ms.len() - 6
+        );
+        let scores: Vec<&str> = page.lines().filter(|l| l.starts_with("Score ")).collect();
+        assert_eq!(scores, [score.as_str()], "one score line, worded as tests/real/mutants.rs expects it");
         assert!(page.contains("| `g` | - | - | 0 | 0 | 0 | 0 |"), "{page}");
         assert!(page.contains("| `NegateCondition` |"), "{page}");
+        assert!(page.contains("## Timeout (1)"), "{page}");
+    }
+
+    #[test]
+    fn every_timeout_is_listed_with_its_scenario_and_reason() {
+        let src = "int f(int x)\n{\n\tif (x < 2)\n\t\treturn -EINVAL;\n\treturn x + 1;\n}\n";
+        let ms = crate::mutants::find::mutants("k.c", src).unwrap();
+        let confirmed = "the run passed --timeout 300 s, and again alone with 600 s; \
+                         format/a on x86_64: running when the time ran out";
+        let outcomes = [
+            Outcome::Timeout { reason: confirmed.into() },
+            Outcome::Killed { by: vec!["a/b".into()], evidence: "e".into() },
+            Outcome::Timeout { reason: "the mutant's run passed --timeout 300 s".into() },
+        ];
+        let results: BTreeMap<String, MutantResult> = ms
+            .iter()
+            .zip(outcomes)
+            .map(|(m, outcome)| {
+                let r = MutantResult { id: m.id.clone(), outcome, covered_by: vec![], duration_ms: None, stage: None };
+                (m.id.clone(), r)
+            })
+            .collect();
+        let page = render("k.c", &ms, &results);
+        let section = page.split_once("## Timeout (2)\n").map(|(_, s)| s).unwrap_or_else(|| panic!("{page}"));
+        let rows: Vec<&str> = section.lines().filter(|l| l.starts_with("| `")).collect();
+        assert_eq!(
+            rows,
+            [
+                format!("| `{}` | `f` | {} | `format/a on x86_64` | {confirmed} |", ms[0].id, ms[0].line),
+                format!("| `{}` | `f` | {} | - | the mutant's run passed --timeout 300 s |", ms[2].id, ms[2].line),
+            ],
+            "{page}"
+        );
+        assert!(!page.contains(&format!("| `{}` | `f` | {} | -", ms[1].id, ms[1].line)), "Killed is not listed");
+        let none: BTreeMap<String, MutantResult> = BTreeMap::new();
+        assert!(!render("k.c", &ms, &none).contains("## Timeout"), "no section without a Timeout");
     }
 }

@@ -5,20 +5,22 @@
 //! object and a relink); only its covering scenarios booted (`cargo xtask run --fail-fast
 //! --filter`, a child process of this binary so that `--timeout` bounds each mutant alone), the
 //! judged run classified and appended to the state file before the next, so an interrupted run
-//! resumes.
+//! resumes. A run that `--timeout` stopped with no scenario failed runs once more, alone, with
+//! twice the time, before the mutant counts as Timeout (`classify::confirm_timeout`).
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Parser;
 
 use crate::flags::Xtask;
-use crate::mutants::classify;
+use crate::mutants::classify::{self, RunEnd};
 use crate::mutants::find::Mutant;
 use crate::mutants::plan::{self, Step};
 use crate::mutants::report::{MutantResult, Outcome};
@@ -97,6 +99,12 @@ fn profile_args(profiles: &[String]) -> Vec<String> {
 /// decided afresh each time, from the map and the list as they are then). A mutant the schemata
 /// kernel holds boots it with its number; any other is built on its own. An error (an
 /// infrastructure failure, an interrupt) hands out no more mutants; the ones running finish.
+///
+/// The workers share one gate, a read-write lock: each mutant's run holds it for reading, so
+/// up to `parallel` run together, and the second run that confirms a timeout holds it for
+/// writing, so it starts once the runs in progress have ended and none starts until it has
+/// (on Linux, std's lock lets no reader in while a writer waits; elsewhere it may wait longer,
+/// but it still runs alone). A worker never holds the gate while it waits for it.
 pub fn run_all(
     mutants: &[Mutant],
     source: &str,
@@ -111,14 +119,15 @@ pub fn run_all(
     let todo: Vec<&Mutant> = mutants.iter().filter(|m| matches!(steps.get(&m.id), Some(Step::Run { .. }))).collect();
     let next = AtomicUsize::new(0);
     let appending = Mutex::new(());
+    let gate = RwLock::new(());
     std::thread::scope(|s| -> Result<()> {
         let worker = || -> Result<()> {
             loop {
                 let n = next.fetch_add(1, Ordering::SeqCst);
                 let Some(m) = todo.get(n) else { return Ok(()) };
                 let Some(Step::Run { scenarios }) = steps.get(&m.id) else { continue };
-                let done =
-                    run_mutant(m, (n + 1, todo.len()), scenarios, source, &kernels, out, timeout).and_then(|result| {
+                let done = run_mutant(m, (n + 1, todo.len()), scenarios, source, &kernels, out, (timeout, &gate))
+                    .and_then(|result| {
                         // Nothing booted: this stage's kernel skips every covering scenario, so
                         // it says nothing of the mutant (an earlier stage's result stands).
                         let Some(mut result) = result else { return Ok(()) };
@@ -143,7 +152,9 @@ pub fn run_all(
     Ok(0)
 }
 
-/// One mutant's run (`n` of `total`): the schemata kernel with its number, or its own diff.
+/// One mutant's run (`n` of `total`): the schemata kernel with its number, or its own diff;
+/// under the gate of [`run_all`], held for reading, and for writing by the second run that
+/// confirms a timeout.
 fn run_mutant(
     m: &Mutant,
     (n, total): (usize, usize),
@@ -151,28 +162,59 @@ fn run_mutant(
     source: &str,
     kernels: &Kernels,
     out: &Path,
-    timeout: Option<Duration>,
+    (timeout, gate): (Option<Duration>, &RwLock<()>),
 ) -> Result<Option<MutantResult>> {
     crate::support::progress::line(format!("mutant {n}/{total}: {} {}:{} {}", m.id, m.file, m.line, m.change()));
     let results = out.join("runs").join(&m.id);
-    let (mut argv, own_patch) = match kernels.schemata.and_then(|(p, numbers)| Some((p, *numbers.get(&m.id)?))) {
-        Some((kernel, number)) => {
-            let mut argv = run_argv(kernels.base, kernel, scenarios, &results, timeout);
-            argv.extend(["--kernel-args".to_string(), format!("{}={number}", schemata::PARAM)]);
-            (argv, None)
-        }
+    // The schemata kernel and the mutant's number in it, or the mutant's own diff.
+    let (patch, number) = match kernels.schemata.and_then(|(p, numbers)| Some((p, *numbers.get(&m.id)?))) {
+        Some((kernel, number)) => (kernel.clone(), Some(number)),
         None => {
             let patch = out.join("patches").join(format!("{}.patch", m.id));
             std::fs::write(&patch, m.diff(source)).with_context(|| format!("writing {}", patch.display()))?;
-            (run_argv(kernels.base, &patch, scenarios, &results, timeout), Some(patch))
+            (patch, None)
         }
     };
-    argv.extend(profile_args(kernels.profiles));
+    // The command line with a given `--timeout`: the first run's, then a confirmation's.
+    let argv = |timeout: Option<Duration>| -> Vec<String> {
+        let mut argv = run_argv(kernels.base, &patch, scenarios, &results, timeout);
+        if let Some(number) = number {
+            argv.extend(["--kernel-args".to_string(), format!("{}={number}", schemata::PARAM)]);
+        }
+        argv.extend(profile_args(kernels.profiles));
+        argv
+    };
     // Checked here, so a bad command line is our error, not the mutant's outcome.
-    Xtask::try_parse_from(&argv).context("the mutant's run command line")?;
-    let started = std::time::Instant::now();
-    let outcome = run_one(&argv[1..], &results, timeout)?;
-    if let Some(patch) = own_patch {
+    Xtask::try_parse_from(argv(timeout)).context("the mutant's run command line")?;
+    // The time its runs took, not the time spent waiting at the gate.
+    let ran = Cell::new(Duration::ZERO);
+    let attempt = |timeout: Option<Duration>| {
+        let started = Instant::now();
+        let end = run_one(&argv(timeout)[1..], &results, timeout);
+        ran.set(ran.get() + started.elapsed());
+        end
+    };
+    let first = {
+        let _shared = gate.read().unwrap_or_else(PoisonError::into_inner);
+        attempt(timeout)?
+    };
+    let outcome = match first {
+        None => None,
+        Some(first) => Some(classify::confirm_timeout(first, timeout, |longer| {
+            crate::support::progress::line(format!(
+                "mutant {}: past --timeout {} s with no scenario failed: once more with {} s, alone (after the \
+                 runs in progress)",
+                m.id,
+                timeout.unwrap_or_default().as_secs(),
+                longer.as_secs()
+            ));
+            let _alone = gate.write().unwrap_or_else(PoisonError::into_inner);
+            attempt(Some(longer))?.ok_or_else(|| {
+                error(Kind::Infra, format!("the mutant's second run booted nothing; see {}", results.display()))
+            })
+        })?),
+    };
+    if number.is_none() {
         drop_kernels(&results, &patch, kernels.cache);
     }
     let Some(outcome) = outcome else {
@@ -187,7 +229,7 @@ fn run_mutant(
         id: m.id.clone(),
         outcome,
         covered_by: covered_by.into_iter().collect(),
-        duration_ms: Some(started.elapsed().as_millis() as u64),
+        duration_ms: Some(ran.get().as_millis() as u64),
         stage: None,
     };
     crate::support::progress::line(format!("mutant {}: {}", m.id, result.outcome.name()));
@@ -212,40 +254,45 @@ fn drop_kernels(results: &Path, patch: &Path, cache: &Path) {
     }
 }
 
-/// One mutant's outcome from `cargo xtask <args>` run as a child process; an infrastructure
+/// How `cargo xtask <args>`, run as a child process, ended for the mutant; an infrastructure
 /// failure or an interrupt is the run's error, not the mutant's outcome, so it is not recorded
 /// and the mutant runs again next time. The child shares our process group, so a Ctrl-C
 /// reaches it and it stops its own VMs. `None` when it ended well without a run of its own
 /// (`latest` still where it was): the kernel skips every scenario asked for, nothing booted.
-fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result<Option<Outcome>> {
+/// A run that `timeout` stopped is judged by `classify::timed_out` (its own run only: an
+/// earlier run's `run.json` says nothing of this one).
+fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result<Option<RunEnd>> {
     let latest = results.join(crate::judging::run_folder::LATEST);
     let before = std::fs::read_link(&latest).ok();
     let (code, said) = child(args)?;
-    if code == Some(0) && std::fs::read_link(&latest).ok() == before {
+    let fresh = std::fs::read_link(&latest).ok() != before;
+    if code == Some(0) && !fresh {
         return Ok(None);
     }
     let run_json = latest.join(crate::judging::run_folder::RUN_JSON);
-    let judged = || -> Result<Outcome> { Ok(classify::classify(&crate::results::compare::read_run_json(&run_json)?)) };
-    let outcome = match code {
-        Some(c) if c == i32::from(Kind::CannotBuild.code()) => Ok(classify::compile_error(&said.join("\n"))),
-        Some(c) if c == i32::from(Kind::TimedOut.code()) => {
-            let shown = timeout.map(|t| format!("{} s", t.as_secs())).unwrap_or_default();
-            match judged() {
-                Ok(k @ Outcome::Killed { .. }) => Ok(k),
-                Ok(_) => Ok(Outcome::Timeout { reason: format!("the mutant's run passed --timeout {shown}") }),
-                Err(_) => Err(error(
+    let run = || crate::results::compare::read_run_json(&run_json);
+    let judged = || -> Result<Outcome> { Ok(classify::classify(&run()?)) };
+    let end = match code {
+        Some(c) if c == i32::from(Kind::CannotBuild.code()) => {
+            Ok(RunEnd::Judged(classify::compile_error(&said.join("\n"))))
+        }
+        Some(c) if c == i32::from(Kind::TimedOut.code()) => match run().ok().filter(|_| fresh) {
+            Some(run) => Ok(classify::timed_out(&run)),
+            None => {
+                let shown = timeout.map(|t| format!("{} s", t.as_secs())).unwrap_or_default();
+                Err(error(
                     Kind::Infra,
                     format!("--timeout {shown} expired before the mutant's kernel booted: give a longer one"),
-                )),
+                ))
             }
-        }
+        },
         Some(c) if c == i32::from(Kind::Interrupted.code()) => Err(error(Kind::Interrupted, "interrupted")),
         Some(c) if c == i32::from(Kind::Infra.code()) || c == i32::from(Kind::BadInput.code()) => {
             // A kernel that crashed under the mutant ends its run as an infrastructure error (the
             // VM died); with a kernel report in the judged run that is the mutant's doing.
             let crashed = if c == i32::from(Kind::Infra.code()) { judged().ok() } else { None };
             match crashed {
-                Some(k @ Outcome::Killed { .. }) => Ok(k),
+                Some(k @ Outcome::Killed { .. }) => Ok(RunEnd::Judged(k)),
                 _ => Err(error(
                     Kind::Infra,
                     format!(
@@ -256,9 +303,9 @@ fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result
             }
         }
         None => Err(error(Kind::Interrupted, "the mutant's run was killed by a signal")),
-        Some(_) => judged(),
+        Some(_) => judged().map(RunEnd::Judged),
     };
-    outcome.map(Some)
+    end.map(Some)
 }
 
 /// `cargo xtask <args>` as a child process: its exit code and what it said on stderr (shown as
