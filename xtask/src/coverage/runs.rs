@@ -185,8 +185,15 @@ fn totals(files: &[FileCov]) -> Totals {
     t
 }
 
-fn row(arch: &str, scenarios: usize, totals: Totals, tracefile: String) -> CoverageRow {
-    CoverageRow { arch: arch.to_string(), scenarios, totals, tracefile }
+fn row(arch: &str, scenarios: usize, (totals, scenarios_only): (Totals, Totals), tracefile: String) -> CoverageRow {
+    CoverageRow { arch: arch.to_string(), scenarios, totals, scenarios_only: Some(scenarios_only), tracefile }
+}
+
+/// An arch's scenarios summed per source without the boot's counters.
+fn scenarios_total(files: &[String], data: &ArchData) -> Vec<FileCov> {
+    let mut without = data.clone();
+    without.remove(BOOT);
+    arch_total(files, &without)
 }
 
 /// The patch's changed lines against every arch's counts: a blind spot is executable on some
@@ -229,6 +236,7 @@ pub fn write(run_dir: &Path, data: &RunData) -> Result<CoverageSummary> {
     let mut rows = Vec::new();
     let mut union: Vec<FileCov> =
         data.files.iter().map(|f| FileCov { path: f.clone(), ..FileCov::default() }).collect();
+    let mut union_without: Vec<FileCov> = union.clone();
     let mut arch_totals = Vec::new();
     for (arch, per) in &data.arches {
         for (scenario, files) in per {
@@ -241,13 +249,18 @@ pub fn write(run_dir: &Path, data: &RunData) -> Result<CoverageSummary> {
         }
         let rel = format!("{DIR}/{arch}.info");
         write(&rel, &lcov::tracefile(arch, &total.iter().collect::<Vec<_>>()))?;
-        rows.push(row(arch, per.keys().filter(|s| *s != BOOT).count(), totals(&total), rel));
+        let without = scenarios_total(&data.files, per);
+        for (u, t) in union_without.iter_mut().zip(&without) {
+            u.merge(t);
+        }
+        let figures = (totals(&total), totals(&without));
+        rows.push(row(arch, per.keys().filter(|s| *s != BOOT).count(), figures, rel));
         arch_totals.push((arch.as_str(), total));
     }
     let rel = format!("{DIR}/all.info");
     write(&rel, &lcov::tracefile("all", &union.iter().collect::<Vec<_>>()))?;
     let scenarios: BTreeSet<&String> = data.arches.iter().flat_map(|(_, p)| p.keys()).filter(|s| *s != BOOT).collect();
-    rows.push(row("all", scenarios.len(), totals(&union), rel));
+    rows.push(row("all", scenarios.len(), (totals(&union), totals(&union_without)), rel));
 
     let summary_rows: Vec<(String, String)> = rows.iter().map(|r| (r.arch.clone(), r.totals.describe())).collect();
     let mut sources = Vec::new();

@@ -269,7 +269,7 @@ pub fn render(run: &Run) -> Vec<u8> {
             "<h2>Coverage</h2>\n<p>What the scenarios executed of {}: <a href=\"{}\">the annotated sources</a> \
              (each line's count per arch and the scenarios that executed it); lcov tracefiles per arch, per \
              scenario (<code>coverage/&lt;arch&gt;/&lt;suite&gt;/&lt;scenario&gt;.info</code>) and for all arches.</p>\n\
-             <table><tr><th>arch</th><th>scenarios</th><th>lines</th><th>branches</th><th>functions</th><th>tracefile</th></tr>",
+             <table><tr><th>arch</th><th>scenarios</th><th>lines</th><th>branches</th><th>functions</th><th>lines, branches without the boot</th><th>tracefile</th></tr>",
             esc(&c.files.join(", ")),
             esc(&c.index)
         );
@@ -277,7 +277,7 @@ pub fn render(run: &Run) -> Vec<u8> {
             let t = &r.totals;
             let _ = writeln!(
                 o,
-                "<tr><td>{}</td><td>{}</td><td>{}/{} ({:.1}%)</td><td>{}/{} ({:.1}%)</td><td>{}/{}</td><td><a href=\"{}\">{}</a></td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}/{} ({:.1}%)</td><td>{}/{} ({:.1}%)</td><td>{}/{}</td><td>{}</td><td><a href=\"{}\">{}</a></td></tr>",
                 esc(&r.arch),
                 r.scenarios,
                 t.lines_hit,
@@ -288,6 +288,15 @@ pub fn render(run: &Run) -> Vec<u8> {
                 t.branch_pct(),
                 t.functions_hit,
                 t.functions_found,
+                r.scenarios_only.map_or("-".to_string(), |w| format!(
+                    "{}/{} ({:.1}%), {}/{} ({:.1}%)",
+                    w.lines_hit,
+                    w.lines_found,
+                    w.line_pct(),
+                    w.branches_hit,
+                    w.branches_found,
+                    w.branch_pct()
+                )),
                 esc(&r.tracefile),
                 esc(&r.tracefile)
             );

@@ -48,14 +48,19 @@ pub fn render(run: &Run) -> Vec<u8> {
             "\n### Coverage of {}\n",
             c.files.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
         );
-        let _ = writeln!(out, "| arch | scenarios | lines | line % | branches | branch % | functions |");
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(
+            out,
+            "| arch | scenarios | lines | line % | branches | branch % | functions | line %, branch % without the boot |"
+        );
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
         for r in &c.rows {
             let t = &r.totals;
             let arch = if r.arch == "all" { "all arches".to_string() } else { r.arch.clone() };
+            let without =
+                r.scenarios_only.map_or("-".to_string(), |w| format!("{:.1}%, {:.1}%", w.line_pct(), w.branch_pct()));
             let _ = writeln!(
                 out,
-                "| {arch} | {} | {}/{} | {:.1}% | {}/{} | {:.1}% | {}/{} |",
+                "| {arch} | {} | {}/{} | {:.1}% | {}/{} | {:.1}% | {}/{} | {without} |",
                 r.scenarios,
                 t.lines_hit,
                 t.lines_found,
@@ -272,6 +277,7 @@ mod tests {
             arch: arch.into(),
             scenarios: 3,
             totals,
+            scenarios_only: Some(CoverageTotals { lines_hit: 120, branches_hit: 30, ..totals }),
             tracefile: format!("coverage/{arch}.info"),
         };
         let blind =
@@ -284,7 +290,7 @@ mod tests {
             patch: Some(PatchLines { changed: 3, executable: 2, executed: 1, blind_spots: vec![blind] }),
         });
         let text = String::from_utf8(render(&run)).unwrap();
-        assert!(text.contains("| x86_64 | 3 | 150/200 | 75.0% | 40/100 | 40.0% | 18/20 |"), "{text}");
+        assert!(text.contains("| x86_64 | 3 | 150/200 | 75.0% | 40/100 | 40.0% | 18/20 | 60.0%, 30.0% |"), "{text}");
         assert!(text.contains("| all arches | 3 |"), "{text}");
         let spot = text.find("blind spot `kernel/trace/trace_events_user.c:42`: `return -EPERM;`").expect("listed");
         assert!(spot < text.find("| arch | kernel |").unwrap(), "before everything else: {text}");
@@ -293,5 +299,6 @@ mod tests {
         let at = html.find("href=\"coverage/index.html#kernel/trace/trace_events_user.c:42\"").expect("linked");
         assert!(at < html.find("No failure").or_else(|| html.find("Failures")).unwrap(), "first in the page");
         assert!(html.contains("<a href=\"coverage/index.html\">the annotated sources</a>"));
+        assert!(html.contains("<td>120/200 (60.0%), 30/100 (30.0%)</td>"), "the figures without the boot");
     }
 }

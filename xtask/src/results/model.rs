@@ -108,6 +108,10 @@ pub struct CoverageRow {
     pub scenarios: usize,
     #[serde(flatten)]
     pub totals: CoverageTotals,
+    /// The same without the boot's own counters (what ran before the first scenario: the
+    /// init, the group's creation): what the scenarios alone executed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenarios_only: Option<CoverageTotals>,
     /// The tracefile, relative to the run folder.
     pub tracefile: String,
 }
