@@ -2,7 +2,8 @@
 //! coverage map of the `format` suite on x86_64, then the mutants of `trace_events_user.c` with
 //! `test_data/patches/mutants-build-bug-on.patch` applied, chosen by id: one the `format` suite
 //! kills, one that cannot build, one no `format` scenario reaches, and the tracked equivalent
-//! one (run with an empty list: it survives; reported with the tracked list: Ignored). The
+//! one (run with an empty list: it survives; reported with its tracked entry keyed to the
+//! patched file's text, [`keyed_to`]: Ignored). The
 //! killed and the equivalent one run on the schemata kernel; the one that cannot build is left
 //! out of it (it sits in a `BUILD_BUG_ON()`) and built on its own. The state file,
 //! `mutants.json` (against the schema's requirements) and `summary.md`'s score line are checked.
@@ -59,8 +60,26 @@ fn stryker(by_id: &std::collections::BTreeMap<String, Value>, id: &str) -> Strin
     by_id.get(id).and_then(|m| m["status"].as_str()).unwrap_or("absent").to_string()
 }
 
+/// The tracked list's entry of [`EQUIVALENT`], its file digests replaced by that of `text` (the
+/// file as the mutants saw it: `mutants.json`'s source). The tracked entry names the texts its
+/// argument was made for, the pristine file's, and an entry applies to no other text; the
+/// patch this check applies only adds a line in `user_reg_get`, so the argument holds for it.
+fn keyed_to(text: &str) -> Result<String> {
+    let root = xtask::support::checkout::project_root();
+    let tracked = std::fs::read_to_string(root.join(xtask::verbs::mutants::EQUIVALENT_LIST))?;
+    let line = tracked
+        .lines()
+        .find(|l| l.starts_with(&format!("{EQUIVALENT}\t")))
+        .with_context(|| format!("{EQUIVALENT} is not in {}", xtask::verbs::mutants::EQUIVALENT_LIST))?;
+    let mut cols: Vec<&str> = line.splitn(5, '\t').collect();
+    anyhow::ensure!(cols.len() == 5, "the tracked entry of {EQUIVALENT} has {} columns, not 5: {line}", cols.len());
+    let digest = xtask::support::files::sha256_hex(text);
+    cols[2] = &digest[..xtask::mutants::equivalent::DIGEST_LEN];
+    Ok(format!("{}\n", cols.join("\t")))
+}
+
 /// The check: the coverage map, the run with no equivalents listed, the report with the
-/// tracked list.
+/// tracked entry of the equivalent one keyed to the patched text.
 pub fn fixed_mutants(scratch: &Path) -> Result<()> {
     let root = xtask::support::checkout::project_root();
     let cov = scratch.join("mutants-coverage");
@@ -89,7 +108,7 @@ pub fn fixed_mutants(scratch: &Path) -> Result<()> {
     anyhow::ensure!(code == Some(0), "mutants --run exited {code:?}:\n{log}");
     let state = xtask::mutants::plan::load_state(&xtask::mutants::plan::state_file(&out))?;
     let status = |id: &str| state.get(id).map(|r| r.outcome.name()).unwrap_or("not in the state file");
-    let (by_id, _) = report(&out)?;
+    let (by_id, json) = report(&out)?;
 
     use xtask::mutants::report::Outcome;
     let killed = state.get(KILLED).map(|r| &r.outcome);
@@ -133,9 +152,12 @@ pub fn fixed_mutants(scratch: &Path) -> Result<()> {
     }
     anyhow::ensure!(by_id.len() == 4, "mutants.json has {} mutants, not the four asked for", by_id.len());
 
-    // The report again with the tracked list: the kept Survived becomes Ignored, with the reason.
+    // The report again with the tracked entry: the kept Survived becomes Ignored, with the reason.
+    let text = json["files"].as_object().and_then(|f| f.values().next()).and_then(|f| f["source"].as_str());
+    let listed = scratch.join("equivalent-keyed-to-the-patched-text.tsv");
+    std::fs::write(&listed, keyed_to(text.context("mutants.json has no source text")?)?)?;
     let mut again = common;
-    again.push("--report".into());
+    again.extend(["--report".to_string(), "--equivalent".into(), listed.display().to_string()]);
     let (code, log) = xtask(&again)?;
     anyhow::ensure!(code == Some(0), "mutants --report exited {code:?}:\n{log}");
     let (by_id, _) = report(&out)?;
@@ -143,7 +165,7 @@ pub fn fixed_mutants(scratch: &Path) -> Result<()> {
     let reason = eq["statusReason"].as_str().unwrap_or_default();
     anyhow::ensure!(
         eq["status"] == "Ignored" && reason.starts_with("equivalent: "),
-        "{EQUIVALENT} with the tracked list: {} `{reason}` (expected Ignored, equivalent: ...)",
+        "{EQUIVALENT} with its tracked entry: {} `{reason}` (expected Ignored, equivalent: ...)",
         eq["status"]
     );
     anyhow::ensure!(stryker(&by_id, KILLED) == "Killed", "{KILLED} lost its kept result on the second report");
