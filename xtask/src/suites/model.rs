@@ -17,6 +17,11 @@ pub struct Suite {
     pub description: Option<String>,
     #[serde(default)]
     pub defaults: Defaults,
+    /// The suite checks the kernel's health (no WARN, Oops or taint), not exact ABI results:
+    /// its scenarios count in no figure of the suites' power (the mutation maps leave them
+    /// out, so a mutant they alone would fail counts as survived).
+    #[serde(default)]
+    pub health_only: bool,
     pub scenarios: Vec<ScenarioDef>,
 }
 
