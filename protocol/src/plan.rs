@@ -1,5 +1,7 @@
 //! The plan: what the host compiles from the suites and the guest agent runs (`/plan.json`),
 //! scenario by scenario and step by step. The YAML suites deserialize into these same types.
+//! tidy: long because it is the whole step vocabulary, one enum whose variants carry the
+//! documentation the schema and the suites' editors show.
 
 use serde::{Deserialize, Serialize};
 
@@ -393,7 +395,7 @@ pub enum Step {
     /// Runs `steps` and reads what the kernel logged meanwhile (`/dev/kmsg`, from the step's
     /// start, or from the oldest record still in the log buffer with `since_boot`): each line
     /// of `expect` must be a whole message of it, and no line of `forbid` may be. A line is a
-    /// message's exact text, but that [`KMSG_ANY`] (`{any}`) stands for any text (a hashed
+    /// message's exact text, but that [`crate::KMSG_ANY`] (`{any}`) stands for any text (a hashed
     /// pointer, an address). The log is read for `within_ms` after the steps: until every
     /// expected line has come when nothing is forbidden, else the whole time (a message from a
     /// work item may come late). The agent's own `ue-agent:` markers are not the kernel's.
@@ -629,26 +631,6 @@ pub const MAX_BARRIER_NAME: usize = 51;
 pub const THREAD_INDEX: &str = "{thread}";
 /// The text that stands for the iteration's number in a `repeat` step's steps.
 pub const ITERATION: &str = "{iteration}";
-/// The text that stands for any text (none too) in a `kernel_log` step's lines.
-pub const KMSG_ANY: &str = "{any}";
-
-/// Whether a kernel log message is `line` (`kernel_log`'s `expect` and `forbid`): the same text,
-/// each [`KMSG_ANY`] in `line` matching any run of characters.
-pub fn kmsg_matches(line: &str, message: &str) -> bool {
-    let mut parts = line.split(KMSG_ANY);
-    let first = parts.next().unwrap_or_default();
-    let Some(mut rest) = message.strip_prefix(first) else { return false };
-    let parts: Vec<&str> = parts.collect();
-    let Some((last, middle)) = parts.split_last() else { return rest.is_empty() };
-    for part in middle {
-        match rest.find(part) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None => return false,
-        }
-    }
-    rest.len() >= last.len() && rest.ends_with(last)
-}
-
 /// What a `measure` step measures, and its baseline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
@@ -903,26 +885,6 @@ mod tests {
         assert_eq!((reps, duration_ms), (5, 100));
         let step = serde_json::from_str::<Step>(r#"{"measure":{"name":"w","what":"write","consumers":"ftrace_perf"}}"#);
         assert!(matches!(step, Ok(Step::Measure { consumers: Consumers::FtracePerf, .. })));
-    }
-
-    #[test]
-    fn a_kernel_log_line_is_exact_but_for_any() {
-        assert!(kmsg_matches(
-            "user_events: Unable to queue fault handler",
-            "user_events: Unable to queue fault handler"
-        ));
-        assert!(!kmsg_matches(
-            "user_events: Unable to queue fault handler",
-            "user_events: Unable to queue fault handler!"
-        ));
-        assert!(!kmsg_matches("Unable to queue fault handler", "user_events: Unable to queue fault handler"));
-        let fault = "user_events: Fault for mm: {any} @ {any} event: ev";
-        assert!(kmsg_matches(fault, "user_events: Fault for mm: 0x00000000c0ffee00 @ 0x7f0012345000 event: ev"));
-        assert!(!kmsg_matches(fault, "user_events: Fault for mm: 0x0 @ 0x1 event: ev2"));
-        assert!(!kmsg_matches(fault, "user_events: Fault for mm: 0x0 event: ev"));
-        assert!(kmsg_matches("{any}", ""));
-        assert!(kmsg_matches("a{any}a", "aa"));
-        assert!(!kmsg_matches("a{any}a", "a"), "the two ends do not share a character");
     }
 
     #[test]
