@@ -395,7 +395,7 @@ pub enum Step {
     /// Runs `steps` and reads what the kernel logged meanwhile (`/dev/kmsg`, from the step's
     /// start, or from the oldest record still in the log buffer with `since_boot`): each line
     /// of `expect` must be a whole message of it, and no line of `forbid` may be. A line is a
-    /// message's exact text, but that [`crate::KMSG_ANY`] (`{any}`) stands for any text (a hashed
+    /// message's exact text, but that `{any}` stands for any text (a hashed
     /// pointer, an address). The log is read for `within_ms` after the steps: until every
     /// expected line has come when nothing is forbidden, else the whole time (a message from a
     /// work item may come late). The agent's own `ue-agent:` markers are not the kernel's.

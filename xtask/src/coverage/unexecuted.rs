@@ -18,7 +18,9 @@ pub const LINES_TSV: &str = "coverage/lines.tsv";
 /// The tracked list, relative to the checkout.
 pub const TRACKED: &str = "suites/unexecuted-lines.tsv";
 /// Why a line stays unexecuted.
-pub const REASONS: [&str; 6] = ["boot", "allocation", "config", "arch", "unreachable", "untested"];
+/// `counter`: gcov gives the line a count of 0 though it runs (the compiler moved its code
+/// into an inlined function's lines or a neighbour's, and a line it leads to executes).
+pub const REASONS: [&str; 7] = ["boot", "allocation", "config", "arch", "unreachable", "untested", "counter"];
 
 /// One instrumented line of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]

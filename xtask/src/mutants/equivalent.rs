@@ -57,7 +57,10 @@ pub fn parse(text: &str) -> Result<Vec<Entry>> {
         }
         let cols: Vec<&str> = line.splitn(5, '\t').collect();
         let [id, class, files, conditions, reason] = cols[..] else {
-            bail!("line {n}: expected 5 tab-separated fields (id, class, file digests, conditions, reason), found {}", cols.len());
+            bail!(
+                "line {n}: expected 5 tab-separated fields (id, class, file digests, conditions, reason), found {}",
+                cols.len()
+            );
         };
         if id.len() != 12 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
             bail!("line {n}, id: `{id}` is not a mutant id (12 hex digits)");

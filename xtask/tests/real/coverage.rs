@@ -134,6 +134,26 @@ pub fn run_and_check(built: &[Built], opts: &xtask::run::boot::Options, results:
         all.totals.describe()
     );
     anyhow::ensure!(report.ok(), "{}", report.describe().join("\n"));
+    // Negative control: the list with a row made stale on purpose (a line of the delete ioctl,
+    // which DELETES executes) fails the same check, naming the row.
+    let stale_line = lines
+        .iter()
+        .find(|l| l.function == del && l.executed())
+        .with_context(|| format!("lines.tsv: no executed line of {del}()"))?;
+    let mut stale = std::fs::read_to_string(&list)?;
+    stale.push_str(&format!(
+        "{}\t{}\t{}\tuntested\t-\tmade stale on purpose by the real coverage check\n",
+        stale_line.file, stale_line.function, stale_line.text
+    ));
+    let stale_list = run_dir.join("unexecuted-lines.stale.tsv");
+    std::fs::write(&stale_list, stale)?;
+    let (_, _, stale_report) = xtask::verbs::coverage::check_run(run_dir, &stale_list, true)?;
+    let said = stale_report.describe().join("\n");
+    anyhow::ensure!(
+        !stale_report.ok() && said.contains(&stale_line.text),
+        "a row for `{}`, which {DELETES} executes, was not found stale:\n{said}",
+        stale_line.text
+    );
     let html = std::fs::read_to_string(run_dir.join(&c.index))?;
     anyhow::ensure!(html.contains(DELETES), "{} does not name {DELETES}", c.index);
     let report = std::fs::read_to_string(run_dir.join("report.html"))?;

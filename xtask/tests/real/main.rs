@@ -389,7 +389,7 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     let result = enable_bit_branches(&vm, base, args, results.path());
     record(
         outcomes,
-        "s390x, riscv64: enable-bits and registration pass scenario by scenario; each align_addr_bit branch is reached",
+        "s390x, riscv64: enable-bits and registration pass scenario by scenario (xfail ones XFAIL); each bit of a 4-byte word at both alignments is written alone, its neighbours kept",
         started,
         result,
     );
@@ -596,44 +596,49 @@ fn enable_bit_branches(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, results:
         xtask::run::pipeline::run(&chosen, &built, &xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?)?;
     let every: Vec<String> =
         chosen.suites.iter().flat_map(|s| s.scenarios.iter().map(move |c| format!("{}/{}", s.suite, c.name))).collect();
-    for (arch, skipped, big) in [
+    // Scenarios that assert what the code means where the kernel has a known bug: XFAIL.
+    let xfail: Vec<String> = chosen
+        .suites
+        .iter()
+        .flat_map(|s| s.scenarios.iter().filter(|c| c.xfail.is_some()).map(move |c| format!("{}/{}", s.suite, c.name)))
+        .collect();
+    for (arch, skipped, _big) in [
         ("s390x", "registration/kernel-enable-address-is-efault", true),
         ("riscv64", "registration/kernel-half-address-is-enomem-where-user-space-is-separate", false),
     ] {
         let j = judged.iter().find(|j| j.outcome.arch.name == arch).with_context(|| format!("no {arch} boot"))?;
         let r = j.result();
-        anyhow::ensure!(r.verdict.as_str() == "pass", "{arch}: verdict {:?}", r.verdict);
+        let counted = j.counted();
+        anyhow::ensure!(counted.verdict.as_str() == "pass", "{arch}: verdict {:?}", counted.verdict);
         let ran: Vec<&str> = r.scenarios.iter().map(|s| s.name.as_str()).collect();
         let want: Vec<&str> = every.iter().map(String::as_str).filter(|n| *n != skipped).collect();
         anyhow::ensure!(ran == want, "{arch}: planned {ran:?}, expected {want:?}");
-        for s in &r.scenarios {
-            anyhow::ensure!(s.status == Status::Pass, "{arch}: {} is {:?}: {:?}", s.name, s.status, s.diagnostics);
+        for (s, mark) in r.scenarios.iter().zip(&counted.marks) {
+            // An xfail scenario fails as its mark says (an ordinary failure, forgiven); every
+            // other scenario passes.
+            let ok = if xfail.contains(&s.name) {
+                s.status == Status::Fail && *mark == Some(xtask::judging::verdict::Expected::Xfail)
+            } else {
+                s.status == Status::Pass
+            };
+            anyhow::ensure!(ok, "{arch}: {} is {:?} (mark {mark:?}): {:?}", s.name, s.status, s.diagnostics);
         }
-        let order = if big { "big-endian" } else { "little-endian" };
-        for (scenario, at, branch) in [
-            (
-                "enable-bits/four-byte-word-8-aligned-every-bit-keeps-its-neighbours",
-                0,
-                if big { "aligned, 32-on-64 big-endian, bit += 32" } else { "aligned, as is" },
-            ),
-            (
-                "enable-bits/four-byte-word-4-aligned-every-bit-keeps-its-neighbours",
-                4,
-                if big { "unaligned, address - 4, bit as is" } else { "unaligned, address - 4, bit += 32" },
-            ),
+        // What the kernel wrote, read back from memory: for each bit N of a 4-byte word at an 8-
+        // and at a 4-aligned address, the 8 bytes from the word hold the word with only bit N
+        // taken from the all-ones pattern (the forced clear of unregister, or a disable) and the
+        // next 4 bytes' a5a5a5a5 untouched: align_addr_bit()'s branch for the byte order picked
+        // the right bit of the right long. A kernel that took another branch writes another bit.
+        for scenario in [
+            "enable-bits/four-byte-word-8-aligned-every-bit-keeps-its-neighbours",
+            "enable-bits/four-byte-word-4-aligned-every-bit-keeps-its-neighbours",
         ] {
             let s =
                 r.scenarios.iter().find(|s| s.name == scenario).with_context(|| format!("{arch}: no {scenario}"))?;
             for bit in 0..32u32 {
-                // The long's bit: +32 for an aligned word on big-endian and an unaligned one on little-endian.
-                let long_bit = if big == (at == 0) { bit + 32 } else { bit };
-                let register = format!("word w{bit} bit {bit} size 4");
-                let path = format!(
-                    "[enable addr % 8 = {at}, 4 bytes, {order}: align_addr_bit {branch}: bit {long_bit} of the long]"
-                );
+                let cleared = format!("check word w{bit}: 0xa5a5a5a5{:08x} (expected", !(1u32 << bit));
                 anyhow::ensure!(
-                    s.diagnostics.iter().any(|d| d.contains(&register) && d.contains(&path)),
-                    "{arch}: {scenario} has no register line for bit {bit} with `{path}`"
+                    s.diagnostics.iter().any(|d| d.contains(&cleared)),
+                    "{arch}: {scenario} never read `{cleared}`: bit {bit} alone cleared, its neighbours kept"
                 );
             }
         }

@@ -82,6 +82,7 @@ fn keyed_to(text: &str) -> Result<String> {
 /// tracked entry of the equivalent one keyed to the patched text.
 pub fn fixed_mutants(scratch: &Path) -> Result<()> {
     let root = xtask::support::checkout::project_root();
+    stale_equivalents_fail(scratch)?;
     let cov = scratch.join("mutants-coverage");
     let mut args = strings(&["run", "--arch", "x86_64", "--coverage", "--filter", "format/*", "--results"]);
     args.push(cov.display().to_string());
@@ -179,6 +180,33 @@ pub fn fixed_mutants(scratch: &Path) -> Result<()> {
         scores == [want],
         "summary.md's score line(s) {scores:?}, expected exactly [{want:?}] (1 Killed, 1 NoCoverage, the \
          CompileError and the equivalent excluded):\n{summary}"
+    );
+    Ok(())
+}
+
+/// `mutants --check-equivalents` on the default file: the tracked list applies whole (exit 0);
+/// the same list with one entry made stale on purpose (its id changed to one no mutant has)
+/// fails (exit 1), naming the entry's line.
+fn stale_equivalents_fail(scratch: &Path) -> Result<()> {
+    let root = xtask::support::checkout::project_root();
+    let (code, log) = xtask(&strings(&["mutants", "--check-equivalents"]))?;
+    anyhow::ensure!(code == Some(0), "mutants --check-equivalents on the tracked list exited {code:?}:\n{log}");
+    let tracked = std::fs::read_to_string(root.join("mutants/equivalent.tsv"))?;
+    let first = tracked.lines().position(|l| !l.starts_with('#') && !l.trim().is_empty()).context("an empty list")?;
+    let stale: Vec<String> = tracked
+        .lines()
+        .enumerate()
+        .map(|(n, l)| if n == first { format!("000000000000{}", &l[12..]) } else { l.to_string() })
+        .collect();
+    let path = scratch.join("stale-equivalents.tsv");
+    std::fs::write(&path, stale.join("\n") + "\n")?;
+    let mut args = strings(&["mutants", "--check-equivalents", "--equivalent"]);
+    args.push(path.display().to_string());
+    let (code, log) = xtask(&args)?;
+    let named = format!("stale-equivalents.tsv:{}: 000000000000 is no mutant of this file", first + 1);
+    anyhow::ensure!(
+        code == Some(1) && log.contains(&named),
+        "a list with a stale entry: exit {code:?} (expected 1) naming `{named}`:\n{log}"
     );
     Ok(())
 }
