@@ -158,6 +158,13 @@ pub struct MutantsArgs {
     /// to a file text whose digest it names. An empty file runs the listed ones too.
     #[arg(long, value_name = "FILE")]
     pub equivalent: Option<PathBuf>,
+    /// Trivial compiler equivalence: on each of these arches (`x86_64`, `x86_64,s390x`), the
+    /// selected mutants' files compiled on their own with the default kernel build's command
+    /// line (the kernel is built first if need be), stripped objects compared with the
+    /// original's and each other's; written to <out>/tce.json, whose proven equivalents later
+    /// runs take as equivalent (with the proof as the reason).
+    #[arg(long, value_name = "ARCHES", conflicts_with_all = ["run", "check_equivalents"])]
+    pub tce: Option<String>,
     /// Check the equivalent list against the file, without building: exit 1 when an entry
     /// names no mutant of it or was argued for another text of it (each named with its line).
     #[arg(long, conflicts_with_all = ["run", "recheck_equivalents"])]

@@ -13,6 +13,8 @@
 //! - `schemata`: one source holding every mutant behind the `trace_events_user.mutant=N` boot
 //!   switch, so one kernel build serves them all, and the mutants a compiler error blames
 //!   (sans-IO);
+//! - `tce`: trivial compiler equivalence, each mutant's object compiled with the kernel build's
+//!   own command line and compared with the original's and the others';
 //! - `summary`: `summary.md`, the score with and without NoCoverage, per operator and function.
 
 pub mod classify;
@@ -24,3 +26,4 @@ pub mod report;
 pub mod schemata;
 pub mod select;
 pub mod summary;
+pub mod tce;

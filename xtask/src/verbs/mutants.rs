@@ -58,6 +58,18 @@ impl MutantsArgs {
         if self.check_equivalents {
             return Ok(check_equivalents(&list));
         }
+        if let Some(arches) = &self.tce {
+            return crate::verbs::mutants_tce::run(
+                arches,
+                &target.name,
+                &target.text,
+                &target.patches,
+                &mutants,
+                &list.applied.equivalent,
+                &self.out_dir(),
+                self.cache_dir.as_deref(),
+            );
+        }
         if self.recheck_equivalents {
             mutants.retain(|m| list.applied.equivalent.contains_key(&m.id));
         }
@@ -291,7 +303,11 @@ impl MutantsArgs {
 
     /// The equivalents that apply (none when rechecking them) and the state file's results.
     fn kept(&self, out: &Path, list: &EquivalentList) -> Result<Kept> {
-        let equivalent = if self.recheck_equivalents { BTreeMap::new() } else { list.applied.equivalent.clone() };
+        let mut equivalent = BTreeMap::new();
+        if !self.recheck_equivalents {
+            equivalent = crate::verbs::mutants_tce::proven(out, &list.digest);
+            equivalent.extend(list.applied.equivalent.clone());
+        }
         Ok((equivalent, plan::load_state(&plan::state_file(out))?))
     }
 
