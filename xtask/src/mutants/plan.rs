@@ -32,7 +32,9 @@ pub struct ArchMap {
 
 impl ArchMap {
     /// The counted lines that stand for a mutant: its own, or when gcov counts none of them,
-    /// the counted lines just before and after it inside its function.
+    /// the counted lines just before and after it inside its function; with none after it (a
+    /// function's last `return x;`), the function's first counted line too, since the line
+    /// before may sit in a branch that returns early and is never taken.
     pub fn lines_of(&self, m: &Mutant) -> Vec<u32> {
         let own: Vec<u32> = m.lines().filter(|l| self.counted.contains(l)).collect();
         if !own.is_empty() {
@@ -40,9 +42,12 @@ impl ArchMap {
         }
         let start = self.functions.range(..=m.line).next_back().copied().unwrap_or(0);
         let end = self.functions.range(m.line + 1..).next().copied().unwrap_or(u32::MAX);
-        let before = self.counted.range(start..m.line).next_back();
-        let after = self.counted.range(m.end_line + 1..end).next();
-        before.into_iter().chain(after).copied().collect()
+        let before = self.counted.range(start..m.line).next_back().copied();
+        let after = self.counted.range(m.end_line + 1..end).next().copied();
+        let entry = if after.is_none() { self.counted.range(start..m.line).next().copied() } else { None };
+        let mut out: Vec<u32> = entry.into_iter().chain(before).chain(after).collect();
+        out.dedup();
+        out
     }
 }
 
@@ -469,7 +474,14 @@ mod tests {
             durations: BTreeMap::new(),
         };
         assert_eq!(arch.lines_of(einval), [3, 5], "the counted lines before and after, inside f()");
-        assert_eq!(arch.lines_of(seven), [8], "nothing after it in g(): the line before only");
+        assert_eq!(arch.lines_of(seven), [8], "nothing after it in g(): the line before, g()'s first");
+        // `return true;` at the end of h() (16), after a branch (13-14) no scenario takes.
+        let src = "int f(int x)\n{\n\tif (x < 2)\n\t\treturn -EINVAL;\n\treturn x + 1;\n}\n\nint g(void)\n{\n\treturn 7;\n}\n\nbool h(int y)\n{\n\tif (y)\n\t\tgo(y);\n\treturn true;\n}\n";
+        let hs = crate::mutants::find::mutants("kernel/x.c", src).unwrap();
+        let last = hs.iter().find(|m| m.line == 17 && m.function == "h").expect("h's return");
+        let h =
+            ArchMap { counted: [1, 3, 5, 8, 13, 15, 16].into(), functions: [1, 8, 13].into(), ..ArchMap::default() };
+        assert_eq!(h.lines_of(last), [13, 16], "the branch's line, and h()'s entry, which every call runs");
         let map = CoverageMap::from([("x86_64".to_string(), arch)]);
         let steps: BTreeMap<String, Step> =
             plan(&ms, Some(&map), &BTreeMap::new(), &BTreeMap::new()).into_iter().collect();
