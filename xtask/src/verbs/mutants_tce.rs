@@ -71,12 +71,7 @@ pub fn run(
 }
 
 /// Every mutant's stripped object (or its compile error), in id order, two compilers at a time.
-fn compile_all(
-    compiler: &Compiler,
-    text: &str,
-    mutants: &[Mutant],
-    scratch: &Path,
-) -> Result<tce::Objects> {
+fn compile_all(compiler: &Compiler, text: &str, mutants: &[Mutant], scratch: &Path) -> Result<tce::Objects> {
     let mut sorted: Vec<&Mutant> = mutants.iter().collect();
     sorted.sort_by(|a, b| a.id.cmp(&b.id));
     let next = AtomicUsize::new(0);
