@@ -70,8 +70,13 @@ impl MutantsArgs {
                 self.cache_dir.as_deref(),
             );
         }
+        // Rechecked: every listed mutant but those trivial compiler equivalence proved (a
+        // proof needs no run).
+        let tce_proven = crate::verbs::mutants_tce::proven(&self.base_out(), &list.digest);
         if self.recheck_equivalents {
-            mutants.retain(|m| list.applied.equivalent.contains_key(&m.id));
+            mutants.retain(|m| list.applied.equivalent.contains_key(&m.id) && !tce_proven.contains_key(&m.id));
+            let proven = list.applied.equivalent.keys().filter(|id| tce_proven.contains_key(*id)).count();
+            eprintln!("recheck: {proven} listed equivalents proven by TCE ({}), not run", mutants_tce_file(&self.base_out()));
         }
         if let Some(patch) = &self.in_diff {
             let diff = std::fs::read_to_string(patch)
@@ -187,7 +192,7 @@ impl MutantsArgs {
         }
         if self.recheck_equivalents {
             let cache = crate::kernel::cache::root(self.cache_dir.as_deref());
-            code = code.max(recheck_verdict(&list, &mutants, &out, &cache)?);
+            code = code.max(recheck_verdict(&list, &mutants, &out, &cache, &tce_proven)?);
         }
         if self.report {
             let results = steps
@@ -267,10 +272,15 @@ impl MutantsArgs {
         Ok((plan::first_covering(per_stage).into_iter().collect(), stages))
     }
 
+    /// `--out`, default results/mutants/.
+    fn base_out(&self) -> PathBuf {
+        self.out.clone().unwrap_or_else(|| crate::support::checkout::default_results().join("mutants"))
+    }
+
     /// Where results go: `--out` (default results/mutants/), and its `recheck/` with
     /// `--recheck-equivalents` (the listed mutants' own state file, not the run's).
     fn out_dir(&self) -> PathBuf {
-        let out = self.out.clone().unwrap_or_else(|| crate::support::checkout::default_results().join("mutants"));
+        let out = self.base_out();
         if self.recheck_equivalents {
             out.join("recheck")
         } else {
@@ -305,7 +315,7 @@ impl MutantsArgs {
     fn kept(&self, out: &Path, list: &EquivalentList) -> Result<Kept> {
         let mut equivalent = BTreeMap::new();
         if !self.recheck_equivalents {
-            equivalent = crate::verbs::mutants_tce::proven(out, &list.digest);
+            equivalent = crate::verbs::mutants_tce::proven(&self.base_out(), &list.digest);
             equivalent.extend(list.applied.equivalent.clone());
         }
         Ok((equivalent, plan::load_state(&plan::state_file(out))?))
@@ -336,6 +346,11 @@ struct EquivalentList {
     digest: String,
 }
 
+/// Where `--tce` keeps its findings, as said.
+fn mutants_tce_file(out: &Path) -> String {
+    out.join(crate::verbs::mutants_tce::TCE_JSON).display().to_string()
+}
+
 /// `--check-equivalents`: 0 when every entry applies to the file, 1 when one is stale.
 fn check_equivalents(list: &EquivalentList) -> u8 {
     let prefix = &list.digest[..equivalent::DIGEST_LEN];
@@ -355,10 +370,16 @@ fn check_equivalents(list: &EquivalentList) -> u8 {
 
 /// After `--recheck-equivalents` ran the listed mutants: 1 when one was detected (Killed,
 /// Timeout), ran on a kernel that does not meet its conditions, or the list is stale; each said.
-fn recheck_verdict(list: &EquivalentList, mutants: &[Mutant], out: &Path, cache: &Path) -> Result<u8> {
+fn recheck_verdict(
+    list: &EquivalentList,
+    mutants: &[Mutant],
+    out: &Path,
+    cache: &Path,
+    proven: &BTreeMap<String, String>,
+) -> Result<u8> {
     let state = plan::load_state(&plan::state_file(out))?;
     let mut wrong = vec![];
-    let mut confirmed = 0;
+    let mut confirmed = list.applied.equivalent.keys().filter(|id| proven.contains_key(*id)).count();
     for m in mutants {
         let Some(entry) = list.entries.iter().find(|e| e.id == m.id) else { continue };
         let at = format!("{}:{}: {}", list.path, entry.line, m.id);
@@ -397,7 +418,7 @@ fn recheck_verdict(list: &EquivalentList, mutants: &[Mutant], out: &Path, cache:
         eprintln!("recheck: {w}");
     }
     eprintln!(
-        "recheck: {confirmed} of {} listed equivalents confirmed (survived or not covered, conditions met), {} finding(s)",
+        "recheck: {confirmed} of {} listed equivalents confirmed (proven by TCE, or survived or not covered with their conditions met), {} finding(s)",
         list.entries.len(),
         wrong.len()
     );
