@@ -76,7 +76,10 @@ impl MutantsArgs {
         if self.recheck_equivalents {
             mutants.retain(|m| list.applied.equivalent.contains_key(&m.id) && !tce_proven.contains_key(&m.id));
             let proven = list.applied.equivalent.keys().filter(|id| tce_proven.contains_key(*id)).count();
-            eprintln!("recheck: {proven} listed equivalents proven by TCE ({}), not run", mutants_tce_file(&self.base_out()));
+            eprintln!(
+                "recheck: {proven} listed equivalents proven by TCE ({}), not run",
+                mutants_tce_file(&self.base_out())
+            );
         }
         if let Some(patch) = &self.in_diff {
             let diff = std::fs::read_to_string(patch)
