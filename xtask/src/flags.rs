@@ -161,8 +161,8 @@ pub struct MutantsArgs {
     /// Trivial compiler equivalence: on each of these arches (`x86_64`, `x86_64,s390x`), the
     /// selected mutants' files compiled on their own with the default kernel build's command
     /// line (the kernel is built first if need be), stripped objects compared with the
-    /// original's and each other's; written to <out>/tce.json, whose proven equivalents later
-    /// runs take as equivalent (with the proof as the reason).
+    /// original's (Equivalent) and each other's (Duplicate); written to <out>/tce.json. A proof
+    /// holds for that kernel's configuration only, so runs do not take it as equivalence.
     #[arg(long, value_name = "ARCHES", conflicts_with_all = ["run", "check_equivalents"])]
     pub tce: Option<String>,
     /// Check the equivalent list against the file, without building: exit 1 when an entry

@@ -2,7 +2,8 @@
 //! on its own with the kernel build's own command line for it (kbuild's saved `.o.cmd`), its
 //! object stripped of debug information and compared with the original's and with the other
 //! mutants'. An object identical to the original's proves the mutant equivalent for that
-//! compiler, configuration and arch; one identical to another mutant's makes it a duplicate of
+//! compiler, configuration and arch (only: a removed `rcu_read_unlock()` is identical without
+//! lockdep and preemption, and the debug kernel's lockdep still tells it apart); one identical to another mutant's makes it a duplicate of
 //! that one. The command line's rewriting is sans-IO; [`Compiler::object`] runs it.
 
 use std::collections::BTreeMap;

@@ -1,7 +1,9 @@
 //! `cargo xtask mutants --tce ARCHES`: trivial compiler equivalence on the default kernel of
 //! each arch (built if need be): the original file and each selected mutant compiled with the
 //! build's own command line (`mutants::tce`), two at a time, the findings kept in
-//! `<out>/tce.json` and summed up; and the proven equivalents a later plan takes from it.
+//! `<out>/tce.json` and summed up. A proof holds for that kernel's configuration only (a removed
+//! `rcu_read_unlock()` compiles to nothing without lockdep and preemption), so plans do not take
+//! it as equivalence; `--recheck-equivalents` says which listed entries it also proves.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,7 +22,7 @@ use crate::support::exit::{error, Kind};
 pub const TCE_JSON: &str = "tce.json";
 
 /// The mutants `<out>/tce.json` proves equivalent for the file whose digest is `digest` (none
-/// when there is no record, or it is another text's).
+/// when there is no record, or it is another text's), on the configuration TCE compiled with.
 pub fn proven(out: &Path, digest: &str) -> BTreeMap<String, String> {
     std::fs::read(out.join(TCE_JSON))
         .ok()
@@ -61,7 +63,7 @@ pub fn run(
         let objects = compile_all(&compiler, text, mutants, scratch.path())?;
         let found = tce::judge(&original, &objects);
         say(arch, &found, listed);
-        record.arches.insert(arch.to_string(), found);
+        record.arches.entry(arch.to_string()).or_default().extend(found);
     }
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     std::fs::write(&path, serde_json::to_vec_pretty(&record)?)
