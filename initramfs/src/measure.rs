@@ -750,9 +750,13 @@ mod tests {
                 Ok(())
             });
             let cost = cost.unwrap();
-            assert!(started.elapsed() >= Duration::from_millis(20), "{tick:?}");
-            assert!((200_000.0..2_000_000.0).contains(&cost), "{tick:?}: {cost} ns per operation");
-            assert!(n >= 10, "{n} operations");
+            let elapsed = started.elapsed();
+            assert!(elapsed >= Duration::from_millis(20), "{tick:?}");
+            // Each operation sleeps 200 us at least, and the timed window lies inside this
+            // test's, give or take a tick: bounds that hold however loaded the host is.
+            let most = (elapsed + tick).as_nanos() as f64 / f64::from(n);
+            assert!((200_000.0..=most).contains(&cost), "{tick:?}: {cost} ns per operation, at most {most}");
+            assert!(n >= 1, "{n} operations");
         }
         let failing = Timer { tick: clock_tick() }.run(Duration::from_millis(5), || Err("no".to_string()));
         assert_eq!(failing, Err("no".to_string()));
