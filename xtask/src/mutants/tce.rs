@@ -43,7 +43,7 @@ impl Record {
     /// The mutants TCE proved equivalent on every arch it ran on, with the proof said in words.
     pub fn proven(&self) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
-        let Some((first, findings)) = self.arches.iter().next() else { return out };
+        let Some((_, findings)) = self.arches.iter().next() else { return out };
         for (id, f) in findings {
             if *f != Finding::Equivalent {
                 continue;
@@ -55,7 +55,6 @@ impl Record {
                 .map(|(a, _)| a.as_str())
                 .collect();
             if all.len() == self.arches.len() {
-                let _ = first;
                 out.insert(
                     id.clone(),
                     format!(

@@ -421,30 +421,16 @@ fn recheck_verdict(list: &EquivalentList, mutants: &[Mutant], out: &Path, cache:
     Ok(u8::from(!wrong.is_empty()))
 }
 
-/// The release and `.config` of each kernel a mutant's newest run booted (its arches'
-/// `kernel-metadata.json`, then the cache entry's `config`).
+/// The release and `.config` of each kernel a mutant's newest run booted.
 fn run_kernels(results: &Path, cache: &Path) -> Vec<(String, BTreeMap<String, String>)> {
-    let run = results.join(crate::judging::run_folder::LATEST);
-    let mut out = vec![];
-    for arch in std::fs::read_dir(&run).into_iter().flatten().flatten() {
-        let Ok(text) = std::fs::read_to_string(arch.path().join(crate::judging::run_folder::KERNEL_METADATA)) else {
-            continue;
-        };
-        let Ok(meta) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
-        let (Some(name), Some(key), Some(release)) =
-            (meta["arch"].as_str(), meta["key"].as_str(), meta["kernelrelease"].as_str())
-        else {
-            continue;
-        };
-        if key.len() < 24 || name.contains('/') {
-            continue;
-        }
-        let config = cache.join("kernels").join(name).join(&key[..24]).join("config");
-        if let Ok(text) = std::fs::read_to_string(config) {
-            out.push((release.to_string(), crate::kernel::kconfig::parse_config(&text)));
-        }
-    }
-    out
+    crate::verbs::mutants_run::booted_kernels(results, cache)
+        .into_iter()
+        .filter_map(|(meta, entry)| {
+            let release = meta["kernelrelease"].as_str()?.to_string();
+            let text = std::fs::read_to_string(entry.join("config")).ok()?;
+            Some((release, crate::kernel::kconfig::parse_config(&text)))
+        })
+        .collect()
 }
 
 /// The tracked equivalents and the state file's results, as [`MutantsArgs::kept`] reads them.

@@ -242,16 +242,29 @@ fn run_mutant(
 /// Best effort: a leftover entry costs space, not correctness.
 fn drop_kernels(results: &Path, patch: &Path, cache: &Path) {
     let Ok(digest) = crate::support::files::sha256_file(patch) else { return };
-    let run = results.join(crate::judging::run_folder::LATEST);
-    for arch in std::fs::read_dir(&run).into_iter().flatten().flatten() {
-        let Ok(text) = std::fs::read_to_string(arch.path().join("kernel-metadata.json")) else { continue };
-        let Ok(meta) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
-        let mine = meta["patches"].as_array().into_iter().flatten().any(|p| p["sha256"] == digest.as_str());
-        let (Some(name), Some(key)) = (meta["arch"].as_str(), meta["key"].as_str()) else { continue };
-        if mine && key.len() >= 24 && !name.contains('/') {
-            let _ = std::fs::remove_dir_all(cache.join("kernels").join(name).join(&key[..24]));
+    for (meta, entry) in booted_kernels(results, cache) {
+        if meta["patches"].as_array().into_iter().flatten().any(|p| p["sha256"] == digest.as_str()) {
+            let _ = std::fs::remove_dir_all(entry);
         }
     }
+}
+
+/// The kernels a mutant's newest run booted: each arch's `kernel-metadata.json` and the cache
+/// entry it names (`kernels/<arch>/<key>`), where the image and its `config` are.
+pub fn booted_kernels(results: &Path, cache: &Path) -> Vec<(serde_json::Value, PathBuf)> {
+    let run = results.join(crate::judging::run_folder::LATEST);
+    let mut out = vec![];
+    for arch in std::fs::read_dir(&run).into_iter().flatten().flatten() {
+        let metadata = arch.path().join(crate::judging::run_folder::KERNEL_METADATA);
+        let Ok(text) = std::fs::read_to_string(metadata) else { continue };
+        let Ok(meta) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        let (Some(name), Some(key)) = (meta["arch"].as_str(), meta["key"].as_str()) else { continue };
+        if key.len() >= 24 && !name.contains('/') {
+            let entry = cache.join("kernels").join(name).join(&key[..24]);
+            out.push((meta, entry));
+        }
+    }
+    out
 }
 
 /// How `cargo xtask <args>`, run as a child process, ended for the mutant; an infrastructure

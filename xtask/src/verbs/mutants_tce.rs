@@ -24,12 +24,15 @@ pub const TCE_JSON: &str = "tce.json";
 /// The mutants `<out>/tce.json` proves equivalent for the file whose digest is `digest` (none
 /// when there is no record, or it is another text's), on the configuration TCE compiled with.
 pub fn proven(out: &Path, digest: &str) -> BTreeMap<String, String> {
+    load(out, digest).map(|r| r.proven()).unwrap_or_default()
+}
+
+/// `<out>/tce.json` when it is the record of the file text whose digest is `digest`.
+fn load(out: &Path, digest: &str) -> Option<Record> {
     std::fs::read(out.join(TCE_JSON))
         .ok()
         .and_then(|b| serde_json::from_slice::<Record>(&b).ok())
         .filter(|r| r.digest == digest)
-        .map(|r| r.proven())
-        .unwrap_or_default()
 }
 
 /// Runs TCE on `arches` for the selected `mutants` of `file` (its `text`, after `base`
@@ -47,11 +50,7 @@ pub fn run(
 ) -> Result<u8> {
     let digest = crate::support::files::sha256_hex(text);
     let path = out.join(TCE_JSON);
-    let mut record: Record = std::fs::read(&path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .filter(|r: &Record| r.digest == digest)
-        .unwrap_or(Record { digest: digest.clone(), ..Record::default() });
+    let mut record = load(out, &digest).unwrap_or(Record { digest: digest.clone(), ..Record::default() });
     for arch in arches.split(',').map(str::trim).filter(|a| !a.is_empty()) {
         let build_dir = build_dir(arch, base, cache_dir)?;
         let compiler = Compiler::of(&build_dir, file)?;
