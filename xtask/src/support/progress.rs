@@ -1,6 +1,7 @@
 //! Progress output: a live spinner on a terminal, plain timestamped lines everywhere else.
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -10,8 +11,35 @@ pub fn clock() -> String {
     jiff::Zoned::now().strftime("%H:%M:%S").to_string()
 }
 
-/// Prints one timestamped progress line on stderr.
+/// Set while a check of `cargo xtask test` runs: its inner progress (the planted failures of
+/// negative controls among it) is indented under the check's own verdict line.
+static NESTED: AtomicBool = AtomicBool::new(false);
+
+/// The environment variable that nests a child process's progress the same way.
+pub const NESTED_ENV: &str = "XTASK_PROGRESS_NESTED";
+
+/// Indents every later [`line`] of this process (and, through [`NESTED_ENV`], of the children
+/// it starts after this) until called with `false`.
+pub fn set_nested(on: bool) {
+    NESTED.store(on, Ordering::Relaxed);
+}
+
+fn indent() -> &'static str {
+    let nested = NESTED.load(Ordering::Relaxed) || std::env::var_os(NESTED_ENV).is_some_and(|v| v == "1");
+    if nested {
+        "    "
+    } else {
+        ""
+    }
+}
+
+/// Prints one timestamped progress line on stderr (indented when nested, see [`set_nested`]).
 pub fn line(msg: impl AsRef<str>) {
+    eprintln!("{}[{}] {}", indent(), clock(), msg.as_ref());
+}
+
+/// Prints one timestamped line at the top level whatever the nesting: a check's verdict.
+pub fn top_line(msg: impl AsRef<str>) {
     eprintln!("[{}] {}", clock(), msg.as_ref());
 }
 
@@ -87,5 +115,18 @@ impl Drop for Task {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nesting_indents_lines_until_reset() {
+        set_nested(true);
+        assert_eq!(indent(), "    ");
+        set_nested(false);
+        assert_eq!(indent(), "", "reset, and {NESTED_ENV} is not set in the unit tests");
     }
 }

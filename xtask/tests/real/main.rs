@@ -24,7 +24,7 @@ use xtask::flags::{ConfigArgs, KernelArgs, SourceArgs, TestArgs, VmArgs};
 use xtask::judging::verdict::Status;
 use xtask::support::cmd::{cmd, sh, stdout};
 use xtask::support::exit::{self, Kind};
-use xtask::support::progress::line;
+use xtask::support::progress::top_line;
 use xtask::vm::qemu::AccelChoice;
 
 /// The real checks' command line: what `cargo xtask test` passes after `--`.
@@ -72,6 +72,11 @@ struct Outcome {
 fn main() -> std::process::ExitCode {
     xtask::support::timings::start();
     xtask::vm::children::install_signal_handler();
+    // Each check's inner progress, in this process and in the xtask processes it starts, is
+    // indented under the check's verdict: the planted failures of negative controls are not
+    // top-level FAILED lines. Set before any thread starts.
+    xtask::support::progress::set_nested(true);
+    std::env::set_var(xtask::support::progress::NESTED_ENV, "1");
     let cli = Cli::parse();
     let args = TestArgs { unit_only: false, cache_dir: cli.cache_dir };
     let result = match cli.only.as_deref() {
@@ -841,8 +846,8 @@ fn coverage_checks(opts: &xtask::run::boot::Options, base: &KernelArgs, scratch:
 fn record(outcomes: &mut Vec<Outcome>, name: &str, started: Instant, result: Result<()>) {
     let secs = started.elapsed().as_secs_f64();
     match &result {
-        Ok(()) => line(format!("[PASSED] {name} ({secs:.1} s)")),
-        Err(e) => line(format!("[FAILED] {name} ({secs:.1} s): {e:#}")),
+        Ok(()) => top_line(format!("[PASSED] {name} ({secs:.1} s)")),
+        Err(e) => top_line(format!("[FAILED] {name} ({secs:.1} s): {e:#}")),
     }
     outcomes.push(Outcome { name: name.to_string(), error: result.err().map(|e| format!("{e:#}")) });
 }
