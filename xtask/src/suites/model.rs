@@ -113,7 +113,7 @@ mod tests {
     }
 
     /// Every step kind, field and named value of `suites/schema.json` appears in code quotes
-    /// (or a code block) of `suites/README.md`, the language's documentation; errno names are
+    /// (or a code block) of `docs/src/scenarios.md`, the language's documentation; errno names are
     /// documented as a whole (`expect`).
     #[test]
     fn every_name_of_the_language_is_documented() {
@@ -122,13 +122,13 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(root.join("suites/schema.json")).unwrap()).unwrap();
         let mut names = std::collections::BTreeSet::new();
         schema_names(&schema, &schema, &mut names, &mut Default::default());
-        let doc = std::fs::read_to_string(root.join("suites/README.md")).unwrap();
+        let doc = std::fs::read_to_string(root.join("docs/src/scenarios.md")).unwrap();
         let documented = quoted_words(&doc);
         let errno = |n: &str| {
             n.len() > 1 && n.starts_with('E') && n[1..].bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
         };
         let missing: Vec<&String> = names.iter().filter(|n| !errno(n) && !documented.contains(*n)).collect();
-        assert_eq!(missing, Vec::<&String>::new(), "named in suites/schema.json, not in suites/README.md");
+        assert_eq!(missing, Vec::<&String>::new(), "named in suites/schema.json, not in docs/src/scenarios.md");
     }
 
     /// Property names and string constants of a schema node, following `$ref`s once each.
