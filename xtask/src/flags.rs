@@ -70,7 +70,7 @@ pub enum Cmd {
     /// Mutation testing of the kernel under test: the mutants of a kernel C file (default
     /// kernel/trace/trace_events_user.c of the default source), listed (`--list`, `--json`).
     Mutants(MutantsArgs),
-    /// The project's tests: unit tests, then real kernel builds and checks on both arches.
+    /// The project's tests: unit tests, then real kernel builds and checks on all four arches.
     Test(TestArgs),
 }
 
