@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub mod reference;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "cargo xtask",
