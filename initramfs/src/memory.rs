@@ -4,7 +4,7 @@
 
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
 
 use protocol::Addr;
 
@@ -208,9 +208,73 @@ pub fn share_file(page: &Page, path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `memfd_secret(2)`'s number: 447 on every arch the project builds (x86_64's table and
+/// the generic one of arm64 and riscv64, s390x's), which the libc crate does not name for
+/// every target.
+const SYS_MEMFD_SECRET: libc::c_long = 447;
+
+/// Replaces `page` in place (MAP_FIXED, same address and length) with `memfd_secret()`
+/// memory holding the page's current bytes: this process reads and writes it, the kernel can
+/// fault it in, but get_user_pages() never pins it.
+pub fn secret(page: &Page) -> Result<(), String> {
+    // SAFETY: the page is mapped, readable and `len` bytes long while `page` lives.
+    let bytes = unsafe { std::slice::from_raw_parts(page.ptr as *const u8, page.len) }.to_vec();
+    // SAFETY: memfd_secret takes one flags argument and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(SYS_MEMFD_SECRET, 0) };
+    if fd < 0 {
+        let e = errno();
+        let hint = if e == libc::ENOSYS {
+            " (a kernel without CONFIG_SECRETMEM, or booted with secretmem.enable=0)"
+        } else {
+            ""
+        };
+        return Err(format!("memfd_secret: {}{hint}", errno_text(e)));
+    }
+    // SAFETY: a descriptor just returned to us, owned from here on.
+    let file = unsafe { std::fs::File::from_raw_fd(fd as libc::c_int) };
+    file.set_len(page.len as u64).map_err(|e| format!("ftruncate of the memfd_secret descriptor: {e}"))?;
+    // SAFETY: MAP_FIXED over our own page only; the memory is as long as the mapping.
+    let got = unsafe {
+        libc::mmap(
+            page.ptr,
+            page.len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_FIXED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if got != page.ptr {
+        return Err(format!("mmap MAP_SHARED|MAP_FIXED of the memfd_secret descriptor: {}", errno_text(errno())));
+    }
+    // SAFETY: the page is mapped again, writable and `len` bytes long.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), page.ptr as *mut u8, page.len) };
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `secret` keeps the page's address and bytes and leaves it writable here; a kernel
+    /// without secret memory (the host's may be one) is named with what it lacks.
+    #[test]
+    fn a_secret_page_keeps_its_address_and_bytes() {
+        let page = Page::map(libc::PROT_READ | libc::PROT_WRITE).unwrap();
+        // SAFETY: the page is mapped and writable.
+        unsafe { std::ptr::write_volatile(page.ptr as *mut u64, 0xa5a5_0001) };
+        match secret(&page) {
+            Ok(()) => {
+                // SAFETY: mapped again at the same address by `secret`.
+                unsafe {
+                    assert_eq!(std::ptr::read_volatile(page.ptr as *const u64), 0xa5a5_0001);
+                    std::ptr::write_volatile(page.ptr as *mut u64, 2);
+                    assert_eq!(std::ptr::read_volatile(page.ptr as *const u64), 2);
+                }
+            }
+            Err(e) => assert!(e.starts_with("memfd_secret: ENOSYS") && e.contains("CONFIG_SECRETMEM"), "{e}"),
+        }
+    }
 
     /// The words page sits far below the other mappings, and its hole is not the next mapping.
     #[test]

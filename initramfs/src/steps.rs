@@ -18,7 +18,7 @@ use protocol::{ExecEnd, ExitStatus, Expect, Step, ThreadGroup, ITERATION, THREAD
 use crate::files::{self, Mode};
 use crate::outcome::{finish, StepOutcome};
 use crate::state::ScenarioState;
-use crate::uevents::{self, Del, Payload, Reg};
+use crate::uevents::{self, Del, Payload, Reg, Unreg};
 use crate::{bpf, faults, fuzz, kmemleak, kmsg, leak, measure, perf, ringbuf, supervisor, sync, sys};
 
 const LKDTM_DIRECT: &str = "/sys/kernel/debug/provoke-crash/DIRECT";
@@ -200,7 +200,7 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
         }
         Step::Open { fd, path, read_only, expect } => finish(state.events.open(fd, path, *read_only, expect, say), say),
         Step::Close { fd } => finish(state.events.close(fd, say), say),
-        Step::Register { fd, format, word, bit, size, flags, index_as, expect_index, raw, expect } => {
+        Step::Register { fd, format, word, bit, size, flags, index_as, expect_index, raw, minor_faults, expect } => {
             let reg = Reg {
                 fd,
                 format,
@@ -211,11 +211,13 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
                 index_as: index_as.as_deref(),
                 expect_index: *expect_index,
                 raw,
+                minor_faults: *minor_faults,
             };
             finish(state.events.register(&reg, expect, say), say)
         }
-        Step::Unregister { fd, word, bit, raw, expect } => {
-            finish(state.events.unregister(fd, word.as_deref(), *bit, raw, expect, say), say)
+        Step::Unregister { fd, word, bit, raw, minor_faults, expect } => {
+            let unreg = Unreg { fd, word: word.as_deref(), bit: *bit, raw, minor_faults: *minor_faults };
+            finish(state.events.unregister(&unreg, expect, say), say)
         }
         Step::Delete { fd, name, expect, within_ms, confirm } => {
             let del = Del { fd, name, within_ms: *within_ms, confirm: *confirm };

@@ -24,6 +24,7 @@ use protocol::{Addr, Expect, RawReg, RawUnreg, Value};
 
 use crate::memory::{self, addr_text, Page, Scratch, Slot};
 use crate::outcome::{check_result, errno, errno_text, ioctl, result_text, Done, StepOutcome};
+use crate::sys;
 use crate::userfault::Held;
 
 mod page;
@@ -300,9 +301,14 @@ impl UserEvents {
         reg.name_args = name_args.or_hole(hole);
         reg.write_to(&mut buf);
         let arg = arg.map_or(buf.as_mut_ptr() as u64, |a| a.or_hole(hole));
+        let faults_before = sys::thread_minor_faults();
         let result = ioctl(fd, cmd, arg);
+        let faults = sys::thread_minor_faults() - faults_before;
 
         what.push_str(&raw_reg_text(raw, &reg, arg));
+        if let Some(failed) = minor_faults_differ(&what, r.minor_faults, faults, say) {
+            return Ok(failed);
+        }
         let got = match result {
             Ok(v) if raw.arg.is_some() => format!("{} (struct not passed, no write_index)", result_text(Ok(v))),
             Ok(v) => {
@@ -327,15 +333,8 @@ impl UserEvents {
         Ok(check_result(&what, &got, result, expect, say))
     }
 
-    pub fn unregister(
-        &self,
-        fd: &str,
-        word: Option<&str>,
-        bit: u8,
-        raw: &RawUnreg,
-        expect: &Expect,
-        say: &mut dyn FnMut(&str),
-    ) -> Done {
+    pub fn unregister(&self, u: &Unreg<'_>, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
+        let Unreg { fd, word, bit, raw, minor_faults } = *u;
         let mut what = "unregister".to_string();
         if let Some(w) = word {
             what.push_str(&format!(" word {w}"));
@@ -369,7 +368,9 @@ impl UserEvents {
         unreg.disable_addr = disable.or_hole(hole);
         buf[..USER_UNREG_SIZE].copy_from_slice(&unreg.encode());
         let arg = arg.map_or(buf.as_mut_ptr() as u64, |a| a.or_hole(hole));
+        let faults_before = sys::thread_minor_faults();
         let result = ioctl(fd, cmd, arg);
+        let faults = sys::thread_minor_faults() - faults_before;
 
         let mut parts = Vec::new();
         if let Some(c) = raw.cmd {
@@ -395,6 +396,9 @@ impl UserEvents {
         }
         if !parts.is_empty() {
             what.push_str(&format!(" raw {}", parts.join(" ")));
+        }
+        if let Some(failed) = minor_faults_differ(&what, minor_faults, faults, say) {
+            return Ok(failed);
         }
         Ok(check_result(&what, &result_text(result), result, expect, say))
     }
@@ -755,6 +759,24 @@ pub struct Reg<'a> {
     pub index_as: Option<&'a str>,
     pub expect_index: Option<u32>,
     pub raw: &'a RawReg,
+    pub minor_faults: Option<u64>,
+}
+
+/// A failed step when the ioctl's minor page faults (`faults`) are not the `want`ed count:
+/// said, with what the call was.
+fn minor_faults_differ(what: &str, want: Option<u64>, faults: u64, say: &mut dyn FnMut(&str)) -> Option<StepOutcome> {
+    let want = want.filter(|&w| w != faults)?;
+    say(&format!("{what}: {faults} minor page fault(s) during the call, {want} expected"));
+    Some(StepOutcome::Fail)
+}
+
+/// An `unregister` step's fields.
+pub struct Unreg<'a> {
+    pub fd: &'a str,
+    pub word: Option<&'a str>,
+    pub bit: u8,
+    pub raw: &'a RawUnreg,
+    pub minor_faults: Option<u64>,
 }
 
 /// A `delete` step's fields.

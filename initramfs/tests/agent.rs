@@ -127,6 +127,7 @@ fn user_events_steps_run_in_the_child() {
         index_as: None,
         expect_index: None,
         raw: Default::default(),
+        minor_faults: None,
         expect: expect.parse().unwrap(),
     };
     let steps = vec![

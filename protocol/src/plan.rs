@@ -200,6 +200,11 @@ pub enum Step {
         expect_index: Option<u32>,
         #[serde(default)]
         raw: RawReg,
+        /// Exactly this many minor page faults counted to the calling thread during the
+        /// ioctl (`getrusage(RUSAGE_THREAD)`): the kernel's fault-ins of the enable word
+        /// (`fixup_user_fault()` in the caller's context) count there.
+        #[serde(default)]
+        minor_faults: Option<u64>,
         #[serde(default)]
         expect: Expect,
     },
@@ -213,6 +218,9 @@ pub enum Step {
         bit: u8,
         #[serde(default)]
         raw: RawUnreg,
+        /// As `register`'s: the minor page faults of the calling thread during the ioctl.
+        #[serde(default)]
+        minor_faults: Option<u64>,
         #[serde(default)]
         expect: Expect,
     },
@@ -235,7 +243,11 @@ pub enum Step {
     },
     /// Changes the page that holds the scenario's enable words: `dont_need` (madvise
     /// MADV_DONTNEED: the next access faults in a zero page), `read_only`, `read_write`
-    /// (mprotect), `unmap` (munmap; the words keep their addresses but cannot be read), or
+    /// (mprotect), `unmap` (munmap; the words keep their addresses but cannot be read),
+    /// `secret` (the page becomes `memfd_secret()` memory at the same address, with its
+    /// current bytes, CONFIG_SECRETMEM: the process reads and writes it and the kernel can
+    /// fault it in, but never pin it, so every kernel write of a bit there fails after a
+    /// fault-in that worked), or
     /// `share_file`: the page becomes a MAP_SHARED mapping of `file` at the same address (the
     /// file is created with the page's current bytes), so the kernel's bit updates land in
     /// the file. `hold_page_faults` drops the page (as `dont_need`) and registers it with
@@ -728,6 +740,7 @@ pub enum MemoryOp {
     ReadOnly,
     ReadWrite,
     Unmap,
+    Secret,
     ShareFile,
     HoldPageFaults,
     MapHeldPage,

@@ -309,6 +309,7 @@ fn register(word: Option<&str>, raw: RawReg, e: &str) -> Step {
         index_as: Some("i".into()),
         expect_index: None,
         raw,
+        minor_faults: None,
         expect: expect(e),
     }
 }
@@ -562,6 +563,7 @@ fn ioctls_on_another_file_give_enotty() {
         word: Some("w".into()),
         bit: 3,
         raw: RawUnreg { reserved: Some(1), disable_addr: Some(Addr::WordOffset(4)), ..RawUnreg::default() },
+        minor_faults: None,
         expect: expect(e),
     };
     let (outcome, lines) = run1(&mut s, unreg("ENOTTY"));

@@ -72,6 +72,12 @@ impl UserEvents {
             }
             _ => {}
         }
+        if op == MemoryOp::Secret {
+            return memory::secret(page).map_err(|e| format!("{what}: {e}")).map(|()| {
+                say(&format!("{what}: now memfd_secret memory with the same bytes: ok"));
+                StepOutcome::Pass
+            });
+        }
         if let Some(path) = file {
             return memory::share_file(page, path).map(|()| {
                 say(&format!("{what}: now MAP_SHARED from {path}: ok"));
@@ -87,6 +93,7 @@ impl UserEvents {
                 MemoryOp::ReadWrite => libc::mprotect(page.ptr(), page.len(), libc::PROT_READ | libc::PROT_WRITE),
                 MemoryOp::Unmap => libc::munmap(page.ptr(), page.len()),
                 MemoryOp::ShareFile
+                | MemoryOp::Secret
                 | MemoryOp::HoldPageFaults
                 | MemoryOp::MapHeldPage
                 | MemoryOp::ReleasePageFaults => {

@@ -1,5 +1,5 @@
-//! The user_events steps' unit tests: struct encodings, the words page, word widths, and the
-//! `align_addr_bit()` branch a register line names.
+//! The user_events steps' unit tests: struct encodings, the words page, word widths, the
+//! `align_addr_bit()` branch a register line names, and the minor faults counted over an ioctl.
 
 use super::*;
 use protocol::Step;
@@ -87,6 +87,7 @@ fn words_are_as_wide_as_their_first_registration() {
         index_as: None,
         expect_index: None,
         raw: RawReg::default(),
+        minor_faults: None,
         expect: Expect::default(),
     };
     let s = UserEvents::new();
@@ -136,4 +137,47 @@ fn the_align_addr_bit_branch_follows_address_size_and_byte_order() {
     // Refused by the kernel before it gets there.
     assert_eq!(align_addr_bit_path(0x1002, 4, 0, true), None);
     assert_eq!(align_addr_bit_path(0x1004, 8, 0, false), None);
+}
+
+/// `minor_faults` counts the thread's minor faults during the ioctl alone: none for an ioctl
+/// an ordinary file refuses (ENOTTY), so 0 passes and any other count fails, saying both.
+#[test]
+fn minor_faults_are_counted_over_the_ioctl_alone() {
+    let path = std::env::temp_dir().join(format!("ue-agent-minflt-{}", std::process::id()));
+    std::fs::write(&path, b"").unwrap();
+    let s = UserEvents::with_data_path(path.clone());
+    let enotty: Expect = "ENOTTY".parse().unwrap();
+    let raw = RawReg::default();
+    let reg = |minor_faults| Reg {
+        fd: protocol::DATA_FD,
+        format: "ev u32 a",
+        word: Some("w"),
+        bit: 0,
+        size: 4,
+        flags: 0,
+        index_as: None,
+        expect_index: None,
+        raw: &raw,
+        minor_faults: Some(minor_faults),
+    };
+    let mut lines = Vec::new();
+    let mut say = |l: &str| lines.push(l.to_string());
+    assert_eq!(s.register(&reg(0), &enotty, &mut say).unwrap(), StepOutcome::Pass);
+    assert_eq!(s.register(&reg(10), &enotty, &mut say).unwrap(), StepOutcome::Fail);
+    let raw_unreg = RawUnreg::default();
+    let unreg = |minor_faults| Unreg {
+        fd: protocol::DATA_FD,
+        word: Some("w"),
+        bit: 0,
+        raw: &raw_unreg,
+        minor_faults: Some(minor_faults),
+    };
+    assert_eq!(s.unregister(&unreg(0), &enotty, &mut say).unwrap(), StepOutcome::Pass);
+    assert_eq!(s.unregister(&unreg(1), &enotty, &mut say).unwrap(), StepOutcome::Fail);
+    let _ = std::fs::remove_file(path);
+    assert_eq!(
+        lines[1],
+        "register \"ev u32 a\" word w bit 0 size 4: 0 minor page fault(s) during the call, 10 expected"
+    );
+    assert_eq!(lines[3], "unregister word w bit 0: 0 minor page fault(s) during the call, 1 expected");
 }

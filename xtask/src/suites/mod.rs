@@ -120,7 +120,7 @@ mod tests {
             ),
             (
                 "unknown-step-key",
-                "5:41: unknown field `wrod`, expected one of fd, format, word, bit, size, flags, index_as, expect_index, raw, expect",
+                "5:41: unknown field `wrod`, expected one of fd, format, word, bit, size, flags, index_as, expect_index, raw, minor_faults, expect",
             ),
             ("wrong-type", "6:36: invalid u8: expected an integer from 0 to 255"),
             // A bad `expect` stops the parse at its value, as any value of the wrong type does.
