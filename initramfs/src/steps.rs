@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 use protocol::{ExecEnd, ExitStatus, Expect, Step, ThreadGroup, ITERATION, THREAD_INDEX};
 
 use crate::files::{self, Mode};
-use crate::outcome::{finish, StepOutcome};
+use crate::outcome::StepOutcome;
 use crate::state::ScenarioState;
-use crate::uevents::{self, Del, Payload, Reg, Unreg};
-use crate::{bpf, faults, fuzz, kmemleak, kmsg, leak, measure, perf, ringbuf, supervisor, sync, sys};
+use crate::{faults, fuzz, kmemleak, kmsg, leak, supervisor, sync, sys};
+
+mod areas;
 
 const LKDTM_DIRECT: &str = "/sys/kernel/debug/provoke-crash/DIRECT";
 
@@ -91,7 +92,8 @@ fn run_nested(state: &mut ScenarioState, steps: &[Step], out: &mut dyn Write, ne
     0
 }
 
-/// Runs one step, in its area's module.
+/// Runs one step: the dispatcher sends each area's steps, in one line per area, to the
+/// function that takes them apart.
 fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
     if state.in_threads {
         if let Some(kind) = step.whole_process_kind() {
@@ -100,52 +102,52 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
         }
     }
     match step {
+        Step::Exec { .. } | Step::Lkdtm { .. } | Step::Sleep { .. } => small_step(step, say),
+        Step::WriteFile { .. } | Step::ReadFile { .. } | Step::Mkdir { .. } | Step::Rmdir { .. } => {
+            areas::files(step, &mut state.kept, say)
+        }
+        Step::Fork { .. }
+        | Step::Wait { .. }
+        | Step::ExecAgent { .. }
+        | Step::Thread { .. }
+        | Step::Threads(_)
+        | Step::Repeat { .. }
+        | Step::Kmemleak { .. }
+        | Step::KernelLog { .. } => nesting_step(step, state, say),
+        Step::FailNth { .. } | Step::FailEach { .. } | Step::FailEachFork { .. } | Step::FailIn { .. } => {
+            fault_step(step, state, say)
+        }
+        Step::Barrier { .. } | Step::Pin { .. } => areas::sync(step, say),
+        Step::Open { .. }
+        | Step::Close { .. }
+        | Step::Register { .. }
+        | Step::Unregister { .. }
+        | Step::Delete { .. }
+        | Step::SetWord { .. }
+        | Step::Memory { .. }
+        | Step::PageFaultsHeld { .. }
+        | Step::CheckBit { .. }
+        | Step::CheckWord { .. }
+        | Step::Write { .. }
+        | Step::RegisterUntil { .. } => areas::user_events(step, &mut state.events, say),
+        Step::Fuzz { seed, iterations } => fuzz::run(*seed, *iterations, say),
+        Step::Credentials { .. }
+        | Step::PerfOpen { .. }
+        | Step::PerfControl { .. }
+        | Step::PerfFilter { .. }
+        | Step::PerfRead { .. } => areas::perf(step, &mut state.perf, say),
+        Step::BpfProg { .. } | Step::BpfAttach { .. } | Step::BpfRawTracepoint { .. } | Step::BpfCount { .. } => {
+            areas::bpf(step, state, say)
+        }
+        Step::TraceRead { .. } => areas::trace_read(step, say),
+        Step::Measure { .. } => areas::measure(step, say),
+    }
+}
+
+/// The small steps: `exec` (a program), `lkdtm` (a crash point), `sleep`.
+fn small_step(step: &Step, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    match step {
         Step::Exec { argv, expect_exit } => exec(argv, *expect_exit, say),
-        Step::WriteFile { path, data, create, append, expect, within_ms } => {
-            let mode = Mode { create: *create, append: *append };
-            files::write_file(Path::new(path), data, mode, expect, *within_ms, say)
-        }
-        Step::ReadFile {
-            path,
-            equals,
-            contains,
-            lacks,
-            includes,
-            excludes,
-            head_hex,
-            expect,
-            within_ms,
-            keep_as,
-            equals_kept,
-        } => {
-            let equals = match (equals, equals_kept) {
-                (_, Some(name)) => match state.kept.get(name) {
-                    Some(text) => Some(text.as_str()),
-                    None => {
-                        say(&format!("read {path}: nothing was kept as {name}"));
-                        return StepOutcome::Fail;
-                    }
-                },
-                (equals, None) => equals.as_deref(),
-            };
-            let want = files::Want { head_hex: head_hex.as_deref(), equals, contains, lacks, includes, excludes };
-            let outcome = files::read(path, &want, expect, *within_ms, say);
-            if let (StepOutcome::Pass, Some(name)) = (outcome, keep_as) {
-                match std::fs::read_to_string(path) {
-                    Ok(text) => {
-                        say(&format!("read {path}: kept as {name}: {text:?}"));
-                        state.kept.insert(name.clone(), text);
-                    }
-                    Err(e) => {
-                        say(&format!("read {path}: reading it again to keep: {}", crate::sys::error_name(&e)));
-                        return StepOutcome::Fail;
-                    }
-                }
-            }
-            outcome
-        }
-        Step::Mkdir { path, expect } => files::dir_call("mkdir", path, expect, say),
-        Step::Rmdir { path, expect } => files::dir_call("rmdir", path, expect, say),
         Step::Lkdtm { point } => {
             // Said first: a PANIC or BUG may not let the write return.
             say(&format!("lkdtm {point}: triggering"));
@@ -163,12 +165,15 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
             std::thread::sleep(Duration::from_millis(*ms));
             StepOutcome::Pass
         }
+        _ => unreachable!("not a small step"),
+    }
+}
+
+/// The steps that run other steps: in a child (`fork`, collected by `wait`), in an exec'd
+/// agent, in threads, repeated, or watched (`kmemleak`, `kernel_log`).
+fn nesting_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    match step {
         Step::Fork { name, steps } => fork(name, steps, state, say),
-        Step::FailEachFork { steps, max } => fail_each_fork(steps, *max, state, say),
-        Step::FailEach { steps, max } => fail_each(steps, *max, state, say),
-        Step::FailIn { function, steps, injected, within_ms } => {
-            fail_in(function, steps, *injected, *within_ms, state, say)
-        }
         Step::Wait { name, expect_exit, within_ms } => wait(name, *expect_exit, *within_ms, state, say),
         Step::ExecAgent { steps } => exec_agent(steps, say),
         Step::Thread { steps } => {
@@ -188,8 +193,14 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
             let watch = kmsg::Watch { expect, forbid, within_ms: *within_ms, since_boot: *since_boot };
             kmsg::watch(&watch, say, |say| in_place(steps, state, say))
         }
-        Step::Barrier { name, parties, within_ms } => sync::barrier(name, *parties, *within_ms, say),
-        Step::Pin { cpu } => sync::pin(*cpu, say),
+        _ => unreachable!("not a step that runs steps"),
+    }
+}
+
+/// The fault-injection steps: `fail_nth` (armed for the next step), `fail_each`,
+/// `fail_each_fork`, `fail_in`.
+fn fault_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    match step {
         Step::FailNth { nth, injected, unchanged } => {
             say(&format!(
                 "fail_nth {nth}: the next step's first call fails at its fault-injection point {nth}{}",
@@ -198,102 +209,12 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
             state.fault = Some(faults::Fault { nth: *nth, injected: Some(*injected), unchanged: *unchanged });
             StepOutcome::Pass
         }
-        Step::Open { fd, path, read_only, expect } => finish(state.events.open(fd, path, *read_only, expect, say), say),
-        Step::Close { fd } => finish(state.events.close(fd, say), say),
-        Step::Register { fd, format, word, bit, size, flags, index_as, expect_index, raw, minor_faults, expect } => {
-            let reg = Reg {
-                fd,
-                format,
-                word: word.as_deref(),
-                bit: *bit,
-                size: *size,
-                flags: *flags,
-                index_as: index_as.as_deref(),
-                expect_index: *expect_index,
-                raw,
-                minor_faults: *minor_faults,
-            };
-            finish(state.events.register(&reg, expect, say), say)
+        Step::FailEach { steps, max } => fail_each(steps, *max, state, say),
+        Step::FailEachFork { steps, max } => fail_each_fork(steps, *max, state, say),
+        Step::FailIn { function, steps, injected, within_ms } => {
+            fail_in(function, steps, *injected, *within_ms, state, say)
         }
-        Step::Unregister { fd, word, bit, raw, minor_faults, expect } => {
-            let unreg = Unreg { fd, word: word.as_deref(), bit: *bit, raw, minor_faults: *minor_faults };
-            finish(state.events.unregister(&unreg, expect, say), say)
-        }
-        Step::Delete { fd, name, expect, within_ms, confirm } => {
-            let del = Del { fd, name, within_ms: *within_ms, confirm: *confirm };
-            finish(state.events.delete(&del, expect, say), say)
-        }
-        Step::SetWord { word, value } => finish(state.events.set_word(word, *value, say), say),
-        Step::Memory { op, file } => finish(state.events.memory(*op, file.as_deref(), say), say),
-        Step::PageFaultsHeld { at_least, within_ms } => {
-            finish(state.events.page_faults_held(*at_least, *within_ms, say), say)
-        }
-        Step::CheckBit { word, bit, set, within_ms } => {
-            finish(state.events.check_bit(word, *bit, *set, *within_ms, say), say)
-        }
-        Step::CheckWord { word, value, or, within_ms } => {
-            finish(state.events.check_word(word, *value, or, *within_ms, say), say)
-        }
-        Step::Write { fd, index, index_value, fields, vectored, offset, payload_from, expect } => {
-            let payload = Payload {
-                index: index.as_deref(),
-                index_value: *index_value,
-                fields,
-                vectored: *vectored,
-                offset: *offset,
-                from: payload_from.as_ref(),
-            };
-            finish(state.events.write(fd, &payload, expect, say), say)
-        }
-        Step::RegisterUntil { format, max, expect, hold_until_reboot } => {
-            let outcome = finish(state.events.register_until(format, *max, expect, say), say);
-            if *hold_until_reboot {
-                uevents::hold_descriptors_until_reboot(say);
-            }
-            outcome
-        }
-        Step::Fuzz { seed, iterations } => fuzz::run(*seed, *iterations, say),
-        Step::Credentials { uid, gid, keep_caps } => perf::credentials(*uid, *gid, keep_caps, say),
-        Step::PerfOpen { name, event, disabled, expect } => {
-            perf::open(&mut state.perf, name, event, *disabled, expect, say)
-        }
-        Step::PerfControl { name, action, expect } => perf::control(&mut state.perf, name, *action, expect, say),
-        Step::PerfFilter { name, filter, expect } => perf::filter(&state.perf, name, filter, expect, say),
-        Step::PerfRead { name, samples, records, ip_in } => {
-            perf::read(&mut state.perf, name, samples.as_deref(), records.as_deref(), ip_in.as_deref(), say)
-        }
-        Step::BpfProg { name, kind, ctx_read, expect } => {
-            bpf::load(&mut state.bpf, name, *kind, *ctx_read, expect, say)
-        }
-        Step::BpfAttach { prog, perf, expect } => bpf::attach(&state.bpf, &state.perf, prog, perf, expect, say),
-        Step::BpfRawTracepoint { prog, tracepoint, expect } => {
-            bpf::raw_tracepoint(&state.bpf, &mut state.bpf_links, prog, tracepoint, expect, say)
-        }
-        Step::BpfCount { prog, equals } => bpf::count(&state.bpf, prog, *equals, say),
-        Step::TraceRead { event, instance, records, every, at_most } => {
-            let want = match (records, every) {
-                (Some(records), None) => ringbuf::Expected::Records(records),
-                (None, Some(record)) => ringbuf::Expected::Every { record, at_most: *at_most },
-                _ => {
-                    say("trace read: takes `records` or `every`, one of them");
-                    return StepOutcome::Fail;
-                }
-            };
-            ringbuf::read_step(event, instance.as_deref(), want, say)
-        }
-        Step::Measure { name, what, payload, consumers, vectored, enablers, reps, duration_ms } => {
-            let req = measure::Request {
-                name,
-                what: *what,
-                payload: *payload,
-                consumers: *consumers,
-                vectored: *vectored,
-                enablers: *enablers,
-                reps: *reps,
-                duration: Duration::from_millis(*duration_ms),
-            };
-            measure::run(&req, say)
-        }
+        _ => unreachable!("not a fault-injection step"),
     }
 }
 
