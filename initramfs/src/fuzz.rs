@@ -5,7 +5,7 @@
 
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 
 use crate::outcome::{errno, errno_text, ioctl, StepOutcome};
 use crate::uevents::{UserReg, DIAG_IOCSDEL, DIAG_IOCSREG, DIAG_IOCSUNREG, USER_REG_SIZE};
@@ -92,6 +92,9 @@ pub fn format(rng: &mut Rng) -> String {
     s
 }
 
+/// A call made and what it returned: its description, and the result or the errno.
+type Call = (String, Result<i64, i32>);
+
 /// Runs `iterations` random calls; fails on any undocumented errno.
 pub fn run(seed: u64, iterations: u32, say: &mut dyn FnMut(&str)) -> StepOutcome {
     let what = format!("fuzz seed {seed}, {iterations} calls");
@@ -111,71 +114,10 @@ pub fn run(seed: u64, iterations: u32, say: &mut dyn FnMut(&str)) -> StepOutcome
     let mut enabled: Vec<String> = Vec::new();
     for i in 0..iterations {
         let (call, result) = match rng.below(10) {
-            0..=3 => {
-                let fmt = format(&mut rng);
-                let name = std::ffi::CString::new(fmt.clone()).expect("no NUL in generated formats");
-                let slot = rng.below(words.len() as u64) as usize;
-                let base = words.as_mut_ptr() as u64 + 8 * slot as u64;
-                let enable_addr = match rng.below(12) {
-                    0 => base + 1 + rng.below(3),
-                    1 => 0,
-                    2 => u64::MAX - 7,
-                    _ => base,
-                };
-                let reg = UserReg {
-                    size: match rng.below(16) {
-                        0 => rng.below(64) as u32,
-                        1 => 4097,
-                        _ => USER_REG_SIZE as u32,
-                    },
-                    enable_bit: if rng.below(10) == 0 { rng.below(256) as u8 } else { rng.below(32) as u8 },
-                    enable_size: *[4u8, 8, 4, 8, 4, 0, 1, 16].get(rng.below(8) as usize).unwrap_or(&4),
-                    flags: if rng.below(10) == 0 { rng.below(8) as u16 } else { 0 },
-                    enable_addr,
-                    name_args: if rng.below(25) == 0 { 0 } else { name.as_ptr() as u64 },
-                };
-                let tail: Vec<u8> = (0..rng.below(3) * 4).map(|_| (rng.below(4) == 0) as u8).collect();
-                let mut buf = reg.encode(&tail);
-                let r = ioctl(fd, DIAG_IOCSREG, buf.as_mut_ptr() as u64);
-                if r.is_ok() && rng.below(3) == 0 {
-                    // Attach ftrace now and then, so writes reach the validators.
-                    let event = fmt.split([' ', ':']).next().unwrap_or("").to_string();
-                    let path = format!("/sys/kernel/tracing/events/user_events/{event}/enable");
-                    if OpenOptions::new().write(true).open(&path).and_then(|mut f| f.write_all(b"1")).is_ok() {
-                        enabled.push(path);
-                    }
-                }
-                (format!("register {fmt:?} size {} enable {}/{}", reg.size, reg.enable_size, reg.enable_bit), r)
-            }
-            4..=7 => {
-                let index = if rng.below(8) == 0 { rng.below(u32::MAX as u64) as u32 } else { rng.below(6) as u32 };
-                let len = match rng.below(6) {
-                    0 => rng.below(4) as usize,
-                    1 => rng.below(5000) as usize,
-                    _ => 4 + rng.below(64) as usize,
-                };
-                let mut payload: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
-                let n = payload.len().min(4);
-                payload[..n].copy_from_slice(&index.to_ne_bytes()[..n]);
-                // SAFETY: writes from a live buffer of `len` bytes.
-                let r = unsafe { libc::write(fd, payload.as_ptr().cast(), payload.len()) };
-                let r = if r >= 0 { Ok(r as i64) } else { Err(errno()) };
-                (format!("write index {index} {len} bytes"), r)
-            }
-            8 => {
-                let slot = rng.below(words.len() as u64) as usize;
-                let mut unreg = [0u8; 16];
-                unreg[0..4].copy_from_slice(&16u32.to_ne_bytes());
-                unreg[4] = rng.below(32) as u8;
-                unreg[8..16].copy_from_slice(&(words.as_ptr() as u64 + 8 * slot as u64).to_ne_bytes());
-                let r = ioctl(fd, DIAG_IOCSUNREG, unreg.as_mut_ptr() as u64);
-                (format!("unregister word {slot} bit {}", unreg[4]), r)
-            }
-            _ => {
-                let name = std::ffi::CString::new(format!("fz_{}", rng.below(NAMES))).expect("no NUL");
-                let r = ioctl(fd, DIAG_IOCSDEL, name.as_ptr() as u64);
-                (format!("delete {name:?}"), r)
-            }
+            0..=3 => random_register(fd, &mut rng, &mut words, &mut enabled),
+            4..=7 => random_write(fd, &mut rng),
+            8 => random_unregister(fd, &mut rng, &words),
+            _ => random_delete(fd, &mut rng),
         };
         let label = match result {
             Ok(_) => "ok".to_string(),
@@ -192,16 +134,7 @@ pub fn run(seed: u64, iterations: u32, say: &mut dyn FnMut(&str)) -> StepOutcome
     // PERSIST registrations outlive the scenario: delete every name the fuzz can make, from a
     // fresh descriptor once ours (and its references) is gone. Unregisters and this process's
     // enablers drop their references only after an RCU grace period, hence the retries.
-    // Every enabler sits on a word slot (other addresses fail to register): remove them all.
-    for slot in 0..words.len() {
-        for bit in 0..64u8 {
-            let mut unreg = [0u8; 16];
-            unreg[0..4].copy_from_slice(&16u32.to_ne_bytes());
-            unreg[4] = bit;
-            unreg[8..16].copy_from_slice(&(words.as_ptr() as u64 + 8 * slot as u64).to_ne_bytes());
-            let _ = ioctl(fd, DIAG_IOCSUNREG, unreg.as_mut_ptr() as u64);
-        }
-    }
+    unregister_every_word(fd, &words);
     drop(data);
     let left = cleanup();
     if !left.is_empty() {
@@ -218,6 +151,95 @@ pub fn run(seed: u64, iterations: u32, say: &mut dyn FnMut(&str)) -> StepOutcome
         StepOutcome::Pass
     } else {
         StepOutcome::Fail
+    }
+}
+
+/// A random registration: a random format, its enable word in `words` (or an address beside
+/// it, or a bad one), random sizes and flags; now and then its event enabled in ftrace, its
+/// `enable` file's path added to `enabled`.
+fn random_register(fd: RawFd, rng: &mut Rng, words: &mut [u64], enabled: &mut Vec<String>) -> Call {
+    let fmt = format(rng);
+    let name = std::ffi::CString::new(fmt.clone()).expect("no NUL in generated formats");
+    let slot = rng.below(words.len() as u64) as usize;
+    let base = words.as_mut_ptr() as u64 + 8 * slot as u64;
+    let enable_addr = match rng.below(12) {
+        0 => base + 1 + rng.below(3),
+        1 => 0,
+        2 => u64::MAX - 7,
+        _ => base,
+    };
+    let reg = UserReg {
+        size: match rng.below(16) {
+            0 => rng.below(64) as u32,
+            1 => 4097,
+            _ => USER_REG_SIZE as u32,
+        },
+        enable_bit: if rng.below(10) == 0 { rng.below(256) as u8 } else { rng.below(32) as u8 },
+        enable_size: *[4u8, 8, 4, 8, 4, 0, 1, 16].get(rng.below(8) as usize).unwrap_or(&4),
+        flags: if rng.below(10) == 0 { rng.below(8) as u16 } else { 0 },
+        enable_addr,
+        name_args: if rng.below(25) == 0 { 0 } else { name.as_ptr() as u64 },
+    };
+    let tail: Vec<u8> = (0..rng.below(3) * 4).map(|_| (rng.below(4) == 0) as u8).collect();
+    let mut buf = reg.encode(&tail);
+    let r = ioctl(fd, DIAG_IOCSREG, buf.as_mut_ptr() as u64);
+    if r.is_ok() && rng.below(3) == 0 {
+        // Attach ftrace now and then, so writes reach the validators.
+        let event = fmt.split([' ', ':']).next().unwrap_or("").to_string();
+        let path = format!("/sys/kernel/tracing/events/user_events/{event}/enable");
+        if OpenOptions::new().write(true).open(&path).and_then(|mut f| f.write_all(b"1")).is_ok() {
+            enabled.push(path);
+        }
+    }
+    (format!("register {fmt:?} size {} enable {}/{}", reg.size, reg.enable_size, reg.enable_bit), r)
+}
+
+/// A random write: a random payload of a random length, led by a small (or any) write index.
+fn random_write(fd: RawFd, rng: &mut Rng) -> Call {
+    let index = if rng.below(8) == 0 { rng.below(u32::MAX as u64) as u32 } else { rng.below(6) as u32 };
+    let len = match rng.below(6) {
+        0 => rng.below(4) as usize,
+        1 => rng.below(5000) as usize,
+        _ => 4 + rng.below(64) as usize,
+    };
+    let mut payload: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
+    let n = payload.len().min(4);
+    payload[..n].copy_from_slice(&index.to_ne_bytes()[..n]);
+    // SAFETY: writes from a live buffer of `len` bytes.
+    let r = unsafe { libc::write(fd, payload.as_ptr().cast(), payload.len()) };
+    let r = if r >= 0 { Ok(r as i64) } else { Err(errno()) };
+    (format!("write index {index} {len} bytes"), r)
+}
+
+/// A random unregister: a word of `words` and a random bit of it.
+fn random_unregister(fd: RawFd, rng: &mut Rng, words: &[u64]) -> Call {
+    let slot = rng.below(words.len() as u64) as usize;
+    let mut unreg = [0u8; 16];
+    unreg[0..4].copy_from_slice(&16u32.to_ne_bytes());
+    unreg[4] = rng.below(32) as u8;
+    unreg[8..16].copy_from_slice(&(words.as_ptr() as u64 + 8 * slot as u64).to_ne_bytes());
+    let r = ioctl(fd, DIAG_IOCSUNREG, unreg.as_mut_ptr() as u64);
+    (format!("unregister word {slot} bit {}", unreg[4]), r)
+}
+
+/// A random delete: one of the names the fuzz can make.
+fn random_delete(fd: RawFd, rng: &mut Rng) -> Call {
+    let name = std::ffi::CString::new(format!("fz_{}", rng.below(NAMES))).expect("no NUL");
+    let r = ioctl(fd, DIAG_IOCSDEL, name.as_ptr() as u64);
+    (format!("delete {name:?}"), r)
+}
+
+/// Every enabler sits on a word slot (other addresses fail to register): each bit of each
+/// word of `words` unregistered.
+fn unregister_every_word(fd: RawFd, words: &[u64]) {
+    for slot in 0..words.len() {
+        for bit in 0..64u8 {
+            let mut unreg = [0u8; 16];
+            unreg[0..4].copy_from_slice(&16u32.to_ne_bytes());
+            unreg[4] = bit;
+            unreg[8..16].copy_from_slice(&(words.as_ptr() as u64 + 8 * slot as u64).to_ne_bytes());
+            let _ = ioctl(fd, DIAG_IOCSUNREG, unreg.as_mut_ptr() as u64);
+        }
     }
 }
 
