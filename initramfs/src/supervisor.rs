@@ -78,6 +78,18 @@ pub struct Counts {
     pub timeout: usize,
 }
 
+impl Counts {
+    /// One more scenario that ended with `outcome`.
+    fn count(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Pass => self.passed += 1,
+            Outcome::Fail => self.failed += 1,
+            Outcome::Skip => self.skipped += 1,
+            Outcome::Timeout => self.timeout += 1,
+        }
+    }
+}
+
 /// Reads and checks the plan; the error is a one-line message naming the file.
 pub fn load_plan(path: &Path) -> Result<Plan, String> {
     let text = fs::read(path).map_err(|e| format!("cannot read plan {}: {}", path.display(), sys::error_name(&e)))?;
@@ -139,13 +151,7 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
         }
         let ran = run_scenario(index, scenario, plan, paths, out);
         if let (Some(g), None) = (&gcov, &ran.stuck) {
-            let (took, settled) = g.collect(index, out, emit);
-            gcov_wait.runs += 1;
-            gcov_wait.total += took;
-            gcov_wait.max = gcov_wait.max.max(took);
-            if !settled {
-                emit(out, &diag(&format!("gcov: the counters still changed after {} ms", took.as_millis())));
-            }
+            send_gcov(g, index, out, &mut gcov_wait);
         }
         let (mut outcome, time_ms, mut reason) = (ran.outcome, ran.time_ms, ran.reason);
         // A kernel that oopsed while the scenario ran may hold a lock or a reference forever
@@ -166,12 +172,7 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
         }
         let taint = read_taint(&paths.tainted);
         emit(out, &ResultLine::Result { index, name, outcome, time_ms, taint, reason });
-        match outcome {
-            Outcome::Pass => counts.passed += 1,
-            Outcome::Fail => counts.failed += 1,
-            Outcome::Skip => counts.skipped += 1,
-            Outcome::Timeout => counts.timeout += 1,
-        }
+        counts.count(outcome);
         if let Some(why) = broken {
             // The kernel holds a process that SIGKILL cannot end, oopsed, or keeps what this
             // scenario left: whatever it holds (a lock, a reference) would block or fail every
@@ -195,6 +196,25 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
             break;
         }
     }
+    say_costs(&hygiene, gcov.as_ref(), &gcov_wait);
+    let Counts { passed, failed, skipped, timeout } = counts;
+    emit(out, &ResultLine::Sentinel { total: plan.scenarios.len(), passed, failed, skipped, timeout });
+    counts
+}
+
+/// A coverage kernel's counters after scenario `index`, sent once they settle; the wait
+/// added to `wait`.
+fn send_gcov(g: &crate::gcov::Collector, index: usize, out: &mut dyn Write, wait: &mut HygieneCost) {
+    let (took, settled) = g.collect(index, out, emit);
+    wait.add(took);
+    if !settled {
+        emit(out, &diag(&format!("gcov: the counters still changed after {} ms", took.as_millis())));
+    }
+}
+
+/// What the between-scenario hygiene and the coverage counters' collection cost, on the
+/// console.
+fn say_costs(hygiene: &HygieneCost, gcov: Option<&crate::gcov::Collector>, gcov_wait: &HygieneCost) {
     if hygiene.runs > 0 {
         sys::console(&format!(
             "ue-agent: between-scenario hygiene: {} runs, {} us in total, at most {} us",
@@ -203,7 +223,7 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
             hygiene.max.as_micros()
         ));
     }
-    if let (Some(g), true) = (&gcov, gcov_wait.runs > 0) {
+    if let (Some(g), true) = (gcov, gcov_wait.runs > 0) {
         let (reading, sending) = g.spent.get();
         sys::console(&format!(
             "ue-agent: gcov counters settled and sent: {} runs, {} us in total, at most {} us; {} us reading, {} us sending",
@@ -214,9 +234,6 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
             sending.as_micros()
         ));
     }
-    let Counts { passed, failed, skipped, timeout } = counts;
-    emit(out, &ResultLine::Sentinel { total: plan.scenarios.len(), passed, failed, skipped, timeout });
-    counts
 }
 
 /// A `stop_at_first_failure` plan after its first failure at `after`: every later scenario
@@ -238,6 +255,15 @@ struct HygieneCost {
     runs: u32,
     total: Duration,
     max: Duration,
+}
+
+impl HygieneCost {
+    /// One more run, which took `took`.
+    fn add(&mut self, took: Duration) {
+        self.runs += 1;
+        self.total += took;
+        self.max = self.max.max(took);
+    }
 }
 
 /// Restores the baseline after a scenario: each thing it left becomes a `cleanup:` line, each
@@ -262,10 +288,7 @@ fn tidy(
 ) -> (Outcome, String, Option<String>) {
     let started = Instant::now();
     let c = baseline.restore();
-    let took = started.elapsed();
-    cost.runs += 1;
-    cost.total += took;
-    cost.max = cost.max.max(took);
+    cost.add(started.elapsed());
     for item in &c.left {
         emit(out, &diag(&format!("cleanup: {item}")));
     }
@@ -304,71 +327,15 @@ fn run_scenario(index: usize, scenario: &Scenario, plan: &Plan, paths: &Paths, o
     };
     let pid = child.id();
     let deadline = start + Duration::from_millis(scenario.deadline_ms);
-    let mut last = String::new();
-    let mut forward = |line: String, out: &mut dyn Write| {
-        // A figure the scenario measured travels as a metric line under this scenario's index.
-        match protocol::Metric::from_output(&line) {
-            Some(metric) => emit(out, &ResultLine::Metric { index, metric }),
-            None => emit(out, &diag(&line)),
-        }
-        last = line;
-    };
-    let timed_out = loop {
-        if sys::has_exited(pid) {
-            break false;
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            break true;
-        }
-        let wait = (deadline - now).min(POLL);
-        match lines.recv_timeout(wait) {
-            Ok(line) => forward(line, out),
-            Err(RecvTimeoutError::Timeout) => {}
-            // The child closed its output but runs on.
-            Err(RecvTimeoutError::Disconnected) => thread::sleep(wait),
-        }
-    };
+    let mut forward = Forward { index, last: String::new() };
+    let timed_out = watch(pid, deadline, &lines, &mut forward, out);
     let time_ms = start.elapsed().as_millis() as u64;
     // Whatever the scenario left behind in its group dies with it, so scenarios stay apart.
     sys::kill_group(pid);
-    let proc = Path::new("/proc");
-    let gone_by = Instant::now() + KILL_GRACE;
-    let stuck = loop {
-        let mut alive = if sys::has_exited(pid) { Vec::new() } else { vec![pid] };
-        alive.extend(stuck::group_members(proc, pid).into_iter().filter(|p| *p != pid));
-        if alive.is_empty() || Instant::now() >= gone_by {
-            break alive;
-        }
-        match lines.recv_timeout(POLL) {
-            Ok(line) => forward(line, out),
-            Err(_) => thread::sleep(POLL),
-        }
-    };
+    let stuck = survivors_of_kill(pid, &lines, &mut forward, out);
     if !stuck.is_empty() {
-        let what = if timed_out {
-            format!("deadline of {} ms expired: killed the process group", scenario.deadline_ms)
-        } else {
-            "the scenario ended: killed its process group".to_string()
-        };
-        let list = stuck.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
-        emit(
-            out,
-            &diag(&format!(
-                "{what}, but pid {list} did not die within {} s: stuck in the kernel",
-                KILL_GRACE.as_secs()
-            )),
-        );
-        for p in &stuck {
-            for l in stuck::describe(proc, *p) {
-                emit(out, &diag(&l));
-            }
-        }
-        if let Err(e) = stuck::show_blocked_tasks() {
-            emit(out, &diag(&e));
-        }
         let outcome = if timed_out { Outcome::Timeout } else { Outcome::Fail };
-        let why = format!("pid {list} of scenario {index} is stuck in the kernel");
+        let why = report_stuck(&stuck, index, scenario, timed_out, out);
         return Ran { outcome, time_ms, reason: String::new(), stuck: Some(why) };
     }
     // It has exited (a zombie until now), so this returns at once.
@@ -376,7 +343,7 @@ fn run_scenario(index: usize, scenario: &Scenario, plan: &Plan, paths: &Paths, o
     let grace = Instant::now() + DRAIN;
     while let Some(left) = grace.checked_duration_since(Instant::now()) {
         match lines.recv_timeout(left) {
-            Ok(line) => forward(line, out),
+            Ok(line) => forward.line(line, out),
             Err(_) => break,
         }
     }
@@ -384,7 +351,95 @@ fn run_scenario(index: usize, scenario: &Scenario, plan: &Plan, paths: &Paths, o
         emit(out, &diag(&format!("deadline of {} ms expired: killed the process group", scenario.deadline_ms)));
         return ran(Outcome::Timeout, time_ms, String::new());
     }
-    let outcome = match status {
+    let outcome = exit_outcome(status, out);
+    let reason = if outcome == Outcome::Skip { clean(&forward.last) } else { String::new() };
+    ran(outcome, time_ms, reason)
+}
+
+/// A scenario's output lines on their way to the result channel, the last one kept (a skip's
+/// reason).
+struct Forward {
+    index: usize,
+    last: String,
+}
+
+impl Forward {
+    fn line(&mut self, line: String, out: &mut dyn Write) {
+        // A figure the scenario measured travels as a metric line under this scenario's index.
+        match protocol::Metric::from_output(&line) {
+            Some(metric) => emit(out, &ResultLine::Metric { index: self.index, metric }),
+            None => emit(out, &diag(&line)),
+        }
+        self.last = line;
+    }
+}
+
+/// Forwards the scenario's lines until its child `pid` exits or the deadline comes: whether
+/// the deadline came first.
+fn watch(pid: u32, deadline: Instant, lines: &Receiver<String>, forward: &mut Forward, out: &mut dyn Write) -> bool {
+    loop {
+        if sys::has_exited(pid) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return true;
+        }
+        let wait = (deadline - now).min(POLL);
+        match lines.recv_timeout(wait) {
+            Ok(line) => forward.line(line, out),
+            Err(RecvTimeoutError::Timeout) => {}
+            // The child closed its output but runs on.
+            Err(RecvTimeoutError::Disconnected) => thread::sleep(wait),
+        }
+    }
+}
+
+/// After the kill of `pid`'s group: the processes of the group still alive [`KILL_GRACE`]
+/// later (none once they all died), the lines they said meanwhile forwarded.
+fn survivors_of_kill(pid: u32, lines: &Receiver<String>, forward: &mut Forward, out: &mut dyn Write) -> Vec<u32> {
+    let gone_by = Instant::now() + KILL_GRACE;
+    loop {
+        let mut alive = if sys::has_exited(pid) { Vec::new() } else { vec![pid] };
+        alive.extend(stuck::group_members(Path::new("/proc"), pid).into_iter().filter(|p| *p != pid));
+        if alive.is_empty() || Instant::now() >= gone_by {
+            return alive;
+        }
+        match lines.recv_timeout(POLL) {
+            Ok(line) => forward.line(line, out),
+            Err(_) => thread::sleep(POLL),
+        }
+    }
+}
+
+/// The processes that did not die after the kill, where they are stuck and the blocked tasks,
+/// as Diag lines; why the plan cannot go on.
+fn report_stuck(stuck: &[u32], index: usize, scenario: &Scenario, timed_out: bool, out: &mut dyn Write) -> String {
+    let what = if timed_out {
+        format!("deadline of {} ms expired: killed the process group", scenario.deadline_ms)
+    } else {
+        "the scenario ended: killed its process group".to_string()
+    };
+    let list = stuck.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    emit(
+        out,
+        &diag(&format!("{what}, but pid {list} did not die within {} s: stuck in the kernel", KILL_GRACE.as_secs())),
+    );
+    for p in stuck {
+        for l in stuck::describe(Path::new("/proc"), *p) {
+            emit(out, &diag(&l));
+        }
+    }
+    if let Err(e) = stuck::show_blocked_tasks() {
+        emit(out, &diag(&e));
+    }
+    format!("pid {list} of scenario {index} is stuck in the kernel")
+}
+
+/// The outcome of a scenario child that exited by itself, from its exit status; a failure's
+/// status said as a Diag line.
+fn exit_outcome(status: io::Result<std::process::ExitStatus>, out: &mut dyn Write) -> Outcome {
+    match status {
         Err(e) => {
             emit(out, &diag(&format!("cannot wait for the scenario: {}", sys::error_name(&e))));
             Outcome::Fail
@@ -401,9 +456,7 @@ fn run_scenario(index: usize, scenario: &Scenario, plan: &Plan, paths: &Paths, o
                 Outcome::Fail
             }
         },
-    };
-    let reason = if outcome == Outcome::Skip { clean(&last) } else { String::new() };
-    ran(outcome, time_ms, reason)
+    }
 }
 
 /// Starts the scenario child in its own process group with stdout and stderr on one pipe (so
