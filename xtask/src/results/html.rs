@@ -11,7 +11,7 @@ mod plots;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::model::{Run, Status, Totals};
+use super::model::{ArchRun, Run, Scenario, Status, Totals};
 use super::text::esc;
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}\
@@ -28,8 +28,25 @@ document.querySelectorAll('details').forEach(function(d){var any=false;\
 d.querySelectorAll('tr.row').forEach(function(r){var hit=r.textContent.toLowerCase().indexOf(q)>=0;\
 r.style.display=hit?'':'none';any=any||hit;});if(q){d.open=any;}});}</script>\n";
 
+/// The report: each section in turn, in one self-contained page.
 pub fn render(run: &Run) -> Vec<u8> {
     let mut o = String::new();
+    header(&mut o, run);
+    patch_coverage(&mut o, run);
+    failures(&mut o, run);
+    excused(&mut o, run);
+    scenarios(&mut o, run);
+    metrics(&mut o, run);
+    coverage(&mut o, run);
+    boots(&mut o, run);
+    provenance(&mut o, run);
+    let _ =
+        writeln!(o, "<p><small>generated {} from the run's logs</small></p>\n</body></html>", esc(&run.generated_at));
+    o.into_bytes()
+}
+
+/// The page's head, the verdict and each arch's outcomes as a bar.
+fn header(o: &mut String, run: &Run) {
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>user_events conformance {}</title>\
@@ -46,8 +63,10 @@ pub fn render(run: &Run) -> Vec<u8> {
     );
     o.push_str(&plots::outcomes(run));
     o.push('\n');
+}
 
-    // A patch's blind spots before anything else: the lines it adds that no scenario executed.
+/// A patch's blind spots before anything else: the lines it adds that no scenario executed.
+fn patch_coverage(o: &mut String, run: &Run) {
     if let Some(p) = run.coverage.as_ref().and_then(|c| c.patch.as_ref()) {
         let lines = p.describe();
         let _ = writeln!(o, "<h2>Patch coverage</h2>\n<p>{}</p>", esc(&lines[0]));
@@ -69,8 +88,10 @@ pub fn render(run: &Run) -> Vec<u8> {
             o.push_str("</table>\n");
         }
     }
+}
 
-    // The answer first: each failure with its failing step, its log and the kernel's words.
+/// The answer first: each failure with its failing step, its log and the kernel's words.
+fn failures(o: &mut String, run: &Run) {
     let failing: Vec<_> = run
         .arches
         .iter()
@@ -82,72 +103,80 @@ pub fn render(run: &Run) -> Vec<u8> {
         let _ = writeln!(o, "<h2>Failures ({})</h2>", failing.len());
     }
     for (a, s) in failing {
+        failure(o, a, s);
+    }
+}
+
+/// One failure: its heading, reason, the catalogue items it checks, description and note, the
+/// failed check, links to its boot's logs, then its log and kernel reports.
+fn failure(o: &mut String, a: &ArchRun, s: &Scenario) {
+    let _ = writeln!(
+        o,
+        "<h3 id=\"{}-{}\">{} <code>{}</code>: {}</h3>",
+        esc(&a.arch),
+        esc(&s.name.replace('/', "-")),
+        esc(&a.arch),
+        esc(&s.name),
+        esc(s.judged.as_deref().unwrap_or(s.status.as_str()))
+    );
+    if let Some(r) = &s.reason {
+        let _ = writeln!(o, "<p>{}</p>", esc(r));
+    }
+    for (id, summary) in &s.covers {
+        let _ = writeln!(o, "<p class=\"covers\">checks <b>{}</b>: {}</p>", esc(id), esc(summary));
+    }
+    if let Some(d) = &s.description {
+        let _ = writeln!(o, "<p class=\"about\">{}</p>", esc(d));
+    }
+    if let Some(n) = &s.note {
+        let _ = writeln!(o, "<p class=\"note\">note: {}</p>", esc(n));
+    }
+    // The check that failed, got against expected, in the agent's words: the last line of
+    // the last step (the agent stops there); the passing lines before it stay in the log.
+    let step = s.failing_step(1);
+    if let Some(check) = step.first() {
+        // A scenario that hung or crashed the kernel ended in a step that never finished.
+        let what = if s.status == Status::Error || s.judged.as_deref() == Some("timeout") {
+            "the step running when it ended"
+        } else {
+            "failed check"
+        };
+        let _ = writeln!(o, "<p class=\"step\">{what}:</p>\n<pre class=\"check\">{}</pre>", esc(check));
+    }
+    if let Some(b) = a.boots.iter().find(|b| Some(&b.name) == s.boot.as_ref()) {
         let _ = writeln!(
             o,
-            "<h3 id=\"{}-{}\">{} <code>{}</code>: {}</h3>",
-            esc(&a.arch),
-            esc(&s.name.replace('/', "-")),
-            esc(&a.arch),
-            esc(&s.name),
-            esc(s.judged.as_deref().unwrap_or(s.status.as_str()))
-        );
-        if let Some(r) = &s.reason {
-            let _ = writeln!(o, "<p>{}</p>", esc(r));
-        }
-        for (id, summary) in &s.covers {
-            let _ = writeln!(o, "<p class=\"covers\">checks <b>{}</b>: {}</p>", esc(id), esc(summary));
-        }
-        if let Some(d) = &s.description {
-            let _ = writeln!(o, "<p class=\"about\">{}</p>", esc(d));
-        }
-        if let Some(n) = &s.note {
-            let _ = writeln!(o, "<p class=\"note\">note: {}</p>", esc(n));
-        }
-        // The check that failed, got against expected, in the agent's words: the last line of
-        // the last step (the agent stops there); the passing lines before it stay in the log.
-        let step = s.failing_step(1);
-        if let Some(check) = step.first() {
-            // A scenario that hung or crashed the kernel ended in a step that never finished.
-            let what = if s.status == Status::Error || s.judged.as_deref() == Some("timeout") {
-                "the step running when it ended"
-            } else {
-                "failed check"
-            };
-            let _ = writeln!(o, "<p class=\"step\">{what}:</p>\n<pre class=\"check\">{}</pre>", esc(check));
-        }
-        if let Some(b) = a.boots.iter().find(|b| Some(&b.name) == s.boot.as_ref()) {
-            let _ = writeln!(
-                o,
-                "<p class=\"logs\">logs of boot <code>{}</code>: <a href=\"{}\">console log</a> (the kernel's), \
-                 <a href=\"{}\">step log</a> (every step's line, KTAP)</p>",
-                esc(&b.name),
-                esc(&b.console_log),
-                esc(&b.results_log)
-            );
-        }
-        let mut text: Vec<String> = s.log.clone();
-        for f in &s.findings {
-            text.push(format!("--- kernel {} (console.log line {}) ---", f.kind, f.console_line));
-            text.extend(f.excerpt.iter().cloned());
-        }
-        if !s.console_tail.is_empty() {
-            text.push("--- console tail ---".into());
-            text.extend(s.console_tail.iter().cloned());
-        }
-        // The whole log folded when the failing step already says what went wrong.
-        let open = if step.is_empty() { " open" } else { "" };
-        if text.is_empty() {
-            continue;
-        }
-        let _ = writeln!(
-            o,
-            "<details{open}><summary>log, kernel reports and console ({} lines)</summary><pre>{}</pre></details>",
-            text.len(),
-            esc(&text.join("\n"))
+            "<p class=\"logs\">logs of boot <code>{}</code>: <a href=\"{}\">console log</a> (the kernel's), \
+             <a href=\"{}\">step log</a> (every step's line, KTAP)</p>",
+            esc(&b.name),
+            esc(&b.console_log),
+            esc(&b.results_log)
         );
     }
+    let mut text: Vec<String> = s.log.clone();
+    for f in &s.findings {
+        text.push(format!("--- kernel {} (console.log line {}) ---", f.kind, f.console_line));
+        text.extend(f.excerpt.iter().cloned());
+    }
+    if !s.console_tail.is_empty() {
+        text.push("--- console tail ---".into());
+        text.extend(s.console_tail.iter().cloned());
+    }
+    // The whole log folded when the failing step already says what went wrong.
+    let open = if step.is_empty() { " open" } else { "" };
+    if text.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<details{open}><summary>log, kernel reports and console ({} lines)</summary><pre>{}</pre></details>",
+        text.len(),
+        esc(&text.join("\n"))
+    );
+}
 
-    // What did not pass and is no failure, with why, where it cannot be missed.
+/// What did not pass and is no failure, with why, where it cannot be missed.
+fn excused(o: &mut String, run: &Run) {
     let excused: Vec<_> = run
         .arches
         .iter()
@@ -180,8 +209,10 @@ pub fn render(run: &Run) -> Vec<u8> {
         }
         o.push_str("</table>\n");
     }
+}
 
-    // Every scenario, grouped by suite; a suite without failures stays folded.
+/// Every scenario, grouped by suite; a suite without failures stays folded.
+fn scenarios(o: &mut String, run: &Run) {
     let _ = write!(
         o,
         "<h2>Scenarios</h2>\n<p><input id=\"filter\" placeholder=\"filter: name or status\" \
@@ -195,49 +226,57 @@ pub fn render(run: &Run) -> Vec<u8> {
         }
     }
     for suite in suites {
-        let names: Vec<&str> =
-            run.scenario_names().into_iter().filter(|n| n.split_once('/').map_or("", |(s, _)| s) == suite).collect();
-        let bad = names.iter().any(|n| run.arches.iter().any(|a| a.scenario(n).is_some_and(|s| s.status.is_failure())));
-        let counts: Vec<String> = run
-            .arches
-            .iter()
-            .map(|a| {
-                let mine = Totals::of(names.iter().filter_map(|n| a.scenario(n)));
-                format!("{}: {}", a.arch, mine.describe())
-            })
-            .collect();
-        let _ = write!(
-            o,
-            "<details{}><summary><b>{}</b> ({})</summary>\n<table><tr><th>scenario</th>",
-            if bad { " open" } else { "" },
-            esc(suite),
-            esc(&counts.join(", "))
-        );
-        for a in &run.arches {
-            let _ = write!(o, "<th>{} ({})</th>", esc(&a.arch), esc(&a.verdict.kind));
-        }
-        o.push_str("</tr>\n");
-        for n in names {
-            let _ = write!(o, "<tr class=\"row\"><td><code>{}</code></td>", esc(n));
-            for a in &run.arches {
-                match a.scenario(n) {
-                    Some(s) => {
-                        let time = s.duration_ms.map(|t| format!(" ({t} ms)")).unwrap_or_default();
-                        // The reason in plain view, not a tooltip.
-                        let why = s.reason.as_deref().map(|r| format!("<small>{}</small>", esc(r))).unwrap_or_default();
-                        let status = s.status.as_str();
-                        let _ = write!(o, "<td class=\"{status}\">{status}{time}{why}</td>");
-                    }
-                    None => o.push_str("<td class=\"none\">—</td>"),
-                }
-            }
-            o.push_str("</tr>\n");
-        }
-        o.push_str("</table></details>\n");
+        suite_table(o, run, suite);
     }
     o.push_str(FILTER_SCRIPT);
+}
 
-    // Metrics: one bar chart per metric name, a bar per arch and scenario.
+/// One suite's scenarios: a row each, a column per arch.
+fn suite_table(o: &mut String, run: &Run, suite: &str) {
+    let names: Vec<&str> =
+        run.scenario_names().into_iter().filter(|n| n.split_once('/').map_or("", |(s, _)| s) == suite).collect();
+    let bad = names.iter().any(|n| run.arches.iter().any(|a| a.scenario(n).is_some_and(|s| s.status.is_failure())));
+    let counts: Vec<String> = run
+        .arches
+        .iter()
+        .map(|a| {
+            let mine = Totals::of(names.iter().filter_map(|n| a.scenario(n)));
+            format!("{}: {}", a.arch, mine.describe())
+        })
+        .collect();
+    let _ = write!(
+        o,
+        "<details{}><summary><b>{}</b> ({})</summary>\n<table><tr><th>scenario</th>",
+        if bad { " open" } else { "" },
+        esc(suite),
+        esc(&counts.join(", "))
+    );
+    for a in &run.arches {
+        let _ = write!(o, "<th>{} ({})</th>", esc(&a.arch), esc(&a.verdict.kind));
+    }
+    o.push_str("</tr>\n");
+    for n in names {
+        let _ = write!(o, "<tr class=\"row\"><td><code>{}</code></td>", esc(n));
+        for a in &run.arches {
+            match a.scenario(n) {
+                Some(s) => {
+                    let time = s.duration_ms.map(|t| format!(" ({t} ms)")).unwrap_or_default();
+                    // The reason in plain view, not a tooltip.
+                    let why = s.reason.as_deref().map(|r| format!("<small>{}</small>", esc(r))).unwrap_or_default();
+                    let status = s.status.as_str();
+                    let _ = write!(o, "<td class=\"{status}\">{status}{time}{why}</td>");
+                }
+                None => o.push_str("<td class=\"none\">—</td>"),
+            }
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</table></details>\n");
+}
+
+/// Metrics: one bar chart per metric name, a bar per arch and scenario; the figures against
+/// their baselines.
+fn metrics(o: &mut String, run: &Run) {
     let mut metrics: BTreeMap<&str, Vec<plots::Bar>> = BTreeMap::new();
     for a in &run.arches {
         for s in &a.scenarios {
@@ -262,7 +301,10 @@ pub fn render(run: &Run) -> Vec<u8> {
     for (name, bars) in &metrics {
         let _ = writeln!(o, "<h3>{}</h3>\n{}", esc(name), plots::bars(bars));
     }
+}
 
+/// What the scenarios executed of the instrumented sources, per arch.
+fn coverage(o: &mut String, run: &Run) {
     if let Some(c) = &run.coverage {
         let _ = writeln!(
             o,
@@ -306,8 +348,10 @@ pub fn render(run: &Run) -> Vec<u8> {
             let _ = writeln!(o, "<p>coverage: {}</p>", esc(p));
         }
     }
+}
 
-    // Boots and provenance.
+/// Each boot: its health, verdict, accelerator, QEMU, end and times.
+fn boots(o: &mut String, run: &Run) {
     o.push_str("<h2>Boots</h2>\n<table><tr><th>boot</th><th>health</th><th>verdict</th><th>accel</th><th>QEMU</th><th>ended</th><th>VM</th><th>/init at</th></tr>\n");
     for b in run.arches.iter().flat_map(|a| &a.boots) {
         let (health, why) = b.health();
@@ -326,7 +370,12 @@ pub fn render(run: &Run) -> Vec<u8> {
             b.boot_ms.map_or("never".to_string(), |ms| format!("{:.2} s", ms as f64 / 1000.0))
         );
     }
-    o.push_str("</table>\n<h2>Provenance</h2>\n<table>\n");
+    o.push_str("</table>\n");
+}
+
+/// Where everything came from: the host, each arch's kernel, each boot's QEMU command.
+fn provenance(o: &mut String, run: &Run) {
+    o.push_str("<h2>Provenance</h2>\n<table>\n");
     if let Some(h) = &run.host {
         let _ = writeln!(o, "<tr><th>host</th><td>{}</td></tr>", esc(&h.describe()));
     }
@@ -359,12 +408,7 @@ pub fn render(run: &Run) -> Vec<u8> {
                 writeln!(o, "<tr><th>{}</th><td><code>{}</code>{shared}</td></tr>", esc(&b.name), esc(&b.qemu_command));
         }
     }
-    let _ = writeln!(
-        o,
-        "</table>\n<p><small>generated {} from the run's logs</small></p>\n</body></html>",
-        esc(&run.generated_at)
-    );
-    o.into_bytes()
+    o.push_str("</table>\n");
 }
 
 #[cfg(test)]
