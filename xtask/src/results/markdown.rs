@@ -10,12 +10,25 @@ use super::text::{cell, clean, number};
 /// Log lines shown under each failure.
 const SHOWN: usize = 12;
 
+/// The summary: the verdict, then each section in turn.
 pub fn render(run: &Run) -> Vec<u8> {
     let mut out = String::new();
     let icon = if run.verdict.kind == "pass" { "✅" } else { "❌" };
     let _ = writeln!(out, "## {icon} user_events conformance: {} (run `{}`)\n", run.verdict.kind, run.run_id);
     let _ = writeln!(out, "{}\n", run.totals.describe());
-    // A patch's blind spots first: the lines it adds that no scenario executed.
+    patch_coverage(run, &mut out);
+    arch_table(run, &mut out);
+    coverage(run, &mut out);
+    failures(run, &mut out);
+    fixed(run, &mut out);
+    metrics(run, &mut out);
+    provenance(run, &mut out);
+    matrix(run, &mut out);
+    out.into_bytes()
+}
+
+/// A patch's blind spots first: the lines it adds that no scenario executed.
+fn patch_coverage(run: &Run, out: &mut String) {
     if let Some(p) = run.coverage.as_ref().and_then(|c| c.patch.as_ref()) {
         let lines = p.describe();
         let icon = if p.blind_spots.is_empty() { "✅" } else { "⚠️" };
@@ -27,6 +40,10 @@ pub fn render(run: &Run) -> Vec<u8> {
             out.push('\n');
         }
     }
+}
+
+/// A row per arch: its kernel, verdict and counts by status.
+fn arch_table(run: &Run, out: &mut String) {
     let _ = writeln!(
         out,
         "| arch | kernel | verdict | passed | failed | skipped | xfail | xpass | fixed | not run | errors |"
@@ -41,7 +58,10 @@ pub fn render(run: &Run) -> Vec<u8> {
             a.arch, kernel, a.verdict.kind, t.pass, t.fail, t.skip, t.xfail, t.xpass, t.fixed, t.not_run, t.error
         );
     }
+}
 
+/// What the scenarios executed of the instrumented sources, a row per arch.
+fn coverage(run: &Run, out: &mut String) {
     if let Some(c) = &run.coverage {
         let _ = writeln!(
             out,
@@ -74,7 +94,11 @@ pub fn render(run: &Run) -> Vec<u8> {
         }
         let _ = writeln!(out, "\nAnnotated sources: `{}`; lcov tracefiles: `coverage/*.info`.", c.index);
     }
+}
 
+/// The boots that did not end well, then each failure with its last log lines and the
+/// kernel's findings.
+fn failures(run: &Run, out: &mut String) {
     let failures: Vec<_> = run
         .arches
         .iter()
@@ -111,7 +135,10 @@ pub fn render(run: &Run) -> Vec<u8> {
             );
         }
     }
+}
 
+/// The scenarios of known kernel bugs that this kernel fixes.
+fn fixed(run: &Run, out: &mut String) {
     let fixed: Vec<_> = run
         .arches
         .iter()
@@ -123,9 +150,10 @@ pub fn render(run: &Run) -> Vec<u8> {
     for (a, s) in &fixed {
         let _ = writeln!(out, "- **{}** `{}`: {}", a.arch, s.name, cell(s.reason.as_deref().unwrap_or("fixed")));
     }
+}
 
-    metrics(run, &mut out);
-
+/// Where everything came from: the host, each arch's kernel, each boot's QEMU.
+fn provenance(run: &Run, out: &mut String) {
     let _ = writeln!(out, "\n### Provenance\n");
     if let Some(h) = &run.host {
         let _ = writeln!(out, "- host: {}", cell(&h.describe()));
@@ -167,7 +195,10 @@ pub fn render(run: &Run) -> Vec<u8> {
             );
         }
     }
+}
 
+/// The arch-by-scenario matrix, folded away, and when the summary was generated.
+fn matrix(run: &Run, out: &mut String) {
     let names = run.scenario_names();
     let _ = writeln!(out, "\n<details><summary>All {} scenarios by arch</summary>\n", names.len());
     let header: Vec<&str> = run.arches.iter().map(|a| a.arch.as_str()).collect();
@@ -178,7 +209,6 @@ pub fn render(run: &Run) -> Vec<u8> {
         let _ = writeln!(out, "| `{n}` | {} |", cells.join(" | "));
     }
     let _ = writeln!(out, "\n</details>\n\n_generated {} from the run's logs_", run.generated_at);
-    out.into_bytes()
 }
 
 /// The measured figures, a row per scenario and figure, a column per arch: the median and the
