@@ -116,6 +116,13 @@ fn locate(tree: &Spanned<Node>, path: &[Seg]) -> Location {
     here.referenced
 }
 
+/// The path `rest` under `base`: a field of a step, from the step's own path.
+fn under(base: &[Seg<'static>], rest: &[Seg<'static>]) -> Vec<Seg<'static>> {
+    let mut p = base.to_vec();
+    p.extend_from_slice(rest);
+    p
+}
+
 fn node_at<'t>(tree: &'t Spanned<Node>, path: &[Seg]) -> Option<&'t Node> {
     let mut here = tree;
     for seg in path {
@@ -291,13 +298,37 @@ impl Checker<'_> {
         }
     }
 
-    /// The checks of one step, with the names made before it.
+    /// The checks of one step, with the names made before it: those of every step, then those
+    /// of its area.
     fn step<'s>(&mut self, base: &[Seg<'static>], step: &'s Step, scope: &mut Scope<'s>, context: Context) {
-        let at = |rest: &[Seg<'static>]| -> Vec<Seg<'static>> {
-            let mut p = base.to_vec();
-            p.extend_from_slice(rest);
-            p
-        };
+        self.fd_in_scope(base, step, scope);
+        if context.in_threads {
+            if let Some(kind) = step.whole_process_kind() {
+                self.error(
+                    base,
+                    format!("`{kind}` acts on the whole process, so it cannot run in a thread of `threads`"),
+                );
+            }
+        }
+        match step {
+            Step::Register { .. }
+            | Step::RegisterUntil { .. }
+            | Step::Memory { .. }
+            | Step::CheckBit { .. }
+            | Step::Write { .. } => self.user_events_step(base, step, scope, context),
+            Step::ReadFile { .. } => self.read_file_step(base, step, scope),
+            Step::PerfRead { .. } | Step::TraceRead { .. } => self.record_reads_step(base, step),
+            Step::Measure { .. } => self.measure_step(base, step),
+            Step::Threads(_) | Step::Repeat { .. } | Step::Kmemleak { .. } | Step::KernelLog { .. } => {
+                self.nesting_step(base, step)
+            }
+            Step::Barrier { .. } | Step::Pin { .. } => self.sync_step(base, step),
+            _ => {}
+        }
+    }
+
+    /// A step's `fd` must be open: `open` puts it in the scope, the others that name one use it.
+    fn fd_in_scope<'s>(&mut self, base: &[Seg<'static>], step: &'s Step, scope: &mut Scope<'s>) {
         let used_fd = match step {
             Step::Open { fd, .. } => {
                 scope.fds.insert(fd);
@@ -312,18 +343,17 @@ impl Checker<'_> {
         };
         if let Some(fd) = used_fd.filter(|fd| !scope.fds.contains(fd.as_str())) {
             self.error(
-                &at(&[Only, Key("fd")]),
+                &under(base, &[Only, Key("fd")]),
                 format!("fd `{fd}` is not open: no earlier `open` step names it (only `data` opens by itself)"),
             );
         }
-        if context.in_threads {
-            if let Some(kind) = step.whole_process_kind() {
-                self.error(
-                    &at(&[]),
-                    format!("`{kind}` acts on the whole process, so it cannot run in a thread of `threads`"),
-                );
-            }
-        }
+    }
+
+    /// The user_events steps: a format that YAML did not read as text, names that later steps
+    /// refer to, `register_until`'s count, `memory`'s file, a bit that exists, a write's index
+    /// and hex.
+    fn user_events_step<'s>(&mut self, base: &[Seg<'static>], step: &'s Step, scope: &mut Scope<'s>, context: Context) {
+        let at = |rest: &[Seg<'static>]| under(base, rest);
         match step {
             Step::Register { index_as, .. } => {
                 if let Some(kind) = node_at(self.tree, &at(&[Only, Key("format")])).and_then(non_string) {
@@ -355,29 +385,6 @@ impl Checker<'_> {
             Step::Memory { op, file } if (*op == protocol::MemoryOp::ShareFile) != file.is_some() => {
                 self.error(&at(&[Only]), "`file` goes with `op: share_file`, and `share_file` needs a `file`");
             }
-            Step::ReadFile { head_hex, equals, keep_as, equals_kept, .. } => {
-                if let Some(Err(e)) = head_hex.as_deref().map(protocol::decode_hex) {
-                    self.error(&at(&[Only, Key("head_hex")]), format!("bad hex: {e}"));
-                }
-                match equals_kept {
-                    Some(_) if equals.is_some() => self
-                        .error(&at(&[Only, Key("equals_kept")]), "read_file takes `equals` or `equals_kept`, not both"),
-                    Some(name) if !scope.kept.contains(name.as_str()) => self.error(
-                        &at(&[Only, Key("equals_kept")]),
-                        format!("no earlier `read_file` step has `keep_as: {name}`"),
-                    ),
-                    _ => {}
-                }
-                if let Some(name) = keep_as {
-                    scope.kept.insert(name);
-                }
-            }
-            Step::Measure { reps, .. } if *reps < protocol::MIN_REPS => {
-                self.error(
-                    &at(&[Only, Key("reps")]),
-                    format!("a figure is a median over at least {} repetitions, not {reps}", protocol::MIN_REPS),
-                );
-            }
             Step::CheckBit { bit, .. } if *bit >= 64 => {
                 self.error(&at(&[Only, Key("bit")]), format!("an enable word has 64 bits: there is no bit {bit}"));
             }
@@ -403,6 +410,34 @@ impl Checker<'_> {
                     }
                 }
             }
+            _ => {}
+        }
+    }
+
+    /// `read_file`: its hex, what it compares with and the name it keeps the contents as.
+    fn read_file_step<'s>(&mut self, base: &[Seg<'static>], step: &'s Step, scope: &mut Scope<'s>) {
+        let Step::ReadFile { head_hex, equals, keep_as, equals_kept, .. } = step else { return };
+        let at = |rest: &[Seg<'static>]| under(base, rest);
+        if let Some(Err(e)) = head_hex.as_deref().map(protocol::decode_hex) {
+            self.error(&at(&[Only, Key("head_hex")]), format!("bad hex: {e}"));
+        }
+        match equals_kept {
+            Some(_) if equals.is_some() => {
+                self.error(&at(&[Only, Key("equals_kept")]), "read_file takes `equals` or `equals_kept`, not both")
+            }
+            Some(name) if !scope.kept.contains(name.as_str()) => self
+                .error(&at(&[Only, Key("equals_kept")]), format!("no earlier `read_file` step has `keep_as: {name}`")),
+            _ => {}
+        }
+        if let Some(name) = keep_as {
+            scope.kept.insert(name);
+        }
+    }
+
+    /// `perf_read` and `trace_read`: what the records are given as, and their hex.
+    fn record_reads_step(&mut self, base: &[Seg<'static>], step: &Step) {
+        let at = |rest: &[Seg<'static>]| under(base, rest);
+        match step {
             Step::PerfRead { samples, records, .. } => {
                 if samples.is_some() == records.is_some() {
                     self.error(
@@ -440,6 +475,26 @@ impl Checker<'_> {
                     self.records(&at(&[Only]), std::slice::from_ref(record));
                 }
             }
+            _ => {}
+        }
+    }
+
+    /// `measure`: enough repetitions for a median.
+    fn measure_step(&mut self, base: &[Seg<'static>], step: &Step) {
+        let Step::Measure { reps, .. } = step else { return };
+        if *reps < protocol::MIN_REPS {
+            self.error(
+                &under(base, &[Only, Key("reps")]),
+                format!("a figure is a median over at least {} repetitions, not {reps}", protocol::MIN_REPS),
+            );
+        }
+    }
+
+    /// The steps that run steps: `threads`' groups, `repeat`'s count, what `kernel_log` and
+    /// `kmemleak` watch.
+    fn nesting_step(&mut self, base: &[Seg<'static>], step: &Step) {
+        let at = |rest: &[Seg<'static>]| under(base, rest);
+        match step {
             Step::Threads(groups) => {
                 if groups.is_empty() {
                     self.error(&at(&[Only]), "`threads` needs at least one group (`- { count: N, steps: [...] }`)");
@@ -477,17 +532,6 @@ impl Checker<'_> {
                     self.error(&at(&[Only, Key("steps")]), "`repeat` needs at least one step");
                 }
             }
-            Step::Barrier { name, parties, .. } => {
-                if name.is_empty() || name.len() > protocol::MAX_BARRIER_NAME {
-                    self.error(
-                        &at(&[Only, Key("name")]),
-                        format!("a barrier's name has 1 to {} bytes", protocol::MAX_BARRIER_NAME),
-                    );
-                }
-                if *parties == 0 {
-                    self.error(&at(&[Only, Key("parties")]), "a barrier needs at least one party");
-                }
-            }
             Step::KernelLog { expect, forbid, .. } if expect.is_empty() && forbid.is_empty() => {
                 self.error(&at(&[Only]), "`kernel_log` needs a line to `expect` or to `forbid`");
             }
@@ -501,6 +545,25 @@ impl Checker<'_> {
             }
             Step::Kmemleak { steps } if steps.is_empty() => {
                 self.error(&at(&[Only, Key("steps")]), "`kmemleak` needs at least one step to watch");
+            }
+            _ => {}
+        }
+    }
+
+    /// `barrier` and `pin`: a barrier's name and parties, a CPU that can exist.
+    fn sync_step(&mut self, base: &[Seg<'static>], step: &Step) {
+        let at = |rest: &[Seg<'static>]| under(base, rest);
+        match step {
+            Step::Barrier { name, parties, .. } => {
+                if name.is_empty() || name.len() > protocol::MAX_BARRIER_NAME {
+                    self.error(
+                        &at(&[Only, Key("name")]),
+                        format!("a barrier's name has 1 to {} bytes", protocol::MAX_BARRIER_NAME),
+                    );
+                }
+                if *parties == 0 {
+                    self.error(&at(&[Only, Key("parties")]), "a barrier needs at least one party");
+                }
             }
             Step::Pin { cpu } if *cpu >= MAX_CPU => {
                 self.error(
