@@ -167,6 +167,29 @@ impl Stop {
             | Stop::Vanished { scenario, .. } => scenario.as_ref().map(|s| s.0),
         }
     }
+
+    /// The boot's verdict for stopping this way, `planned` scenarios in the plan.
+    fn verdict(&self, stream: &Stream, planned: usize) -> BootVerdict {
+        match self {
+            Stop::Crash { scenario, .. } => {
+                BootVerdict::KernelPanic { scenario: scenario.as_ref().map(|s| s.1.clone()) }
+            }
+            Stop::Hang { .. } | Stop::Abort { .. } => BootVerdict::Timeout,
+            Stop::Interrupted { .. } => BootVerdict::Interrupted,
+            Stop::Vanished { code, scenario } => {
+                let how = match code {
+                    Some(c) => format!("QEMU exited with code {c}"),
+                    None => "QEMU was killed by a signal".to_string(),
+                };
+                let when = match scenario {
+                    Some((i, n)) => format!("while scenario {i} ({n}) ran"),
+                    None => format!("after {} of {} results", stream.scenarios.len(), planned),
+                };
+                let empty = if stream.header_seen { "" } else { "; the result channel was empty" };
+                BootVerdict::InfraError(format!("the agent ended without its sentinel: {how} {when}{empty}"))
+            }
+        }
+    }
 }
 
 /// Decides the boot's verdict. `planned` holds the scenario names in plan order;
@@ -187,10 +210,38 @@ pub fn decide(
     if let (HostEnd::WatchdogFired { after_ms, .. }, Some(_)) = (end, &stream.sentinel) {
         problems.push(format!("the VM did not power off after the sentinel: the watchdog fired after {after_ms} ms"));
     }
-    let not_run_reason = match (&stop, end) {
+    let ending = Ending {
+        not_run_reason: not_run_reason(stop.as_ref(), end, boot_failure.as_deref()),
+        tail: console::tail(console, TAIL_LINES),
+        stop,
+    };
+
+    let mut scenarios = Vec::new();
+    for (i, name) in planned.iter().enumerate() {
+        let mut r = recorded(i + 1, name, stream, scan);
+        ending.explain(&mut r, stream, &mut problems);
+        judge_reports(&mut r, expect_report.get(name));
+        scenarios.push(r);
+    }
+
+    let findings: Vec<Finding> = scan
+        .findings
+        .iter()
+        .filter(|f| f.scenario.as_ref().is_none_or(|s| s.0 == 0 || s.0 > planned.len()))
+        .cloned()
+        .collect();
+    let flagged = !problems.is_empty() || !findings.is_empty();
+    let stopped = ending.stop.as_ref().map(|s| s.verdict(stream, planned.len()));
+    let verdict = boot_verdict(flagged, &scenarios, stopped, boot_failure, end);
+    BootResult { verdict, scenarios, findings, problems }
+}
+
+/// Why the scenarios without a result did not run, from how the boot ended.
+fn not_run_reason(stop: Option<&Stop>, end: &HostEnd, boot_failure: Option<&str>) -> String {
+    match (stop, end) {
         (_, HostEnd::InfraError(e)) => format!("not run: {e}"),
         _ if boot_failure.is_some() => {
-            format!("not run: the kernel did not boot: {}", boot_failure.as_deref().unwrap_or_default())
+            format!("not run: the kernel did not boot: {}", boot_failure.unwrap_or_default())
         }
         (Some(Stop::Interrupted { reason, .. }), _) if reason.starts_with("interrupted") => {
             format!("not run: the run was {reason}")
@@ -206,155 +257,160 @@ pub fn decide(
         (Some(Stop::Hang { reason, .. }), _) => format!("not run: the VM hung: {reason}"),
         (Some(Stop::Vanished { .. }), _) => "not run: the agent ended without its sentinel".to_string(),
         (None, _) => "not run: the result channel has no result for it".to_string(),
-    };
-    let tail = console::tail(console, TAIL_LINES);
+    }
+}
 
-    let mut scenarios = Vec::new();
-    for (i, name) in planned.iter().enumerate() {
-        let index = i + 1;
-        let record = stream.record(index);
-        let running = stream.running.as_ref().is_some_and(|(i, _)| *i == index);
-        let mut r = ScenarioResult {
-            index,
-            name: name.clone(),
-            status: Status::NotRun,
-            time_ms: record.map(|r| r.time_ms),
-            taint_before: record.map_or(stream.running_taint.filter(|_| running), |r| r.taint_before),
-            taint_after: record.map(|r| r.taint_after),
-            diagnostics: match record {
-                Some(r) => r.diagnostics.clone(),
-                None if running => stream.running_diagnostics.clone(),
-                None => Vec::new(),
-            },
-            findings: scan
-                .findings
-                .iter()
-                .filter(|f| f.scenario.as_ref().is_some_and(|s| s.0 == index))
-                .cloned()
-                .collect(),
-            console_tail: Vec::new(),
+/// Scenario `index` as the result channel and the console scan recorded it: its result line's
+/// outcome, times, taints and diagnostics (those so far if it was running), its findings.
+fn recorded(index: usize, name: &str, stream: &Stream, scan: &Scan) -> ScenarioResult {
+    let record = stream.record(index);
+    let running = stream.running.as_ref().is_some_and(|(i, _)| *i == index);
+    let mut r = ScenarioResult {
+        index,
+        name: name.to_string(),
+        status: Status::NotRun,
+        time_ms: record.map(|r| r.time_ms),
+        taint_before: record.map_or(stream.running_taint.filter(|_| running), |r| r.taint_before),
+        taint_after: record.map(|r| r.taint_after),
+        diagnostics: match record {
+            Some(r) => r.diagnostics.clone(),
+            None if running => stream.running_diagnostics.clone(),
+            None => Vec::new(),
+        },
+        findings: scan.findings.iter().filter(|f| f.scenario.as_ref().is_some_and(|s| s.0 == index)).cloned().collect(),
+        console_tail: Vec::new(),
+    };
+    if let Some(rec) = record {
+        r.status = match rec.outcome {
+            Outcome::Pass => Status::Pass,
+            Outcome::Fail => Status::Fail,
+            Outcome::Skip => Status::Skip,
+            Outcome::Timeout => Status::Timeout,
         };
-        if let Some(rec) = record {
-            r.status = match rec.outcome {
-                Outcome::Pass => Status::Pass,
-                Outcome::Fail => Status::Fail,
-                Outcome::Skip => Status::Skip,
-                Outcome::Timeout => Status::Timeout,
-            };
-        }
-        let stopped_here = stop.as_ref().filter(|s| s.scenario() == Some(index));
+    }
+    r
+}
+
+/// How the boot ended, as each scenario's result is explained by it.
+struct Ending {
+    stop: Option<Stop>,
+    /// Said of a scenario without a result that the stop does not explain.
+    not_run_reason: String,
+    /// The end of the console log, for scenarios that did not finish.
+    tail: Vec<String>,
+}
+
+impl Ending {
+    /// The boot's stop, when it happened during this scenario or left it without a result:
+    /// its status and the host's explanation. A scenario missing from a stream that has its
+    /// sentinel is a problem of the stream.
+    fn explain(&self, r: &mut ScenarioResult, stream: &Stream, problems: &mut Vec<String>) {
+        let (index, name) = (r.index, &r.name);
+        let no_record = stream.record(index).is_none();
+        let stopped_here = self.stop.as_ref().filter(|s| s.scenario() == Some(index));
         match stopped_here {
             Some(Stop::Crash { finding, .. }) => {
                 r.status = Status::Crashed;
                 r.diagnostics
                     .push(format!("the kernel crashed while this scenario ran (console line {})", finding.line));
-                r.console_tail = tail.clone();
+                r.console_tail = self.tail.clone();
             }
-            Some(Stop::Hang { after_ms, reason, .. }) if record.is_none() => {
+            Some(Stop::Hang { after_ms, reason, .. }) if no_record => {
                 r.status = Status::Timeout;
                 r.diagnostics
                     .push(format!("the VM hung while this scenario ran: {reason} (killed after {after_ms} ms)"));
-                r.console_tail = tail.clone();
+                r.console_tail = self.tail.clone();
             }
             Some(Stop::Abort { reason, .. }) => {
-                if record.is_none() {
+                if no_record {
                     r.status = Status::Timeout;
                 }
                 r.diagnostics.push(format!("the agent gave up the boot: {reason}"));
-                r.console_tail = tail.clone();
+                r.console_tail = self.tail.clone();
             }
-            Some(Stop::Interrupted { reason, .. }) if record.is_none() => {
+            Some(Stop::Interrupted { reason, .. }) if no_record => {
                 r.diagnostics.push(format!("{reason} while it ran"));
-                r.console_tail = tail.clone();
+                r.console_tail = self.tail.clone();
             }
-            Some(Stop::Vanished { .. }) if record.is_none() => {
+            Some(Stop::Vanished { .. }) if no_record => {
                 r.status = Status::Crashed;
                 r.diagnostics.push("the VM stopped while this scenario ran, with no panic on the console".to_string());
-                r.console_tail = tail.clone();
+                r.console_tail = self.tail.clone();
             }
-            _ if record.is_none() => {
-                if stop.is_none() && stream.sentinel.is_some() {
+            _ if no_record => {
+                if self.stop.is_none() && stream.sentinel.is_some() {
                     problems
                         .push(format!("scenario {index} ({name}) has no result although the stream has its sentinel"));
                 }
-                r.diagnostics.push(not_run_reason.clone());
-                r.console_tail = tail.clone();
+                r.diagnostics.push(self.not_run_reason.clone());
+                r.console_tail = self.tail.clone();
             }
             _ => {}
         }
-        let upgradable = matches!(r.status, Status::Pass | Status::Skip);
-        for f in &r.findings {
-            r.diagnostics.push(format!("kernel {}: see findings", f.describe().trim_start_matches("Kernel ")));
+    }
+}
+
+/// The kernel's reports during a scenario, and its taint: each report named, the report it
+/// must provoke (`wanted`, from `expect_report`) looked for; a pass or skip fails on a report
+/// or a taint change it did not want.
+fn judge_reports(r: &mut ScenarioResult, wanted: Option<&String>) {
+    let upgradable = matches!(r.status, Status::Pass | Status::Skip);
+    for f in &r.findings {
+        r.diagnostics.push(format!("kernel {}: see findings", f.describe().trim_start_matches("Kernel ")));
+    }
+    // A scenario that provokes a known kernel bug on purpose: its report (and the taint that
+    // comes with it) is the expected outcome; any other report still fails it.
+    let is_wanted = |f: &Finding| wanted.is_some_and(|w| f.summary.contains(w.as_str()));
+    let expected_seen = r.findings.iter().any(is_wanted);
+    if let Some(w) = wanted.filter(|_| r.status == Status::Pass) {
+        if expected_seen {
+            r.diagnostics.push(format!("the expected kernel report including `{w}` came"));
+        } else {
+            r.diagnostics.push(format!("expected a kernel report including `{w}`; none came during the scenario"));
+            r.status = Status::Fail;
         }
-        // A scenario that provokes a known kernel bug on purpose: its report (and the taint that
-        // comes with it) is the expected outcome; any other report still fails it.
-        let wanted = expect_report.get(name);
-        let is_wanted = |f: &Finding| wanted.is_some_and(|w| f.summary.contains(w.as_str()));
-        let expected_seen = r.findings.iter().any(is_wanted);
-        if let Some(w) = wanted.filter(|_| r.status == Status::Pass) {
-            if expected_seen {
-                r.diagnostics.push(format!("the expected kernel report including `{w}` came"));
-            } else {
-                r.diagnostics.push(format!("expected a kernel report including `{w}`; none came during the scenario"));
+    }
+    if let (Some(before), Some(after)) = (r.taint_before, r.taint_after) {
+        if before != after {
+            r.diagnostics.push(format!("taint changed {before} -> {after}"));
+            if upgradable && !expected_seen {
                 r.status = Status::Fail;
             }
         }
-        if let (Some(before), Some(after)) = (r.taint_before, r.taint_after) {
-            if before != after {
-                r.diagnostics.push(format!("taint changed {before} -> {after}"));
-                if upgradable && !expected_seen {
-                    r.status = Status::Fail;
-                }
-            }
-        }
-        if upgradable && r.findings.iter().any(|f| !is_wanted(f)) {
-            r.status = Status::Fail;
-        }
-        scenarios.push(r);
     }
+    if upgradable && r.findings.iter().any(|f| !is_wanted(f)) {
+        r.status = Status::Fail;
+    }
+}
 
-    let findings: Vec<Finding> = scan
-        .findings
-        .iter()
-        .filter(|f| f.scenario.as_ref().is_none_or(|s| s.0 == 0 || s.0 > planned.len()))
-        .cloned()
-        .collect();
-
+/// The boot's verdict: the worst of a problem or a finding outside the scenarios (`flagged`),
+/// each scenario's status, the early stop's verdict, a boot failure and an infrastructure
+/// error, the first of equal rank kept.
+fn boot_verdict(
+    flagged: bool,
+    scenarios: &[ScenarioResult],
+    stopped: Option<BootVerdict>,
+    boot_failure: Option<String>,
+    end: &HostEnd,
+) -> BootVerdict {
     let mut verdict = BootVerdict::Pass;
     let mut raise = |v: BootVerdict| {
         if v.rank() > verdict.rank() {
             verdict = v;
         }
     };
-    if !problems.is_empty() || !findings.is_empty() {
+    if flagged {
         raise(BootVerdict::Fail);
     }
-    for r in &scenarios {
+    for r in scenarios {
         match r.status {
             Status::Pass | Status::Skip => {}
             Status::Fail | Status::NotRun | Status::Crashed => raise(BootVerdict::Fail),
             Status::Timeout => raise(BootVerdict::Timeout),
         }
     }
-    match &stop {
-        Some(Stop::Crash { scenario, .. }) => {
-            raise(BootVerdict::KernelPanic { scenario: scenario.as_ref().map(|s| s.1.clone()) })
-        }
-        Some(Stop::Hang { .. } | Stop::Abort { .. }) => raise(BootVerdict::Timeout),
-        Some(Stop::Interrupted { .. }) => raise(BootVerdict::Interrupted),
-        Some(Stop::Vanished { code, scenario }) => {
-            let how = match code {
-                Some(c) => format!("QEMU exited with code {c}"),
-                None => "QEMU was killed by a signal".to_string(),
-            };
-            let when = match scenario {
-                Some((i, n)) => format!("while scenario {i} ({n}) ran"),
-                None => format!("after {} of {} results", stream.scenarios.len(), planned.len()),
-            };
-            let empty = if stream.header_seen { "" } else { "; the result channel was empty" };
-            raise(BootVerdict::InfraError(format!("the agent ended without its sentinel: {how} {when}{empty}")));
-        }
-        None => {}
+    if let Some(v) = stopped {
+        raise(v);
     }
     if let Some(why) = boot_failure {
         raise(BootVerdict::BootFailure(why));
@@ -362,8 +418,7 @@ pub fn decide(
     if let HostEnd::InfraError(e) = end {
         raise(BootVerdict::InfraError(e.clone()));
     }
-
-    BootResult { verdict, scenarios, findings, problems }
+    verdict
 }
 
 /// A scenario the suite expects to fail, as it turned out.
