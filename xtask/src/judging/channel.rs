@@ -75,9 +75,7 @@ struct Begun {
 
 /// Reads a result channel capture.
 pub fn read(text: &str) -> Stream {
-    let mut s = Stream::default();
-    let mut begun: Option<Begun> = None;
-    let mut last_begun = 0;
+    let mut r = Reader::default();
     let mut protocol_lines = 0;
     for raw in text.lines() {
         let line = clean(raw);
@@ -85,16 +83,39 @@ pub fn read(text: &str) -> Stream {
             continue;
         }
         let Some(parsed) = ResultLine::parse(&line) else {
-            s.garbage += 1;
+            r.s.garbage += 1;
             continue;
         };
         protocol_lines += 1;
-        if s.sentinel.is_some() || s.aborted.is_some() {
-            s.problems.push(format!("protocol line after the end of the stream: {line}"));
+        if r.s.sentinel.is_some() || r.s.aborted.is_some() {
+            r.s.problems.push(format!("protocol line after the end of the stream: {line}"));
         }
         if protocol_lines == 1 && parsed != ResultLine::Header {
-            s.problems.push("the stream does not start with `KTAP version 1`".to_string());
+            r.s.problems.push("the stream does not start with `KTAP version 1`".to_string());
         }
+        r.line(parsed);
+    }
+    let mut s = r.s;
+    if let Some(b) = r.begun {
+        s.running = Some((b.index, b.name));
+        s.running_taint = Some(b.taint);
+        s.running_diagnostics = b.diagnostics;
+    }
+    s
+}
+
+/// The stream read so far, and the scenario begun and not yet ended at this point of it.
+#[derive(Default)]
+struct Reader {
+    s: Stream,
+    begun: Option<Begun>,
+    last_begun: usize,
+}
+
+impl Reader {
+    /// One protocol line, checked against those before it.
+    fn line(&mut self, parsed: ResultLine) {
+        let s = &mut self.s;
         match parsed {
             ResultLine::Header => {
                 if s.header_seen {
@@ -108,54 +129,12 @@ pub fn read(text: &str) -> Stream {
                 }
                 s.plan = Some(count);
             }
-            ResultLine::Begin { index, name, taint } => {
-                if let Some(b) = begun.take() {
-                    s.problems.push(format!("scenario {} ({}) began but has no result", b.index, b.name));
-                }
-                if s.record(index).is_some() || index <= last_begun {
-                    s.problems.push(format!("scenario {index} ({name}) began again"));
-                } else if index != last_begun + 1 {
-                    let expected = last_begun + 1;
-                    s.problems.push(format!("scenario {index} ({name}) began out of order (expected {expected})"));
-                }
-                last_begun = last_begun.max(index);
-                begun = Some(Begun { index, name, taint, diagnostics: Vec::new(), metrics: Vec::new() });
-            }
+            ResultLine::Begin { index, name, taint } => self.begin(index, name, taint),
             ResultLine::Result { index, name, outcome, time_ms, taint, reason } => {
-                if s.record(index).is_some() {
-                    s.problems.push(format!("duplicate result for scenario {index} ({name})"));
-                }
-                last_begun = last_begun.max(index);
-                let (taint_before, diagnostics, metrics) = match begun.take() {
-                    Some(b) if b.index == index => {
-                        if b.name != name {
-                            s.problems
-                                .push(format!("scenario {index} began as {} but its result names {name}", b.name));
-                        }
-                        (Some(b.taint), b.diagnostics, b.metrics)
-                    }
-                    other => {
-                        if let Some(b) = other {
-                            s.problems.push(format!("scenario {} ({}) began but has no result", b.index, b.name));
-                        }
-                        s.problems.push(format!("result for scenario {index} ({name}) without its ue-begin"));
-                        (None, Vec::new(), Vec::new())
-                    }
-                };
-                s.scenarios.push(ScenarioRecord {
-                    index,
-                    name,
-                    outcome,
-                    time_ms,
-                    taint_before,
-                    taint_after: taint,
-                    reason,
-                    diagnostics,
-                    metrics,
-                });
+                self.result(index, name, outcome, time_ms, taint, reason)
             }
             ResultLine::End { index, .. } => {
-                if begun.as_ref().is_some_and(|b| b.index == index) {
+                if self.begun.as_ref().is_some_and(|b| b.index == index) {
                     s.problems.push(format!("scenario {index} ended without a result"));
                 } else if s.record(index).is_none() {
                     s.problems.push(format!("ue-end for scenario {index}, which has no result"));
@@ -165,11 +144,11 @@ pub fn read(text: &str) -> Stream {
                 if s.sentinel.is_some() {
                     s.problems.push("second sentinel".to_string());
                 }
-                if let Some(b) = begun.take() {
+                if let Some(b) = self.begun.take() {
                     s.problems.push(format!("sentinel while scenario {} ({}) still ran", b.index, b.name));
                 }
                 let sentinel = Sentinel { total, passed, failed, skipped, timeout };
-                check_sentinel(&mut s, &sentinel);
+                check_sentinel(s, &sentinel);
                 s.sentinel = Some(sentinel);
             }
             ResultLine::Abort { after, reason } => {
@@ -178,7 +157,7 @@ pub fn read(text: &str) -> Stream {
                 }
                 s.aborted = Some((after, reason));
             }
-            ResultLine::Metric { index, metric } => match &mut begun {
+            ResultLine::Metric { index, metric } => match &mut self.begun {
                 Some(b) if b.index == index => {
                     if b.metrics.iter().any(|m| m.name == metric.name) {
                         s.problems.push(format!("scenario {index} measured {} twice", metric.name));
@@ -187,7 +166,7 @@ pub fn read(text: &str) -> Stream {
                 }
                 _ => s.problems.push(format!("metric {} for scenario {index}, which is not running", metric.name)),
             },
-            ResultLine::Diag(text) => match &mut begun {
+            ResultLine::Diag(text) => match &mut self.begun {
                 Some(b) => b.diagnostics.push(text),
                 None => s.diagnostics.push(text),
             },
@@ -195,12 +174,57 @@ pub fn read(text: &str) -> Stream {
             ResultLine::Gcov(_) => {}
         }
     }
-    if let Some(b) = begun {
-        s.running = Some((b.index, b.name));
-        s.running_taint = Some(b.taint);
-        s.running_diagnostics = b.diagnostics;
+
+    /// `ue-begin`: a scenario starts, in order, once, after the one before it ended.
+    fn begin(&mut self, index: usize, name: String, taint: u64) {
+        let s = &mut self.s;
+        if let Some(b) = self.begun.take() {
+            s.problems.push(format!("scenario {} ({}) began but has no result", b.index, b.name));
+        }
+        if s.record(index).is_some() || index <= self.last_begun {
+            s.problems.push(format!("scenario {index} ({name}) began again"));
+        } else if index != self.last_begun + 1 {
+            let expected = self.last_begun + 1;
+            s.problems.push(format!("scenario {index} ({name}) began out of order (expected {expected})"));
+        }
+        self.last_begun = self.last_begun.max(index);
+        self.begun = Some(Begun { index, name, taint, diagnostics: Vec::new(), metrics: Vec::new() });
     }
-    s
+
+    /// A scenario's result: recorded with what it said and measured since its `ue-begin`.
+    fn result(&mut self, index: usize, name: String, outcome: Outcome, time_ms: u64, taint: u64, reason: String) {
+        let s = &mut self.s;
+        if s.record(index).is_some() {
+            s.problems.push(format!("duplicate result for scenario {index} ({name})"));
+        }
+        self.last_begun = self.last_begun.max(index);
+        let (taint_before, diagnostics, metrics) = match self.begun.take() {
+            Some(b) if b.index == index => {
+                if b.name != name {
+                    s.problems.push(format!("scenario {index} began as {} but its result names {name}", b.name));
+                }
+                (Some(b.taint), b.diagnostics, b.metrics)
+            }
+            other => {
+                if let Some(b) = other {
+                    s.problems.push(format!("scenario {} ({}) began but has no result", b.index, b.name));
+                }
+                s.problems.push(format!("result for scenario {index} ({name}) without its ue-begin"));
+                (None, Vec::new(), Vec::new())
+            }
+        };
+        s.scenarios.push(ScenarioRecord {
+            index,
+            name,
+            outcome,
+            time_ms,
+            taint_before,
+            taint_after: taint,
+            reason,
+            diagnostics,
+            metrics,
+        });
+    }
 }
 
 fn check_sentinel(s: &mut Stream, sentinel: &Sentinel) {
