@@ -2,6 +2,8 @@
 //! `olddefconfig`), check that every requested option survived, build out of tree, and store
 //! the result with its provenance in the content-addressed cache.
 
+mod make;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,6 +22,7 @@ use crate::support::cmd::cmd;
 use crate::support::exit::{error, Kind};
 use crate::support::files::{hex, sha256_hex};
 use crate::support::progress::{self, Task};
+use make::{run_logged, Make};
 
 pub const METADATA_SCHEMA: u32 = 1;
 
@@ -208,66 +211,20 @@ fn build_or_reuse(req: &Request) -> Result<Built> {
         knobs: &knob_vars,
     });
     let store = req.cache_dir.join("kernels").join(arch.name).join(&key[..24]);
-    let source_ref = SourceRef {
-        spec: req.spec.clone(),
-        identity: req.source.clone(),
-        patches: req.patches.to_vec(),
-        cache_dir: req.cache_dir.to_path_buf(),
-    };
-    // A hit serves `--config-only` too: the key covers every input of the configuration, and
-    // the cached build's options were checked twice when it was made.
-    if let Some(mut built) = load(arch, &store)? {
-        built.source = Some(source_ref);
-        progress::line(format!(
-            "{}: cache hit, {} ({})",
-            arch.name,
-            built.metadata.kernelrelease,
-            built.image.display()
-        ));
+    if let Some(built) = cache_hit(req, &store)? {
         return Ok(built);
     }
+    let source_ref = source_ref(req);
 
-    // The mirror belongs to one source location. It is synced under its lock held exclusively
-    // and built from under the lock shared, so two arches of the same source and patches build
-    // side by side, while a build of other patches waits until no build reads the mirror.
     let location = location(req.source);
     let tree_dir = req.cache_dir.join("trees").join(&location);
-    let (lock_path, state) = (tree_dir.join("lock"), tree_dir.join("state.json"));
     let mut durations = BTreeMap::new();
 
     let t = Instant::now();
-    let pristine = source::pristine_root(req.spec, req.source, req.cache_dir)?;
-    let mirror = tree_dir.join("src");
-    let task = Task::start(format!("{}: preparing source", arch.name));
-    let _reading = loop {
-        let shared = crate::support::files::Lock::acquire_shared(&lock_path)?;
-        if source::mirror_synced(&pristine, &mirror, &state, &req.source.id, req.patches) {
-            break shared;
-        }
-        drop(shared);
-        let _writing = crate::support::files::Lock::acquire(&lock_path)?;
-        source::sync_mirror(&pristine, &mirror, &state, &req.source.id, req.patches)?;
-    };
-    task.finish(format!("{} with {} patch(es)", req.source.label, req.patches.len()));
-    super::gcov::check_sources(&mirror, req.gcov_files)?;
+    let (mirror, _reading) = prepare_mirror(req, &tree_dir)?;
     durations.insert("source".to_string(), t.elapsed().as_secs_f64());
 
-    // One persistent build directory per source location, arch, compiler and set of fragment
-    // files (the profiles): editing a fragment or adding `--kconfig` options rebuilds
-    // incrementally, while switching profiles does not thrash one directory.
-    let config_id = {
-        let mut h = Sha256::new();
-        for f in req.fragments.iter().filter(|f| f.name != kconfig::CLI_FRAGMENT) {
-            h.update(f.name.as_bytes());
-            h.update(b"\0");
-        }
-        h.update(compiler.version.as_bytes());
-        if !req.knobs.is_default() {
-            h.update(req.knobs.toolchain_id().as_bytes());
-        }
-        hex(&h.finalize())
-    };
-    let build_dir = req.cache_dir.join("build").join(format!("{}-{location}-{}", arch.name, &config_id[..12]));
+    let build_dir = build_dir(req, &location, &compiler);
     std::fs::create_dir_all(&build_dir)?;
     // One build at a time in a build directory.
     let _building = crate::support::files::Lock::acquire(&build_dir.join("xtask-lock"))?;
@@ -281,42 +238,8 @@ fn build_or_reuse(req: &Request) -> Result<Built> {
 
     let t = Instant::now();
     let requested = kconfig::merged_requests(req.fragments)?;
-    let frag_paths = write_fragments(&build_dir.join("xtask-fragments"), req.fragments)?;
-    let task = Task::start(format!("{}: configuring", arch.name));
+    let Configured { commands, effective, missing } = configure(req, &make, &requested, &tree_dir, &mut log)?;
     let config_path = build_dir.join(".config");
-    let mut commands = vec![make.command_line(&["tinyconfig"])];
-    // The configuration depends on the fragments, the source, and the Kconfig and Makefile
-    // files a patch changes: when none of that changed since this directory was configured, its
-    // .config stands (a one-file patch to a .c file skips tinyconfig, merge and olddefconfig).
-    // The requested options are still checked, here and after the build.
-    let inputs = config_inputs(req, &frag_paths, &mirror, &tree_dir.join("state.json"))?;
-    let stamp = build_dir.join("xtask-configured");
-    let configured = config_path.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == inputs);
-    if configured {
-        commands.push("(tinyconfig, merge_config.sh and olddefconfig skipped: no Kconfig input changed)".into());
-    } else {
-        let _ = std::fs::remove_file(&stamp);
-        make.run(&["tinyconfig"], &mut log, None)?;
-        let merge = mirror.join("scripts/kconfig/merge_config.sh");
-        let mut merge_cmd = Command::new("sh");
-        merge_cmd.arg(&merge).arg("-m").arg("-O").arg(&build_dir).arg(build_dir.join(".config"));
-        merge_cmd.args(&frag_paths).current_dir(&build_dir);
-        commands.push(format!(
-            "(cd {} && sh {} -m -O {} {}/.config {})",
-            build_dir.display(),
-            merge.display(),
-            build_dir.display(),
-            build_dir.display(),
-            frag_paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ")
-        ));
-        run_logged(merge_cmd, &mut log, None).context("merging config fragments with merge_config.sh")?;
-        commands.push(make.command_line(&["olddefconfig"]));
-        make.run(&["olddefconfig"], &mut log, None)?;
-        crate::support::files::write_atomic(&stamp, inputs.as_bytes())?;
-    }
-    let (effective, missing) = check_config(&config_path, &requested, &mirror, arch)?;
-    let how = if configured { ", configuration reused" } else { "" };
-    task.finish(format!("{} of {} requested options set{how}", requested.len() - missing.len(), requested.len()));
     durations.insert("configure".to_string(), t.elapsed().as_secs_f64());
     if !missing.is_empty() {
         return Err(missing_error(arch, "after olddefconfig", &missing, &config_path));
@@ -355,17 +278,7 @@ fn build_or_reuse(req: &Request) -> Result<Built> {
         return Ok(Built { arch, image, config: config_path, metadata, cache_hit: false, source });
     }
 
-    let t = Instant::now();
-    let mut task = Task::start(format!("{}: building {}", arch.name, arch.image_target));
-    let jobs = format!("-j{}", req.jobs);
-    metadata.make_commands.push(make.command_line(&[&jobs, arch.image_target]));
-    let result = make.run(&[&jobs, arch.image_target], &mut log, Some(&mut task));
-    if let Err(e) = result {
-        drop(task);
-        return Err(build_failure(arch, &log_path, e));
-    }
-    task.finish("done");
-    metadata.durations.insert("build".to_string(), t.elapsed().as_secs_f64());
+    make_image(req, &make, &mut metadata, &mut log, &log_path)?;
 
     // The build may rewrite .config (syncconfig); check the options again.
     let (effective, missing) = check_config(&config_path, &requested, &mirror, arch)?;
@@ -385,57 +298,154 @@ fn build_or_reuse(req: &Request) -> Result<Built> {
     Ok(built)
 }
 
-struct Make<'a> {
-    srctree: &'a Path,
-    out: &'a Path,
-    /// `ARCH=`, the knobs' and the coverage build's variables.
-    vars: Vec<String>,
-}
-
-impl Make<'_> {
-    /// `make`'s arguments after the program name.
-    fn args(&self, args: &[&str]) -> Vec<String> {
-        let mut all = vec!["-C".to_string(), self.srctree.display().to_string(), format!("O={}", self.out.display())];
-        all.extend(self.vars.iter().cloned());
-        all.extend(args.iter().map(|a| a.to_string()));
-        all
-    }
-
-    fn command_line(&self, args: &[&str]) -> String {
-        format!("make {}", shell_line(&self.args(args)))
-    }
-
-    fn run(&self, args: &[&str], log: &mut std::fs::File, task: Option<&mut Task>) -> Result<()> {
-        let mut make = Command::new("make");
-        make.args(self.args(args));
-        for var in crate::kernel::knobs::CLEARED_ENV {
-            make.env_remove(var);
-        }
-        run_logged(make, log, task)
-    }
-
-    fn capture(&self, args: &[&str]) -> Result<String> {
-        let sh = crate::support::cmd::sh()?;
-        let mut make = sh.cmd("make").args(self.args(args));
-        for var in crate::kernel::knobs::CLEARED_ENV {
-            make = make.env_remove(var);
-        }
-        Ok(String::from_utf8_lossy(&crate::support::cmd::stdout(make)?).into_owned())
+/// Where the request's source came from, kept with its build.
+fn source_ref(req: &Request) -> SourceRef {
+    SourceRef {
+        spec: req.spec.clone(),
+        identity: req.source.clone(),
+        patches: req.patches.to_vec(),
+        cache_dir: req.cache_dir.to_path_buf(),
     }
 }
 
-/// Runs a command with its output in the log (`cmd::run_logged`), feeding a progress task with
-/// the count of make steps (`  CC      kernel/...` lines) and the latest one.
-fn run_logged(cmd: Command, log: &mut std::fs::File, mut task: Option<&mut Task>) -> Result<()> {
-    let mut steps = 0u64;
-    crate::support::cmd::run_logged(cmd, log, |text| {
-        if let Some(task) = task.as_deref_mut() {
-            if text.starts_with("  ") && text.split_whitespace().count() >= 2 {
-                steps += 1;
-                task.update(format!("{steps} steps, {}", text.trim()));
-            }
+/// The build in the cache at `store`, if there is one, said as a hit. A hit serves
+/// `--config-only` too: the key covers every input of the configuration, and the cached
+/// build's options were checked twice when it was made.
+fn cache_hit(req: &Request, store: &Path) -> Result<Option<Built>> {
+    let Some(mut built) = load(req.arch, store)? else { return Ok(None) };
+    built.source = Some(source_ref(req));
+    progress::line(format!(
+        "{}: cache hit, {} ({})",
+        req.arch.name,
+        built.metadata.kernelrelease,
+        built.image.display()
+    ));
+    Ok(Some(built))
+}
+
+/// The private mirror of the source with the request's patches, synced if it is not, and its
+/// lock held shared while the build reads it (the guard, to keep until the build is done).
+fn prepare_mirror(req: &Request, tree_dir: &Path) -> Result<(PathBuf, crate::support::files::Lock)> {
+    // The mirror belongs to one source location. It is synced under its lock held exclusively
+    // and built from under the lock shared, so two arches of the same source and patches build
+    // side by side, while a build of other patches waits until no build reads the mirror.
+    let (lock_path, state) = (tree_dir.join("lock"), tree_dir.join("state.json"));
+    let pristine = source::pristine_root(req.spec, req.source, req.cache_dir)?;
+    let mirror = tree_dir.join("src");
+    let task = Task::start(format!("{}: preparing source", req.arch.name));
+    let reading = loop {
+        let shared = crate::support::files::Lock::acquire_shared(&lock_path)?;
+        if source::mirror_synced(&pristine, &mirror, &state, &req.source.id, req.patches) {
+            break shared;
         }
-    })
+        drop(shared);
+        let _writing = crate::support::files::Lock::acquire(&lock_path)?;
+        source::sync_mirror(&pristine, &mirror, &state, &req.source.id, req.patches)?;
+    };
+    task.finish(format!("{} with {} patch(es)", req.source.label, req.patches.len()));
+    super::gcov::check_sources(&mirror, req.gcov_files)?;
+    Ok((mirror, reading))
+}
+
+/// One persistent build directory per source location, arch, compiler and set of fragment
+/// files (the profiles): editing a fragment or adding `--kconfig` options rebuilds
+/// incrementally, while switching profiles does not thrash one directory.
+fn build_dir(req: &Request, location: &str, compiler: &Compiler) -> PathBuf {
+    let config_id = {
+        let mut h = Sha256::new();
+        for f in req.fragments.iter().filter(|f| f.name != kconfig::CLI_FRAGMENT) {
+            h.update(f.name.as_bytes());
+            h.update(b"\0");
+        }
+        h.update(compiler.version.as_bytes());
+        if !req.knobs.is_default() {
+            h.update(req.knobs.toolchain_id().as_bytes());
+        }
+        hex(&h.finalize())
+    };
+    req.cache_dir.join("build").join(format!("{}-{location}-{}", req.arch.name, &config_id[..12]))
+}
+
+/// The `.config` of the build directory from the fragments (tinyconfig, merge_config.sh,
+/// olddefconfig), unless no Kconfig input changed since it was made; the make commands that
+/// made it, and the requested options as set and as missed.
+fn configure(
+    req: &Request,
+    make: &Make,
+    requested: &BTreeMap<String, kconfig::Request>,
+    tree_dir: &Path,
+    log: &mut std::fs::File,
+) -> Result<Configured> {
+    let (mirror, build_dir) = (make.srctree, make.out);
+    let frag_paths = write_fragments(&build_dir.join("xtask-fragments"), req.fragments)?;
+    let task = Task::start(format!("{}: configuring", req.arch.name));
+    let config_path = build_dir.join(".config");
+    let mut commands = vec![make.command_line(&["tinyconfig"])];
+    // The configuration depends on the fragments, the source, and the Kconfig and Makefile
+    // files a patch changes: when none of that changed since this directory was configured, its
+    // .config stands (a one-file patch to a .c file skips tinyconfig, merge and olddefconfig).
+    // The requested options are still checked, here and after the build.
+    let inputs = config_inputs(req, &frag_paths, mirror, &tree_dir.join("state.json"))?;
+    let stamp = build_dir.join("xtask-configured");
+    let configured = config_path.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == inputs);
+    if configured {
+        commands.push("(tinyconfig, merge_config.sh and olddefconfig skipped: no Kconfig input changed)".into());
+    } else {
+        let _ = std::fs::remove_file(&stamp);
+        make.run(&["tinyconfig"], log, None)?;
+        let merge = mirror.join("scripts/kconfig/merge_config.sh");
+        let mut merge_cmd = Command::new("sh");
+        merge_cmd.arg(&merge).arg("-m").arg("-O").arg(build_dir).arg(build_dir.join(".config"));
+        merge_cmd.args(&frag_paths).current_dir(build_dir);
+        commands.push(format!(
+            "(cd {} && sh {} -m -O {} {}/.config {})",
+            build_dir.display(),
+            merge.display(),
+            build_dir.display(),
+            build_dir.display(),
+            frag_paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ")
+        ));
+        run_logged(merge_cmd, log, None).context("merging config fragments with merge_config.sh")?;
+        commands.push(make.command_line(&["olddefconfig"]));
+        make.run(&["olddefconfig"], log, None)?;
+        crate::support::files::write_atomic(&stamp, inputs.as_bytes())?;
+    }
+    let (effective, missing) = check_config(&config_path, requested, mirror, req.arch)?;
+    let how = if configured { ", configuration reused" } else { "" };
+    task.finish(format!("{} of {} requested options set{how}", requested.len() - missing.len(), requested.len()));
+    Ok(Configured { commands, effective, missing })
+}
+
+/// A configured build directory: the make commands that configured it, and the requested
+/// options as they are set and as they were missed.
+struct Configured {
+    commands: Vec<String>,
+    effective: BTreeMap<String, String>,
+    missing: Vec<Missing>,
+}
+
+/// `make` of the arch's image, its command line and duration recorded in `metadata`; a
+/// failure comes with the first errors of the log.
+fn make_image(
+    req: &Request,
+    make: &Make,
+    metadata: &mut Metadata,
+    log: &mut std::fs::File,
+    log_path: &Path,
+) -> Result<()> {
+    let arch = req.arch;
+    let t = Instant::now();
+    let mut task = Task::start(format!("{}: building {}", arch.name, arch.image_target));
+    let jobs = format!("-j{}", req.jobs);
+    metadata.make_commands.push(make.command_line(&[&jobs, arch.image_target]));
+    let result = make.run(&[&jobs, arch.image_target], log, Some(&mut task));
+    if let Err(e) = result {
+        drop(task);
+        return Err(build_failure(arch, log_path, e));
+    }
+    task.finish("done");
+    metadata.durations.insert("build".to_string(), t.elapsed().as_secs_f64());
+    Ok(())
 }
 
 fn write_fragments(dir: &Path, fragments: &[Fragment]) -> Result<Vec<PathBuf>> {
