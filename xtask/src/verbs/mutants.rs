@@ -41,9 +41,56 @@ impl MutantsArgs {
             None => None,
         };
         let target = self.target()?;
-        let mut mutants = find::mutants(&target.name, &target.text)?;
+        let mutants = find::mutants(&target.name, &target.text)?;
         let total = mutants.len();
         let list = self.equivalent_list(&target)?;
+        self.warn_of_entries(&list);
+        if self.check_equivalents {
+            return Ok(check_equivalents(&list));
+        }
+        let mutants = self.select(mutants, &target, &list, shard)?;
+        if let Some(arches) = &self.tce {
+            return crate::verbs::mutants_tce::run(
+                arches,
+                &target.name,
+                &target.text,
+                &target.patches,
+                &mutants,
+                &list.applied.equivalent,
+                &self.out_dir(),
+                self.cache_dir.as_deref(),
+            );
+        }
+        let out = self.out_dir();
+        let (mut steps, stages) = self.plan(&target, &mutants, &out, &list)?;
+        self.show(&target, &mutants, &steps, total)?;
+        let mut code = 0;
+        if self.run {
+            code = self.run_stages(&target, &mutants, &stages, &out, &list)?;
+            // What this run decided; the tracked list still wins over a result kept from
+            // before the mutant was listed (as in the plan).
+            for (id, r) in plan::load_state(&plan::state_file(&out))? {
+                if let Some(step) = steps.get_mut(&id).filter(|s| !plan::is_equivalent(s)) {
+                    *step = Step::Decided(r);
+                }
+            }
+        }
+        if self.recheck_equivalents {
+            let cache = crate::kernel::cache::root(self.cache_dir.as_deref());
+            code = code.max(recheck_verdict(&list, &mutants, &out, &cache)?);
+        }
+        if self.report {
+            write_report(&target, &mutants, &steps, &out)?;
+        }
+        if !self.list && !self.json && !self.report && !self.run {
+            eprintln!("nothing asked: use --list, --json, --report or --run");
+        }
+        Ok(code)
+    }
+
+    /// The equivalent list's entries that do not apply to this file: each named when they are
+    /// few or asked for, else counted.
+    fn warn_of_entries(&self, list: &EquivalentList) {
         let warnings = list.applied.warnings(&list.entries, &list.path);
         if warnings.len() <= 3 || self.check_equivalents || self.recheck_equivalents {
             warnings.iter().for_each(|w| eprintln!("warning: {w}"));
@@ -55,9 +102,17 @@ impl MutantsArgs {
                 list.entries.len()
             );
         }
-        if self.check_equivalents {
-            return Ok(check_equivalents(&list));
-        }
+    }
+
+    /// The mutants asked for: the listed equivalents with `--recheck-equivalents`, then those
+    /// on the lines of `--in-diff`, of `--shard` and with an `--id`.
+    fn select(
+        &self,
+        mut mutants: Vec<Mutant>,
+        target: &Target,
+        list: &EquivalentList,
+        shard: Option<Shard>,
+    ) -> Result<Vec<Mutant>> {
         // Rechecked: every listed mutant, those trivial compiler equivalence proved too (its
         // proof holds for the one kernel configuration it compiled with).
         let tce_proven = crate::verbs::mutants_tce::proven(&self.base_out(), &list.digest);
@@ -83,24 +138,16 @@ impl MutantsArgs {
             }
             mutants.retain(|m| self.ids.contains(&m.id));
         }
-        if let Some(arches) = &self.tce {
-            return crate::verbs::mutants_tce::run(
-                arches,
-                &target.name,
-                &target.text,
-                &target.patches,
-                &mutants,
-                &list.applied.equivalent,
-                &self.out_dir(),
-                self.cache_dir.as_deref(),
-            );
-        }
-        let out = self.out_dir();
-        let (mut steps, stages) = self.plan(&target, &mutants, &out, &list)?;
+        Ok(mutants)
+    }
+
+    /// The selection as `--json` or `--list` asks, then counted by operator and by planned step
+    /// on stderr.
+    fn show(&self, target: &Target, mutants: &[Mutant], steps: &BTreeMap<String, Step>, total: usize) -> Result<()> {
         if self.json {
-            print_json(&target, &mutants, &steps)?;
+            print_json(target, mutants, steps)?;
         } else if self.list {
-            for m in &mutants {
+            for m in mutants {
                 let planned = steps.get(&m.id).map(|s| format!("  [{}]", describe(s))).unwrap_or_default();
                 println!("{}  {}:{}  {}  {}  {}{planned}", m.id, m.file, m.line, m.function, m.operator, m.change());
             }
@@ -123,103 +170,79 @@ impl MutantsArgs {
             let tally: Vec<String> = tally.iter().map(|(k, n)| format!("{k} {n}")).collect();
             eprintln!("planned: {}", tally.join(", "));
         }
+        Ok(())
+    }
+
+    /// `--run`: each stage's mutants still to run, on the stage's kernels (one schemata kernel
+    /// per stage and arch unless `--one-by-one`); the exit code of the last stage that ran any.
+    fn run_stages(
+        &self,
+        target: &Target,
+        mutants: &[Mutant],
+        stages: &[Stage],
+        out: &Path,
+        list: &EquivalentList,
+    ) -> Result<u8> {
         let mut code = 0;
-        if self.run {
-            let cache = crate::kernel::cache::root(self.cache_dir.as_deref());
-            // Every mutant of the file, whatever was selected: one schemata kernel per stage
-            // serves every shard and every resumed run.
-            let all = find::mutants(&target.name, &target.text)?;
-            for (k, stage) in stages.iter().enumerate() {
-                // Read again at each stage: the earlier ones appended to the state file. A
-                // `Run` is a mutant with no result yet or a survivor of an earlier stage.
-                let kept = self.kept(&out, &list)?;
-                let todo: BTreeMap<String, Step> = plan_stage(&mutants, &stages, k, &kept)
-                    .into_iter()
-                    .filter(|(_, step)| matches!(step, Step::Run { .. }))
-                    .collect();
-                if todo.is_empty() {
-                    continue;
-                }
-                crate::support::progress::line(format!(
-                    "mutants: stage {} of {}, {}: {} mutants",
-                    k + 1,
-                    stages.len(),
-                    stage.label,
-                    todo.len()
-                ));
-                let arches: BTreeSet<&str> = todo
-                    .values()
-                    .filter_map(|s| match s {
-                        Step::Run { scenarios } => Some(scenarios.keys().map(String::as_str)),
-                        Step::Decided(_) => None,
-                    })
-                    .flatten()
-                    .collect();
-                let kernels = crate::verbs::mutants_run::Kernels {
-                    base: &target.patches,
-                    profiles: &stage.profiles,
-                    schemata: None,
-                    cache: &cache,
-                };
-                let schemata = if self.one_by_one {
-                    None
-                } else {
-                    let arches: Vec<&str> = arches.into_iter().collect();
-                    Some(crate::verbs::mutants_run::schemata_kernel(
-                        &all,
-                        &target.name,
-                        &target.text,
-                        &kernels,
-                        &arches,
-                        &out,
-                    )?)
-                };
-                let label = (stages.len() > 1).then_some(stage.label.as_str());
-                code = crate::verbs::mutants_run::run_all(
-                    &mutants,
-                    &target.text,
-                    crate::verbs::mutants_run::Kernels { schemata: schemata.as_ref(), ..kernels },
-                    &todo,
-                    (&out, label),
-                    self.timeout,
-                    self.parallel as usize,
-                )?;
-            }
-            // What this run decided; the tracked list still wins over a result kept from
-            // before the mutant was listed (as in the plan).
-            for (id, r) in plan::load_state(&plan::state_file(&out))? {
-                if let Some(step) = steps.get_mut(&id).filter(|s| !plan::is_equivalent(s)) {
-                    *step = Step::Decided(r);
-                }
-            }
-        }
-        if self.recheck_equivalents {
-            let cache = crate::kernel::cache::root(self.cache_dir.as_deref());
-            code = code.max(recheck_verdict(&list, &mutants, &out, &cache)?);
-        }
-        if self.report {
-            let results = steps
-                .iter()
-                .filter_map(|(id, s)| match s {
-                    Step::Decided(r) => Some((id.clone(), r.clone())),
-                    Step::Run { .. } => None,
-                })
+        let cache = crate::kernel::cache::root(self.cache_dir.as_deref());
+        // Every mutant of the file, whatever was selected: one schemata kernel per stage
+        // serves every shard and every resumed run.
+        let all = find::mutants(&target.name, &target.text)?;
+        for (k, stage) in stages.iter().enumerate() {
+            // Read again at each stage: the earlier ones appended to the state file. A
+            // `Run` is a mutant with no result yet or a survivor of an earlier stage.
+            let kept = self.kept(out, list)?;
+            let todo: BTreeMap<String, Step> = plan_stage(mutants, stages, k, &kept)
+                .into_iter()
+                .filter(|(_, step)| matches!(step, Step::Run { .. }))
                 .collect();
-            let json = report::stryker_json(&target.name, &target.text, &mutants, &results);
-            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-            let path = out.join("mutants.json");
-            std::fs::write(&path, serde_json::to_string_pretty(&json)?)
-                .with_context(|| format!("writing {}", path.display()))?;
-            let summary = out.join("summary.md");
-            let page = crate::mutants::summary::render(&target.name, &mutants, &results);
-            std::fs::write(&summary, page).with_context(|| format!("writing {}", summary.display()))?;
-            let html = out.join("mutants.html");
-            let page = crate::mutants::html::render(&target.name, &target.text, &mutants, &results);
-            std::fs::write(&html, page).with_context(|| format!("writing {}", html.display()))?;
-            eprintln!("wrote {}, {} and {}", path.display(), summary.display(), html.display());
-        }
-        if !self.list && !self.json && !self.report && !self.run {
-            eprintln!("nothing asked: use --list, --json, --report or --run");
+            if todo.is_empty() {
+                continue;
+            }
+            crate::support::progress::line(format!(
+                "mutants: stage {} of {}, {}: {} mutants",
+                k + 1,
+                stages.len(),
+                stage.label,
+                todo.len()
+            ));
+            let arches: BTreeSet<&str> = todo
+                .values()
+                .filter_map(|s| match s {
+                    Step::Run { scenarios } => Some(scenarios.keys().map(String::as_str)),
+                    Step::Decided(_) => None,
+                })
+                .flatten()
+                .collect();
+            let kernels = crate::verbs::mutants_run::Kernels {
+                base: &target.patches,
+                profiles: &stage.profiles,
+                schemata: None,
+                cache: &cache,
+            };
+            let schemata = if self.one_by_one {
+                None
+            } else {
+                let arches: Vec<&str> = arches.into_iter().collect();
+                Some(crate::verbs::mutants_run::schemata_kernel(
+                    &all,
+                    &target.name,
+                    &target.text,
+                    &kernels,
+                    &arches,
+                    out,
+                )?)
+            };
+            let label = (stages.len() > 1).then_some(stage.label.as_str());
+            code = crate::verbs::mutants_run::run_all(
+                mutants,
+                &target.text,
+                crate::verbs::mutants_run::Kernels { schemata: schemata.as_ref(), ..kernels },
+                &todo,
+                (out, label),
+                self.timeout,
+                self.parallel as usize,
+            )?;
         }
         Ok(code)
     }
@@ -514,6 +537,31 @@ fn xfail_marked() -> Result<std::collections::BTreeSet<String>> {
                 .map(move |d| format!("{}/{}", s.suite, d.name))
         })
         .collect())
+}
+
+/// `--report`: what is decided of the selected mutants, as Stryker's `mutants.json`,
+/// `summary.md` and `mutants.html` in `out`.
+fn write_report(target: &Target, mutants: &[Mutant], steps: &BTreeMap<String, Step>, out: &Path) -> Result<()> {
+    let results = steps
+        .iter()
+        .filter_map(|(id, s)| match s {
+            Step::Decided(r) => Some((id.clone(), r.clone())),
+            Step::Run { .. } => None,
+        })
+        .collect();
+    let json = report::stryker_json(&target.name, &target.text, mutants, &results);
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let path = out.join("mutants.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&json)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    let summary = out.join("summary.md");
+    let page = crate::mutants::summary::render(&target.name, mutants, &results);
+    std::fs::write(&summary, page).with_context(|| format!("writing {}", summary.display()))?;
+    let html = out.join("mutants.html");
+    let page = crate::mutants::html::render(&target.name, &target.text, mutants, &results);
+    std::fs::write(&html, page).with_context(|| format!("writing {}", html.display()))?;
+    eprintln!("wrote {}, {} and {}", path.display(), summary.display(), html.display());
+    Ok(())
 }
 
 /// A step in a few words: `NoCoverage`, `Equivalent`, `Killed` (done earlier), `run: 3
