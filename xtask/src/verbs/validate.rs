@@ -24,19 +24,7 @@ impl ValidateArgs {
 
 fn validate(args: &ValidateArgs) -> Result<u8> {
     let started = std::time::Instant::now();
-    let src = &args.kernel.source;
-    if src.patches.is_empty() && args.base.is_none() {
-        return Err(error(
-            Kind::BadInput,
-            "validate needs the change to validate: --patch FILE, or --kernel-src TREE --base REF [--head REF]",
-        ));
-    }
-    if args.head.is_some() && args.base.is_none() {
-        return Err(error(Kind::BadInput, "--head REF goes with --base REF"));
-    }
-    if src.kernel_image.is_some() {
-        return Err(error(Kind::BadInput, "validate builds from source: --kernel-image cannot be patched"));
-    }
+    needs_a_change(args)?;
     let mut chosen = crate::run::pipeline::choose(&args.select, &args.vm.results_root())?;
     if chosen.suites.is_empty() {
         return Err(error(Kind::BadInput, "validate has no suite to run: suites/ has no *.yaml and no --suite given"));
@@ -100,14 +88,45 @@ fn validate(args: &ValidateArgs) -> Result<u8> {
         let watch = crate::verbs::affected::watch(&base, first.as_ref(), started);
         run_repeats(&chosen, &head_built, &head_args, args, (None, Some(&watch)), 0)?
     };
+    compare_sides(args, &mut base, &current, base_code, cur_code)
+}
+
+/// The flags name a change to validate, on a source that can be patched.
+fn needs_a_change(args: &ValidateArgs) -> Result<()> {
+    let src = &args.kernel.source;
+    if src.patches.is_empty() && args.base.is_none() {
+        return Err(error(
+            Kind::BadInput,
+            "validate needs the change to validate: --patch FILE, or --kernel-src TREE --base REF [--head REF]",
+        ));
+    }
+    if args.head.is_some() && args.base.is_none() {
+        return Err(error(Kind::BadInput, "--head REF goes with --base REF"));
+    }
+    if src.kernel_image.is_some() {
+        return Err(error(Kind::BadInput, "validate builds from source: --kernel-image cannot be patched"));
+    }
+    Ok(())
+}
+
+/// The two sides compared (the baseline narrowed to what the change affects with
+/// `--affected`): the patch's blind spots said, the `compare` report written, and its exit
+/// code, or the infrastructure's when a boot of either side failed for that.
+fn compare_sides(
+    args: &ValidateArgs,
+    base: &mut [(PathBuf, Run)],
+    current: &[(PathBuf, Run)],
+    base_code: u8,
+    cur_code: u8,
+) -> Result<u8> {
     if args.affected {
-        crate::verbs::affected::narrow(&mut base, &current);
+        crate::verbs::affected::narrow(base, current);
     }
     if let Some(dir) = base.iter().find(|(d, _)| current.iter().any(|(c, _)| c == d)) {
         return Err(error(Kind::Infra, format!("both sides wrote into {}", dir.0.display())));
     }
     let folders = |s: &[(PathBuf, Run)]| s.iter().map(|(d, _)| d.display().to_string()).collect::<Vec<_>>().join(", ");
-    line(format!("validate: comparing {} (base) with {} (patched)", folders(&base), folders(&current)));
+    line(format!("validate: comparing {} (base) with {} (patched)", folders(base), folders(current)));
     let last = current.last().map(|(d, _)| d.clone()).expect("at least one repeat");
     // The patch's blind spots first: its lines no scenario executed (a coverage run).
     let patched = current.last().map(|(_, r)| r);
@@ -121,7 +140,7 @@ fn validate(args: &ValidateArgs) -> Result<u8> {
     }
     let out = args.report.out.clone().unwrap_or(last);
     let mut code =
-        crate::results::compare::report(&base, &current, &out, args.report.fail_on_metrics, args.report.verbose)?;
+        crate::results::compare::report(base, current, &out, args.report.fail_on_metrics, args.report.verbose)?;
     if code == 0 && args.kernel.config.fail_on_blind_spots && patched.is_some_and(|r| !r.blind_spots().is_empty()) {
         line("validate: --fail-on-blind-spots: the patch adds lines no scenario executed");
         code = crate::support::exit::BLIND_SPOTS;
