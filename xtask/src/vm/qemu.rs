@@ -286,37 +286,16 @@ pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol
 
     let (tx, rx) = mpsc::channel();
     let log_path = spec.console_log();
-    let mut log = std::fs::File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
-    let reader = std::thread::spawn(move || -> std::io::Result<()> {
-        for line in BufReader::new(stdout).split(b'\n') {
-            let line = line?;
-            log.write_all(&line)?;
-            log.write_all(b"\n")?;
-            let text = String::from_utf8_lossy(&line);
-            if text.contains(BOOT_MARKER) {
-                let _ = tx.send(Event::Booted(Instant::now()));
-            } else if text.contains(PANIC_MARKER) {
-                let _ = tx.send(Event::Panic);
-            } else if dies(&text) {
-                let _ = tx.send(Event::Died(Instant::now()));
-            }
-        }
-        log.flush()
-    });
+    let log = std::fs::File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
+    let reader = std::thread::spawn(move || read_console(stdout, log, &tx));
 
-    let mut boot = None;
-    let mut panic_at = None;
-    let mut died_at: Option<Instant> = None;
+    let mut seen = Seen::default();
     let mut watch =
         spec.deadlines_ms.clone().map(|d| crate::vm::hang::Watch::new(d, spec.boot_timeout + STARTUP, started));
     let mut tail = ResultsTail::default();
     let ended = loop {
         for ev in rx.try_iter() {
-            match ev {
-                Event::Booted(at) => boot = Some(at - started),
-                Event::Panic => panic_at = Some(Instant::now()),
-                Event::Died(at) => died_at = died_at.or(Some(at)),
-            }
+            seen.note(ev, started);
         }
         for line in tail.read(&spec.results_log()) {
             live(&line);
@@ -330,30 +309,7 @@ pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol
             }
             break Ended::Exited { code: status.code() };
         }
-        let elapsed = started.elapsed();
-        let kill = if interrupted() {
-            Some((stop_reason(), KillKind::Interrupted))
-        } else if boot.is_none() && elapsed > spec.boot_timeout {
-            let why = format!("the kernel did not reach /init within {} s", spec.boot_timeout.as_secs());
-            Some((why, KillKind::NoBoot))
-        } else if panic_at.is_some_and(|p| p.elapsed() > Duration::from_secs(10)) {
-            Some(("the kernel panicked but did not reboot within 10 s".to_string(), KillKind::PanicNoReboot))
-        } else if let Some(after) = spec.stop_after_death.zip(died_at).filter(|(grace, at)| at.elapsed() > *grace) {
-            let why = format!(
-                "the kernel killed a task (an Oops or BUG on the console) and --fail-fast stops at the first failure: \
-                 the VM was stopped {} s after it",
-                after.0.as_secs()
-            );
-            Some((why, KillKind::Hung))
-        } else if let Some(why) = watch.as_ref().filter(|_| boot.is_some()).and_then(|w| w.overdue(Instant::now())) {
-            Some((why, KillKind::Hung))
-        } else if elapsed > spec.watchdog {
-            let why = format!("the VM did not end within the host watchdog of {} s", spec.watchdog.as_secs());
-            Some((why, KillKind::Watchdog))
-        } else {
-            None
-        };
-        if let Some((reason, kind)) = kill {
+        if let Some((reason, kind)) = kill_reason(spec, started.elapsed(), &seen, watch.as_ref()) {
             vm.signal(libc::SIGKILL);
             let _ = vm.child.wait();
             break killed(started, reason, kind);
@@ -368,7 +324,82 @@ pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol
     drop(vm);
     drop(daemons);
     reader.join().map_err(|_| anyhow::anyhow!("console reader panicked"))?.context("reading the console")?;
-    Ok(VmRun { ended, command_line, wall, boot, sandbox })
+    Ok(VmRun { ended, command_line, wall, boot: seen.boot, sandbox })
+}
+
+/// Tees QEMU's stdout (the console) into `log`, telling the VM's loop when the kernel reached
+/// /init, panicked or killed a task.
+fn read_console(
+    stdout: std::process::ChildStdout,
+    mut log: std::fs::File,
+    tx: &mpsc::Sender<Event>,
+) -> std::io::Result<()> {
+    for line in BufReader::new(stdout).split(b'\n') {
+        let line = line?;
+        log.write_all(&line)?;
+        log.write_all(b"\n")?;
+        let text = String::from_utf8_lossy(&line);
+        if text.contains(BOOT_MARKER) {
+            let _ = tx.send(Event::Booted(Instant::now()));
+        } else if text.contains(PANIC_MARKER) {
+            let _ = tx.send(Event::Panic);
+        } else if dies(&text) {
+            let _ = tx.send(Event::Died(Instant::now()));
+        }
+    }
+    log.flush()
+}
+
+/// What the console showed so far: when the kernel reached /init (after the start), when it
+/// panicked, when it first killed a task.
+#[derive(Default)]
+struct Seen {
+    boot: Option<Duration>,
+    panic_at: Option<Instant>,
+    died_at: Option<Instant>,
+}
+
+impl Seen {
+    fn note(&mut self, ev: Event, started: Instant) {
+        match ev {
+            Event::Booted(at) => self.boot = Some(at - started),
+            Event::Panic => self.panic_at = Some(Instant::now()),
+            Event::Died(at) => self.died_at = self.died_at.or(Some(at)),
+        }
+    }
+}
+
+/// Why the VM must be killed now, `elapsed` after its start, if it must: a stop asked for, no
+/// /init in time, a panic without a reboot, a task killed under `--fail-fast`, scenarios
+/// overdue, the host watchdog.
+fn kill_reason(
+    spec: &VmSpec,
+    elapsed: Duration,
+    seen: &Seen,
+    watch: Option<&crate::vm::hang::Watch>,
+) -> Option<(String, KillKind)> {
+    if interrupted() {
+        Some((stop_reason(), KillKind::Interrupted))
+    } else if seen.boot.is_none() && elapsed > spec.boot_timeout {
+        let why = format!("the kernel did not reach /init within {} s", spec.boot_timeout.as_secs());
+        Some((why, KillKind::NoBoot))
+    } else if seen.panic_at.is_some_and(|p| p.elapsed() > Duration::from_secs(10)) {
+        Some(("the kernel panicked but did not reboot within 10 s".to_string(), KillKind::PanicNoReboot))
+    } else if let Some(after) = spec.stop_after_death.zip(seen.died_at).filter(|(grace, at)| at.elapsed() > *grace) {
+        let why = format!(
+            "the kernel killed a task (an Oops or BUG on the console) and --fail-fast stops at the first failure: \
+             the VM was stopped {} s after it",
+            after.0.as_secs()
+        );
+        Some((why, KillKind::Hung))
+    } else if let Some(why) = watch.filter(|_| seen.boot.is_some()).and_then(|w| w.overdue(Instant::now())) {
+        Some((why, KillKind::Hung))
+    } else if elapsed > spec.watchdog {
+        let why = format!("the VM did not end within the host watchdog of {} s", spec.watchdog.as_secs());
+        Some((why, KillKind::Watchdog))
+    } else {
+        None
+    }
 }
 
 /// Runs a VM with the terminal as its console, for `cargo xtask shell`. QEMU stays in the
