@@ -5,12 +5,14 @@
 //! at a time; anywhere else each missing piece is named with its Debian/Ubuntu and Fedora
 //! package. `--no-setup` (`XTASK_NO_SETUP=1`) skips all of it.
 
+mod backports;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::arch::{Arch, ARCHES};
 use crate::flags::{BenchArgs, KernelArgs, RunArgs, UpstreamArgs, VmArgs};
@@ -19,6 +21,7 @@ use crate::support::cmd::{cmd, sh, succeeds, text, StepLog};
 use crate::support::exit::{error, Kind};
 use crate::support::progress::line;
 use crate::vm::initramfs::{clients_run_by, CLIENTS};
+use backports::{add_backports_source, backports_configured, BACKPORTS_FILE};
 
 /// How much of a kernel a verb makes from source.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -323,13 +326,35 @@ fn target_needs(t: &crate::arch::HelperTarget, why: String) -> Vec<(String, Stri
 
 /// Every piece `needs` asks for, each once (the first reason wins).
 pub fn items(n: &Needs) -> Vec<Item> {
-    let mut v: Vec<Item> = Vec::new();
-    let mut add = |what: String, why: String, probe: Probe, source: Source| {
-        if !v.iter().any(|i| i.what == what) {
-            v.push(Item { what, why, probe, source });
+    let mut v = Items::default();
+    kernel_build_items(n, &mut v);
+    source_items(n, &mut v);
+    guest_items(n, &mut v);
+    host_tool_items(n, &mut v);
+    v.0
+}
+
+/// The items found so far, each once: the first reason for a piece wins.
+#[derive(Default)]
+struct Items(Vec<Item>);
+
+impl Items {
+    fn add(&mut self, what: String, why: String, probe: Probe, source: Source) {
+        if !self.0.iter().any(|i| i.what == what) {
+            self.0.push(Item { what, why, probe, source });
         }
-    };
-    let program = |name: &str| Probe::Program(name.to_string());
+    }
+}
+
+/// A program found on the `PATH`.
+fn program(name: &str) -> Probe {
+    Probe::Program(name.to_string())
+}
+
+/// What configuring and building a kernel takes: the compilers, the build tools, the
+/// compression of the images and the headers of the build's host programs.
+fn kernel_build_items(n: &Needs, v: &mut Items) {
+    let mut add = |what: String, why: String, probe: Probe, source: Source| v.add(what, why, probe, source);
     if n.kernel != KernelWork::None {
         let kb = "the kernel build";
         add("gcc".into(), format!("host programs of {kb}"), program("gcc"), Source::Package("gcc"));
@@ -357,6 +382,12 @@ pub fn items(n: &Needs) -> Vec<Item> {
             add("openssl/evp.h".into(), why, header("openssl/evp.h"), Source::Package("libssl-dev"));
         }
     }
+}
+
+/// What getting the kernel source takes: unpacking a tarball, the default source's package,
+/// the private apt of `--kernel-version`, `--patch` and a git tree.
+fn source_items(n: &Needs, v: &mut Items) {
+    let mut add = |what: String, why: String, probe: Probe, source: Source| v.add(what, why, probe, source);
     if n.tarball {
         for tool in ["tar", "xz"] {
             add(tool.into(), "unpacking the kernel source".into(), program(tool), Source::Package(tool_package(tool)));
@@ -383,6 +414,12 @@ pub fn items(n: &Needs) -> Vec<Item> {
     if n.git {
         add("git".into(), "a git --kernel-src".into(), program("git"), Source::Package("git"));
     }
+}
+
+/// What booting takes: QEMU, the guest agent's target, virtio-fs, and the targets of the
+/// guest clients the plans run.
+fn guest_items(n: &Needs, v: &mut Items) {
+    let mut add = |what: String, why: String, probe: Probe, source: Source| v.add(what, why, probe, source);
     if n.boot {
         for arch in &n.arches {
             // With `XTASK_QEMU_DIR` the user brings their own QEMU: no package would put it
@@ -410,6 +447,12 @@ pub fn items(n: &Needs) -> Vec<Item> {
             }
         }
     }
+}
+
+/// The host's tools around a run: static C programs, gcov for a coverage kernel, the
+/// reports' consumers, a browser and the unit tests' programs.
+fn host_tool_items(n: &Needs, v: &mut Items) {
+    let mut add = |what: String, why: String, probe: Probe, source: Source| v.add(what, why, probe, source);
     if n.static_c {
         for arch in &n.arches {
             let cc = arch.compiler();
@@ -444,7 +487,6 @@ pub fn items(n: &Needs) -> Vec<Item> {
             add(tool.into(), "cargo test --workspace".into(), program(tool), Source::Package(tool));
         }
     }
-    v
 }
 
 /// The Debian package of a build tool (its own name but for xz).
@@ -615,8 +657,6 @@ pub fn report(missing: &[Item], hints: &Hints) -> String {
     out.join("\n")
 }
 
-const BACKPORTS_FILE: &str = "/etc/apt/sources.list.d/user-events-conformance-backports.sources";
-
 /// Debian packages: QEMU from bookworm-backports on Debian 12, the rest from the release.
 fn debian_packages(missing: &[Item], bookworm: bool) -> (Vec<&'static str>, Vec<&'static str>) {
     let mut backports = Vec::new();
@@ -703,7 +743,29 @@ pub fn provision(needs: &Needs, verbose: bool) -> Result<()> {
         return Ok(());
     }
     let host = host();
-    // Distribution packages: the missing pieces' own, and what the user-level steps need.
+    let wanted = wanted_packages(&missing);
+    let rust_targets: Vec<&str> =
+        missing.iter().filter_map(|i| if let Source::RustTarget(t) = i.source { Some(t) } else { None }).collect();
+    let no_rustup = !rust_targets.is_empty() && on_path("rustup").is_none();
+    let can_apt = host.root && host.debian_like && host.apt;
+    if (!wanted.is_empty() && !can_apt) || no_rustup {
+        return Err(cannot_install(&host, no_rustup, &missing, wanted, &arches));
+    }
+    install(&host, &missing, &wanted, &rust_targets)?;
+    let after = self::missing(&items);
+    if !after.is_empty() {
+        return Err(error(
+            Kind::Infra,
+            format!("setup: still missing after installing:\n{}", report(&after, &Hints::here())),
+        ));
+    }
+    line(format!("setup: verified, everything present ({:.0} s)", started.elapsed().as_secs_f64()));
+    Ok(())
+}
+
+/// The distribution packages to install: the missing pieces' own, and what the user-level
+/// steps need (virtiofsd's build, a Python venv).
+fn wanted_packages(missing: &[Item]) -> Vec<Item> {
     let mut wanted: Vec<Item> = missing.iter().filter(|i| matches!(i.source, Source::Package(_))).cloned().collect();
     let prerequisite = |what: &str, pkg: &'static str| Item {
         what: what.into(),
@@ -719,34 +781,38 @@ pub fn provision(needs: &Needs, verbose: bool) -> Result<()> {
     if missing.iter().any(|i| matches!(i.source, Source::Venv(_))) && !venv_works() {
         wanted.push(prerequisite("python3-venv", "python3-venv"));
     }
-    let rust_targets: Vec<&str> =
-        missing.iter().filter_map(|i| if let Source::RustTarget(t) = i.source { Some(t) } else { None }).collect();
-    let no_rustup = !rust_targets.is_empty() && on_path("rustup").is_none();
-    let can_apt = host.root && host.debian_like && host.apt;
-    if (!wanted.is_empty() && !can_apt) || no_rustup {
-        let why = if no_rustup {
-            "rustup is not on PATH to add the Rust targets"
-        } else if !host.debian_like {
-            "this is not a Debian-like system"
-        } else if !host.root {
-            "not running as root"
-        } else {
-            "apt-get is not on PATH"
-        };
-        let mut all = missing.clone();
-        all.extend(wanted.into_iter().filter(|w| !missing.contains(w)));
-        return Err(error(
-            Kind::Infra,
-            format!(
-                "setup: this command ({}) needs what this host lacks, and {why}, so nothing was installed:\n{}",
-                arches.join(", "),
-                report(&all, &Hints::here())
-            ),
-        ));
-    }
+    wanted
+}
 
+/// Why nothing was installed on this host, with every missing piece and its packages.
+fn cannot_install(host: &Host, no_rustup: bool, missing: &[Item], wanted: Vec<Item>, arches: &[&str]) -> anyhow::Error {
+    let why = if no_rustup {
+        "rustup is not on PATH to add the Rust targets"
+    } else if !host.debian_like {
+        "this is not a Debian-like system"
+    } else if !host.root {
+        "not running as root"
+    } else {
+        "apt-get is not on PATH"
+    };
+    let mut all = missing.to_vec();
+    all.extend(wanted.into_iter().filter(|w| !missing.contains(w)));
+    error(
+        Kind::Infra,
+        format!(
+            "setup: this command ({}) needs what this host lacks, and {why}, so nothing was installed:\n{}",
+            arches.join(", "),
+            report(&all, &Hints::here())
+        ),
+    )
+}
+
+/// Installs, one announced and logged step at a time: the Debian packages (QEMU from
+/// bookworm-backports on Debian 12, its source added if need be), the Rust targets, virtiofsd,
+/// the Python tools.
+fn install(host: &Host, missing: &[Item], wanted: &[Item], rust_targets: &[&str]) -> Result<()> {
     let bookworm = host.codename == "bookworm";
-    let (backports, release) = debian_packages(&wanted, bookworm);
+    let (backports, release) = debian_packages(wanted, bookworm);
     let mut log = StepLog::new(log_path());
     line(format!("setup: installing what is missing; the tools' output goes to {}", log.path().display()));
     if !backports.is_empty() && !backports_configured() {
@@ -779,69 +845,18 @@ pub fn provision(needs: &Needs, verbose: bool) -> Result<()> {
         let label = "setup: cargo install virtiofsd --locked (a few minutes on 2 cores)";
         log.step(label, cmd!(sh, "cargo install virtiofsd --locked"))?;
     }
-    for item in &missing {
+    for item in missing {
         if let Source::Venv(tool) = item.source {
             tool.install(&mut log)?;
         }
     }
-
-    let after = self::missing(&items);
-    if !after.is_empty() {
-        return Err(error(
-            Kind::Infra,
-            format!("setup: still missing after installing:\n{}", report(&after, &Hints::here())),
-        ));
-    }
-    line(format!("setup: verified, everything present ({:.0} s)", started.elapsed().as_secs_f64()));
     Ok(())
-}
-
-fn backports_configured() -> bool {
-    crate::kernel::debian::apt_source_files().iter().any(|f| {
-        std::fs::read_to_string(f).unwrap_or_default().lines().any(|l| {
-            let l = l.trim();
-            !l.starts_with('#') && l.contains("bookworm-backports")
-        })
-    })
 }
 
 /// Where this setup's tools write: `<cache>/logs/setup-<date>-<time>.log`.
 fn log_path() -> PathBuf {
     let stamp = jiff::Zoned::now().strftime("%Y%m%d-%H%M%S").to_string();
     crate::kernel::cache::root(None).join("logs").join(format!("setup-{stamp}.log"))
-}
-
-/// Adds bookworm-backports to the host's apt sources (Debian 12's QEMU comes from there), from
-/// the Debian archive the host already uses, and says which file it wrote and how to take it
-/// back: the host's apt configuration is the user's, not ours.
-fn add_backports_source() -> Result<()> {
-    let uri = crate::kernel::debian::archive_uri().ok_or_else(|| {
-        error(
-            Kind::Infra,
-            "setup: cannot find this host's Debian archive for bookworm in /etc/apt to add bookworm-backports",
-        )
-    })?;
-    std::fs::write(BACKPORTS_FILE, backports_source(&uri)).with_context(|| format!("writing {BACKPORTS_FILE}"))?;
-    line(backports_notice());
-    Ok(())
-}
-
-/// The deb822 source for bookworm-backports from `uri`.
-fn backports_source(uri: &str) -> String {
-    format!(
-        "# Added by `cargo xtask setup` (user_events conformance suite) for QEMU from bookworm-backports.\n\
-         # To remove: sudo rm {BACKPORTS_FILE} && sudo apt-get update\n\
-         Types: deb\nURIs: {uri}\nSuites: bookworm-backports\nComponents: main\n\
-         Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
-    )
-}
-
-/// What the user is told when the source is added.
-fn backports_notice() -> String {
-    format!(
-        "setup: added a host apt source, bookworm-backports (Debian 12's QEMU comes from there): {BACKPORTS_FILE}\n  \
-         packages installed from it stay when it is removed; to remove it: sudo rm {BACKPORTS_FILE} && sudo apt-get update"
-    )
 }
 
 #[cfg(test)]

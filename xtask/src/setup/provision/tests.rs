@@ -1,6 +1,7 @@
 //! Provisioning's tests: what each verb and its flags need, the probes, the reports with their
 //! Debian and Fedora packages, and what gets installed where.
 
+use super::backports::{backports_notice, backports_source};
 use super::*;
 use crate::flags::{Cmd, Xtask};
 use clap::Parser;
