@@ -168,6 +168,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::too_many_lines)] // one case after another, each with its expected answer
     fn requires_decide_run_or_skip() {
         let cfg = config(&[
             ("CONFIG_USER_EVENTS", "y"),

@@ -117,6 +117,7 @@ fn only(checks: &[(&str, &dyn Fn(&Path) -> Result<()>)]) -> Result<u8> {
     Ok(summary(&outcomes))
 }
 
+#[allow(clippy::too_many_lines)] // test code: the checks in the order they run
 fn run(args: &TestArgs) -> Result<u8> {
     let root = xtask::support::checkout::project_root();
     let mut outcomes = Vec::new();
@@ -273,6 +274,7 @@ fn test_vm(results: &Path) -> VmArgs {
 }
 
 /// Real boots on every arch: the empty plan, fault injection, a missing QEMU and Ctrl-C.
+#[allow(clippy::too_many_lines)] // test code: the checks in the order they run
 fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) -> Result<()> {
     let results = tempfile::Builder::new().prefix("xtask-test-results-").tempdir()?;
     let vm = test_vm(results.path());
