@@ -306,7 +306,7 @@ impl UserEvents {
         let faults = sys::thread_minor_faults() - faults_before;
 
         what.push_str(&raw_reg_text(raw, &reg, arg));
-        if let Some(failed) = minor_faults_differ(&what, r.minor_faults, faults, say) {
+        if let Some(failed) = minor_faults_differ(&mut what, r.minor_faults, faults, say) {
             return Ok(failed);
         }
         let got = match result {
@@ -397,7 +397,7 @@ impl UserEvents {
         if !parts.is_empty() {
             what.push_str(&format!(" raw {}", parts.join(" ")));
         }
-        if let Some(failed) = minor_faults_differ(&what, minor_faults, faults, say) {
+        if let Some(failed) = minor_faults_differ(&mut what, minor_faults, faults, say) {
             return Ok(failed);
         }
         Ok(check_result(&what, &result_text(result), result, expect, say))
@@ -762,11 +762,20 @@ pub struct Reg<'a> {
     pub minor_faults: Option<u64>,
 }
 
-/// A failed step when the ioctl's minor page faults (`faults`) are not the `want`ed count:
-/// said, with what the call was.
-fn minor_faults_differ(what: &str, want: Option<u64>, faults: u64, say: &mut dyn FnMut(&str)) -> Option<StepOutcome> {
-    let want = want.filter(|&w| w != faults)?;
-    say(&format!("{what}: {faults} minor page fault(s) during the call, {want} expected"));
+/// With `minor_faults` wanted: says the ioctl's count on `what`, and a failed step when it
+/// is not the wanted one.
+fn minor_faults_differ(
+    what: &mut String,
+    want: Option<u64>,
+    faults: u64,
+    say: &mut dyn FnMut(&str),
+) -> Option<StepOutcome> {
+    let want = want?;
+    what.push_str(&format!(", {faults} minor page fault(s) during the call"));
+    if faults == want {
+        return None;
+    }
+    say(&format!("{what}, {want} expected"));
     Some(StepOutcome::Fail)
 }
 
