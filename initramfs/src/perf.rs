@@ -397,7 +397,9 @@ pub fn credentials(uid: u32, gid: Option<u32>, keep: &[String], say: &mut dyn Fn
             failed = Some("setresgid");
         } else if libc::setresuid(uid, uid, uid) != 0 {
             failed = Some("setresuid");
-        } else if !keep.is_empty() {
+        } else {
+            // Always: uid 0 keeps every capability through setresuid(), so `keep_caps` empty
+            // must still drop them all, as it does for any other uid.
             let header = Header { version: 0x2008_0522, pid: 0 };
             let data = [0, 1].map(|i| Data { effective: bits[i], permitted: bits[i], inheritable: 0 });
             if libc::syscall(libc::SYS_capset, &header, data.as_ptr()) != 0 {
