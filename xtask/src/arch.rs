@@ -174,7 +174,11 @@ pub const ARCHES: &[Arch] = &[
         console: "ttyAMA0",
         virtio_bus: "device",
         qemu_firmware: &[],
-        cmdline: "",
+        // memfd_secret() (the `memory: secret` step) works only where the linear map can be
+        // changed page by page (can_set_direct_map()): rodata=full. 6.12 defaults to it only
+        // with CONFIG_RODATA_FULL_DEFAULT_ENABLED, an option later kernels dropped (full is
+        // their default, and they warn that `full` is no longer a value, harmlessly).
+        cmdline: "rodata=full",
         uname_machine: "aarch64",
         elf_machine: 183,
         big_endian: false,
