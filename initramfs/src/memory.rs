@@ -191,7 +191,12 @@ pub fn share_file(page: &Page, path: &str) -> Result<(), String> {
         .and_then(|mut f| f.write_all(bytes).map(|()| f))
         .map_err(|e| format!("{path}: {}", e.raw_os_error().map_or_else(|| e.to_string(), errno_text)))?;
     file.flush().map_err(|e| format!("{path}: {e}"))?;
-    // SAFETY: MAP_FIXED over our own page only; the file is as long as the mapping.
+    map_shared_over(page, &file, path)
+}
+
+/// Maps `file` (at least a page long) MAP_SHARED over `page`, at the same address.
+fn map_shared_over(page: &Page, file: &std::fs::File, what: &str) -> Result<(), String> {
+    // SAFETY: MAP_FIXED over our own page only; the caller made the file as long as the page.
     let got = unsafe {
         libc::mmap(
             page.ptr,
@@ -203,7 +208,7 @@ pub fn share_file(page: &Page, path: &str) -> Result<(), String> {
         )
     };
     if got != page.ptr {
-        return Err(format!("mmap MAP_SHARED|MAP_FIXED of {path}: {}", errno_text(errno())));
+        return Err(format!("mmap MAP_SHARED|MAP_FIXED of {what}: {}", errno_text(errno())));
     }
     Ok(())
 }
@@ -233,20 +238,7 @@ pub fn secret(page: &Page) -> Result<(), String> {
     // SAFETY: a descriptor just returned to us, owned from here on.
     let file = unsafe { std::fs::File::from_raw_fd(fd as libc::c_int) };
     file.set_len(page.len as u64).map_err(|e| format!("ftruncate of the memfd_secret descriptor: {e}"))?;
-    // SAFETY: MAP_FIXED over our own page only; the memory is as long as the mapping.
-    let got = unsafe {
-        libc::mmap(
-            page.ptr,
-            page.len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_FIXED,
-            file.as_raw_fd(),
-            0,
-        )
-    };
-    if got != page.ptr {
-        return Err(format!("mmap MAP_SHARED|MAP_FIXED of the memfd_secret descriptor: {}", errno_text(errno())));
-    }
+    map_shared_over(page, &file, "the memfd_secret descriptor")?;
     // SAFETY: the page is mapped again, writable and `len` bytes long.
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), page.ptr as *mut u8, page.len) };
     Ok(())
