@@ -107,6 +107,50 @@ pub fn dir_call(call: &str, path: &str, expect: &Expect, say: &mut dyn FnMut(&st
     check_result(&format!("{call} {path}"), &got, result, expect, say)
 }
 
+/// What a `stat` step checks: permission bits (octal text) and owner, each when given.
+pub struct Owner<'a> {
+    pub mode: Option<&'a str>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+}
+
+/// `Step::Stat`: stat(2) of `path`, then each of `want`'s checks; the line says what was
+/// found.
+pub fn stat(path: &str, want: &Owner, expect: &Expect, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    use std::os::unix::fs::MetadataExt;
+    let mode = match want.mode.map(|m| u32::from_str_radix(m, 8)).transpose() {
+        Ok(m) => m,
+        Err(_) => {
+            say(&format!("stat {path}: mode {:?} is not octal", want.mode.unwrap_or_default()));
+            return StepOutcome::Fail;
+        }
+    };
+    let meta = std::fs::metadata(path);
+    let result = meta.as_ref().map(|_| 0).map_err(|e| e.raw_os_error().unwrap_or(0));
+    let got = match &meta {
+        Ok(m) => format!("mode {:04o} uid {} gid {}", m.mode() & 0o7777, m.uid(), m.gid()),
+        Err(e) => errno_text(e.raw_os_error().unwrap_or(0)),
+    };
+    let what = format!("stat {path}");
+    if check_result(&what, &got, result, expect, say) == StepOutcome::Fail {
+        return StepOutcome::Fail;
+    }
+    let Ok(m) = meta else { return StepOutcome::Pass };
+    let differ: Vec<String> = [
+        mode.filter(|&w| w != m.mode() & 0o7777).map(|w| format!("mode {w:04o}")),
+        want.uid.filter(|&w| w != m.uid()).map(|w| format!("uid {w}")),
+        want.gid.filter(|&w| w != m.gid()).map(|w| format!("gid {w}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if differ.is_empty() {
+        return StepOutcome::Pass;
+    }
+    say(&format!("{what}: {got}, but {} was expected", differ.join(", ")));
+    StepOutcome::Fail
+}
+
 /// What a read file must hold (see `Step::ReadFile`); `head_hex` is the file's first bytes in hex.
 pub struct Want<'a> {
     pub head_hex: Option<&'a str>,
@@ -244,4 +288,39 @@ fn read_file(path: &Path, checks: &Checks, expect: &Expect, say: &mut dyn FnMut(
         say(&format!("| {line}"));
     }
     StepOutcome::Fail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// The mode and owner found pass when they are the ones wanted and fail, naming both,
+    /// when not; a missing path is judged by `expect`.
+    #[test]
+    fn stat_checks_mode_and_owner() {
+        let path = std::env::temp_dir().join(format!("ue-agent-stat-{}", std::process::id()));
+        std::fs::write(&path, b"").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        // SAFETY: plain getters.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let p = path.display().to_string();
+        let mut lines = Vec::new();
+        let mut say = |l: &str| lines.push(l.to_string());
+        let ok = Expect::default();
+        let want = |mode| Owner { mode: Some(mode), uid: Some(uid), gid: Some(gid) };
+        assert_eq!(stat(&p, &want("0640"), &ok, &mut say), StepOutcome::Pass);
+        assert_eq!(stat(&p, &want("640"), &ok, &mut say), StepOutcome::Pass);
+        assert_eq!(stat(&p, &want("0600"), &ok, &mut say), StepOutcome::Fail);
+        assert_eq!(stat(&p, &want("08"), &ok, &mut say), StepOutcome::Fail);
+        let other = Owner { mode: None, uid: Some(uid + 1), gid: None };
+        assert_eq!(stat(&p, &other, &ok, &mut say), StepOutcome::Fail);
+        std::fs::remove_file(&path).unwrap();
+        let enoent: Expect = "ENOENT".parse().unwrap();
+        assert_eq!(stat(&p, &Owner { mode: None, uid: None, gid: None }, &enoent, &mut say), StepOutcome::Pass);
+        let found = format!("stat {p}: mode 0640 uid {uid} gid {gid}");
+        assert_eq!(lines[3], format!("{found}, but mode 0600 was expected"));
+        assert_eq!(lines[4], format!("stat {p}: mode \"08\" is not octal"));
+        assert_eq!(lines[6], format!("{found}, but uid {} was expected", uid + 1));
+    }
 }

@@ -103,9 +103,11 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
     }
     match step {
         Step::Exec { .. } | Step::Lkdtm { .. } | Step::Sleep { .. } => small_step(step, say),
-        Step::WriteFile { .. } | Step::ReadFile { .. } | Step::Mkdir { .. } | Step::Rmdir { .. } => {
-            areas::files(step, &mut state.kept, say)
-        }
+        Step::WriteFile { .. }
+        | Step::ReadFile { .. }
+        | Step::Stat { .. }
+        | Step::Mkdir { .. }
+        | Step::Rmdir { .. } => areas::files(step, &mut state.kept, say),
         Step::Fork { .. }
         | Step::Wait { .. }
         | Step::ExecAgent { .. }

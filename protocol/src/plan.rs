@@ -499,6 +499,20 @@ pub enum Step {
         #[serde(default)]
         ip_in: Option<Vec<String>>,
     },
+    /// stat(2) of a path (links followed), checking what is given: `mode`, the permission
+    /// bits in octal as text (`"0640"`), and the owner's `uid` and `gid`. `expect` judges the
+    /// stat call itself (`ENOENT` for a path that must not exist).
+    Stat {
+        path: String,
+        #[serde(default)]
+        mode: Option<String>,
+        #[serde(default)]
+        uid: Option<u32>,
+        #[serde(default)]
+        gid: Option<u32>,
+        #[serde(default)]
+        expect: Expect,
+    },
     /// Makes a directory (a tracing instance under `/sys/kernel/tracing/instances/`).
     Mkdir {
         path: String,

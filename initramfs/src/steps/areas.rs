@@ -15,7 +15,7 @@ use crate::state::ScenarioState;
 use crate::uevents::{self, Del, Payload, Reg, Unreg, UserEvents};
 use crate::{bpf, measure, perf, ringbuf, sync};
 
-/// `write_file`, `read_file`, `mkdir`, `rmdir`; `read_file` may compare with, or keep, the
+/// `write_file`, `read_file`, `stat`, `mkdir`, `rmdir`; `read_file` may compare with, or keep, the
 /// contents kept by name.
 pub fn files(step: &Step, kept: &mut HashMap<String, String>, say: &mut dyn FnMut(&str)) -> StepOutcome {
     match step {
@@ -61,6 +61,9 @@ pub fn files(step: &Step, kept: &mut HashMap<String, String>, say: &mut dyn FnMu
                 }
             }
             outcome
+        }
+        Step::Stat { path, mode, uid, gid, expect } => {
+            files::stat(path, &files::Owner { mode: mode.as_deref(), uid: *uid, gid: *gid }, expect, say)
         }
         Step::Mkdir { path, expect } => files::dir_call("mkdir", path, expect, say),
         Step::Rmdir { path, expect } => files::dir_call("rmdir", path, expect, say),

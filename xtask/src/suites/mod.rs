@@ -172,6 +172,7 @@ mod tests {
                 "test_data/suites/bad/misused-steps.yaml:6:87: only an `isolated: true` scenario may leave its events to the reboot",
                 "test_data/suites/bad/misused-steps.yaml:7:67: states the errno that ends the registrations",
                 "test_data/suites/bad/misused-steps.yaml:8:17: `file` goes with `op: share_file`, and `share_file` needs a `file`",
+                "test_data/suites/bad/misused-steps.yaml:9:67: mode \"0689\": permission bits in octal, 3 or 4 digits 0-7 (\"0640\")",
             ]
         );
         assert_eq!(
