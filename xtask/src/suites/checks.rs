@@ -179,6 +179,7 @@ impl Checker<'_> {
         if suite.defaults.deadline_ms == Some(0) {
             self.error(&[Key("defaults"), Key("deadline_ms")], "deadline_ms must be more than 0");
         }
+        self.requires(&[Key("defaults")], &suite.defaults.requires);
         if suite.scenarios.is_empty() {
             self.error(&[Key("scenarios")], "a suite needs at least one scenario");
         }
@@ -206,16 +207,7 @@ impl Checker<'_> {
                     );
                 }
             }
-            if let Some(range) = &s.requires.kernel {
-                if let Err(e) = KernelRange::parse(range) {
-                    self.error(&at(&[Key("requires"), Key("kernel")]), e);
-                }
-            }
-            for (k, option) in s.requires.config.iter().enumerate() {
-                if let Err(e) = ConfigNeed::parse(option) {
-                    self.error(&at(&[Key("requires"), Key("config"), Index(k)]), e);
-                }
-            }
+            self.requires(&at(&[]), &s.requires);
             if s.xfail.as_deref().is_some_and(|r| r.trim().is_empty()) {
                 self.error(&at(&[Key("xfail")]), "xfail needs the reason the scenario fails");
             }
@@ -295,6 +287,22 @@ impl Checker<'_> {
                     "`fail_nth` arms the next step's call, which must be one of {FAULT_TARGETS:?}; here it is {what}"
                 ),
             );
+        }
+    }
+
+    /// A `requires` (a scenario's, or the suite's defaults') under `base`: a kernel range that
+    /// parses and config entries of the form `CONFIG_X[=value]`.
+    fn requires(&mut self, base: &[Seg<'static>], requires: &crate::suites::model::Requires) {
+        let at = |rest: &[Seg<'static>]| under(base, rest);
+        if let Some(range) = &requires.kernel {
+            if let Err(e) = KernelRange::parse(range) {
+                self.error(&at(&[Key("requires"), Key("kernel")]), e);
+            }
+        }
+        for (k, option) in requires.config.iter().enumerate() {
+            if let Err(e) = ConfigNeed::parse(option) {
+                self.error(&at(&[Key("requires"), Key("config"), Index(k)]), e);
+            }
         }
     }
 

@@ -61,7 +61,10 @@ pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled 
     for suite in suites {
         for s in &suite.scenarios {
             let name = format!("{}/{}", suite.suite, s.name);
-            let reasons: Vec<String> = s.requires.unmet(kernel).into_iter().chain(clients_missing(s, label)).collect();
+            let reasons: Vec<String> = (suite.defaults.requires.unmet(kernel).into_iter())
+                .chain(s.requires.unmet(kernel))
+                .chain(clients_missing(s, label))
+                .collect();
             if !reasons.is_empty() {
                 skipped.push(Skipped { name, reason: reasons.join("; ") });
                 continue;

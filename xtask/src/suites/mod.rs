@@ -402,6 +402,33 @@ mod tests {
         assert!(c.skipped[0].reason.starts_with("needs CONFIG_COMPAT (y or m), the kernel has it absent; runs /bin/ue-compat32, which has no build for riscv64: "), "{}", c.skipped[0].reason);
     }
 
+    /// The suite's `defaults.requires` holds for every scenario, on top of each one's own:
+    /// the suite's reasons come first; a bad entry there is an error at its place.
+    #[test]
+    fn a_suite_wide_requires_applies_to_every_scenario() {
+        let text = "suite: s\ndescription: d\ndefaults: { requires: { kernel: \">=6.12\", config: [CONFIG_FAILSLAB] } }\nscenarios:\n  - name: plain\n    steps:\n      - sleep: { ms: 1 }\n  - name: own\n    requires: { config: [CONFIG_KASAN] }\n    steps:\n      - sleep: { ms: 1 }\n";
+        let suite = parse("s.yaml", text).unwrap();
+        let both = config(&[("CONFIG_FAILSLAB", "y"), ("CONFIG_KASAN", "y")]);
+        let c = compile(std::slice::from_ref(&suite), &KernelFacts { release: "6.12.117", config: &both }, "x86_64");
+        assert_eq!((c.plan.scenarios.len(), c.skipped.len()), (2, 0));
+        let failslab = config(&[("CONFIG_FAILSLAB", "y")]);
+        let c =
+            compile(std::slice::from_ref(&suite), &KernelFacts { release: "6.12.117", config: &failslab }, "x86_64");
+        let planned: Vec<&str> = c.plan.scenarios.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(planned, ["s/plain"]);
+        let none = config(&[]);
+        let c = compile(&[suite], &KernelFacts { release: "6.1.0", config: &none }, "x86_64");
+        assert_eq!(c.plan.scenarios.len(), 0);
+        assert_eq!(c.skipped[1].reason, "needs kernel >=6.12, this is 6.1.0; needs CONFIG_FAILSLAB (y or m), the kernel has it absent; needs CONFIG_KASAN (y or m), the kernel has it absent");
+        let bad = "suite: s\ndescription: d\ndefaults: { requires: { kernel: \"6.12\", config: [FAILSLAB] } }\nscenarios:\n  - name: plain\n    steps:\n      - sleep: { ms: 1 }\n";
+        let errors = parse("s.yaml", bad).unwrap_err().to_string();
+        assert!(
+            errors.contains("s.yaml:3:33: bad kernel range")
+                && errors.contains("s.yaml:3:50: `FAILSLAB` is not a Kconfig option"),
+            "{errors}"
+        );
+    }
+
     #[test]
     fn two_files_may_not_hold_one_suite() {
         let dir = tempfile::tempdir().unwrap();

@@ -30,6 +30,10 @@ pub struct Suite {
 pub struct Defaults {
     #[serde(default)]
     pub deadline_ms: Option<u64>,
+    /// What every scenario of the suite needs, on top of its own `requires` (both must hold:
+    /// a kernel outside either range, or without any of either's options, skips it).
+    #[serde(default)]
+    pub requires: Requires,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
