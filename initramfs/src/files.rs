@@ -107,6 +107,17 @@ pub fn dir_call(call: &str, path: &str, expect: &Expect, say: &mut dyn FnMut(&st
     check_result(&format!("{call} {path}"), &got, result, expect, say)
 }
 
+/// Whether one of `lines` is `want` (trailing blanks aside), each `{any}` in `want` standing
+/// for any run of characters (a timestamp, a pid), as in `kernel_log`.
+fn has_line(lines: &[&str], want: &str) -> bool {
+    let want = want.trim_end();
+    if want.contains(protocol::KMSG_ANY) {
+        lines.iter().any(|l| protocol::kmsg_matches(want, l))
+    } else {
+        lines.contains(&want)
+    }
+}
+
 /// What a `stat` step checks: permission bits (octal text) and owner, each when given.
 pub struct Owner<'a> {
     pub mode: Option<&'a str>,
@@ -269,13 +280,13 @@ fn read_file(path: &Path, checks: &Checks, expect: &Expect, say: &mut dyn FnMut(
         }
     }
     for want in checks.contains {
-        if !lines.contains(&want.trim_end()) {
+        if !has_line(&lines, want) {
             say(&format!("{what}: no line {want:?}"));
             failed = true;
         }
     }
     for unwanted in checks.lacks {
-        if lines.contains(&unwanted.trim_end()) {
+        if has_line(&lines, unwanted) {
             say(&format!("{what}: has line {unwanted:?}"));
             failed = true;
         }
@@ -294,6 +305,18 @@ fn read_file(path: &Path, checks: &Checks, expect: &Expect, say: &mut dyn FnMut(
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    /// A wanted line is exact but for `{any}`, which stands for any text, none too.
+    #[test]
+    fn a_line_is_exact_but_for_any() {
+        let lines = ["  ue-agent-123 [001] ..... 12.345678: mem_x: a=1", "plain"];
+        assert!(has_line(&lines, "plain  "));
+        assert!(!has_line(&lines, "plai"));
+        assert!(has_line(&lines, "{any}: mem_x: a=1"));
+        assert!(has_line(&lines, "  ue-agent-{any} [{any}] {any}: mem_x: a=1"));
+        assert!(!has_line(&lines, "{any}: mem_x: a=2"));
+        assert!(!has_line(&lines, "{any}: mem_y{any}"));
+    }
 
     /// The mode and owner found pass when they are the ones wanted and fail, naming both,
     /// when not; a missing path is judged by `expect`.

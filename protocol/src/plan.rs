@@ -106,8 +106,9 @@ pub enum Step {
         within_ms: u64,
     },
     /// Reads a whole file and compares it: exactly (`equals`), lines it must hold (`contains`)
-    /// and must not hold (`lacks`), each compared as a whole line, and text it must and must
-    /// not include anywhere (`includes`, `excludes`: for lines with timestamps and pids).
+    /// and must not hold (`lacks`), each compared as a whole line (`{any}` in one stands for
+    /// any text: a timestamp, a pid), and text it must and must not include anywhere
+    /// (`includes`, `excludes`).
     ReadFile {
         path: String,
         #[serde(default)]
