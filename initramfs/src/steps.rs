@@ -122,6 +122,7 @@ fn run_step(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -
         Step::Barrier { .. } | Step::Pin { .. } => areas::sync(step, say),
         Step::Open { .. }
         | Step::Close { .. }
+        | Step::Dup { .. }
         | Step::Register { .. }
         | Step::Unregister { .. }
         | Step::Delete { .. }

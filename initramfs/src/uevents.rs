@@ -247,6 +247,25 @@ impl UserEvents {
         Ok(check_result(&what, &result_text(result), result, expect, say))
     }
 
+    /// `Step::Dup`: `to` names a duplicate of `name`'s descriptor (a name taken replaces, and
+    /// closes, the earlier descriptor).
+    pub fn dup(&self, name: &str, to: &str, say: &mut dyn FnMut(&str)) -> Done {
+        let what = format!("dup fd {name} as {to}");
+        let mut names = self.names();
+        let fd = names.fd(name, &self.data_path).map_err(|e| format!("{what}: {e}"))?;
+        // SAFETY: F_DUPFD_CLOEXEC on a descriptor this state owns; the result is checked.
+        let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if new < 0 {
+            say(&format!("{what}: {}", errno_text(errno())));
+            return Ok(StepOutcome::Fail);
+        }
+        // SAFETY: a descriptor the call just made, owned by nothing else.
+        let file = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(new) };
+        names.fds.insert(to.to_string(), file);
+        say(&format!("{what}: ok"));
+        Ok(StepOutcome::Pass)
+    }
+
     pub fn close(&self, name: &str, say: &mut dyn FnMut(&str)) -> Done {
         let fd = self.names().fds.remove(name).ok_or_else(|| format!("close fd {name}: no such fd"))?;
         // SAFETY: the descriptor is ours and is no longer kept anywhere.

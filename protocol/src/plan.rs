@@ -178,6 +178,15 @@ pub enum Step {
     Close {
         fd: String,
     },
+    /// dup(2) of the descriptor named `fd` (`data` opens by itself first), kept under the name
+    /// `to` (close-on-exec, as every descriptor of the agent): the same open file, so one
+    /// file's write indexes and references, whichever name a step uses. Closing one name
+    /// leaves the other open.
+    Dup {
+        #[serde(default = "data_fd")]
+        fd: String,
+        to: String,
+    },
     /// `ioctl(fd, DIAG_IOCSREG, &struct user_reg)`. `word` names an enable word in the
     /// scenario's memory (made on first use, zeroed, 8-byte aligned); `raw` overrides any
     /// field of the struct as sent, for malformed input. On success the returned

@@ -76,6 +76,7 @@ pub fn user_events(step: &Step, events: &mut UserEvents, say: &mut dyn FnMut(&st
     match step {
         Step::Open { fd, path, read_only, expect } => finish(events.open(fd, path, *read_only, expect, say), say),
         Step::Close { fd } => finish(events.close(fd, say), say),
+        Step::Dup { fd, to } => finish(events.dup(fd, to, say), say),
         Step::Register { fd, format, word, bit, size, flags, index_as, expect_index, raw, minor_faults, expect } => {
             let reg = Reg {
                 fd,

@@ -180,3 +180,24 @@ fn minor_faults_are_counted_over_the_ioctl_alone() {
     assert_eq!(lines[1], format!("{reg_line}, 10 expected"));
     assert_eq!(lines[3], "unregister word w bit 0, 0 minor page fault(s) during the call, 1 expected");
 }
+
+/// `dup` names a second descriptor of the same open file: closing the first leaves the copy
+/// usable; a name that is not open cannot be duplicated.
+#[test]
+fn a_dup_outlives_the_name_it_copies() {
+    let path = std::env::temp_dir().join(format!("ue-agent-dup-{}", std::process::id()));
+    std::fs::write(&path, b"").unwrap();
+    let s = UserEvents::with_data_path(path.clone());
+    let mut lines = Vec::new();
+    let mut say = |l: &str| lines.push(l.to_string());
+    assert_eq!(s.dup(protocol::DATA_FD, "copy", &mut say).unwrap(), StepOutcome::Pass);
+    assert_eq!(s.close(protocol::DATA_FD, &mut say).unwrap(), StepOutcome::Pass);
+    let enotty: Expect = "ENOTTY".parse().unwrap();
+    let raw = RawUnreg::default();
+    let unreg = Unreg { fd: "copy", word: Some("w"), bit: 0, raw: &raw, minor_faults: None };
+    assert_eq!(s.unregister(&unreg, &enotty, &mut say).unwrap(), StepOutcome::Pass);
+    assert_eq!(s.dup("nope", "other", &mut say).unwrap_err(), "dup fd nope as other: no fd named nope");
+    let _ = std::fs::remove_file(path);
+    assert_eq!(lines[..2], ["dup fd data as copy: ok", "close fd data: ok"]);
+    assert!(lines[2].starts_with("unregister word w bit 0 on fd copy"), "{lines:?}");
+}

@@ -346,6 +346,11 @@ impl Checker<'_> {
                 scope.fds.insert(fd);
                 None
             }
+            Step::Dup { fd, to } => {
+                let used = (!scope.fds.contains(fd.as_str())).then_some(fd);
+                scope.fds.insert(to);
+                used
+            }
             Step::Close { fd }
             | Step::Register { fd, .. }
             | Step::Unregister { fd, .. }
