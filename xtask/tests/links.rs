@@ -203,26 +203,32 @@ fn join(dir: &str, rel: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
+/// Each line of `text`, `None` for a fence's marker lines and what they enclose.
+fn outside_fences(text: &str) -> Vec<Option<&str>> {
+    let mut fence: Option<String> = None;
+    text.lines()
+        .map(|line| {
+            let trimmed = line.trim_start();
+            if let Some(f) = &fence {
+                if trimmed.starts_with(f.as_str()) {
+                    fence = None;
+                }
+                return None;
+            }
+            if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+                fence = Some(trimmed.chars().take_while(|c| *c == '`' || *c == '~').collect());
+                return None;
+            }
+            Some(line)
+        })
+        .collect()
+}
+
 /// The text with fenced code blocks and inline code spans blanked (same line count).
 fn prose(text: &str) -> String {
     let mut out = String::new();
-    let mut fence: Option<String> = None;
-    for line in text.lines() {
-        let trimmed = line.trim_start();
-        if let Some(f) = &fence {
-            if trimmed.starts_with(f.as_str()) {
-                fence = None;
-            }
-            out.push('\n');
-            continue;
-        }
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            let marker: String = trimmed.chars().take_while(|c| *c == '`' || *c == '~').collect();
-            fence = Some(marker);
-            out.push('\n');
-            continue;
-        }
-        out.push_str(&without_code_spans(line));
+    for line in outside_fences(text) {
+        out.push_str(&line.map(without_code_spans).unwrap_or_default());
         out.push('\n');
     }
     out
@@ -337,19 +343,7 @@ fn expand_includes(files: &dyn Files, page: &str, text: &str) -> String {
 fn anchors(text: &str) -> BTreeSet<String> {
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     let mut out = BTreeSet::new();
-    let mut fence: Option<String> = None;
-    for line in text.lines() {
-        let trimmed = line.trim_start();
-        if let Some(f) = &fence {
-            if trimmed.starts_with(f.as_str()) {
-                fence = None;
-            }
-            continue;
-        }
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            fence = Some(trimmed.chars().take_while(|c| *c == '`' || *c == '~').collect());
-            continue;
-        }
+    for line in outside_fences(text).into_iter().flatten() {
         let hashes = line.chars().take_while(|c| *c == '#').count();
         if !(1..=6).contains(&hashes) || !line[hashes..].starts_with(' ') {
             continue;
