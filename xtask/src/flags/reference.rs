@@ -48,16 +48,12 @@ mod tests {
     /// cli_reference_is_current` rewrites it.
     #[test]
     fn cli_reference_is_current() {
-        let path = crate::support::checkout::project_root().join(super::PAGE);
         let want = super::render();
-        if std::env::var_os("UPDATE_CLI").is_some() {
-            std::fs::write(&path, &want).unwrap();
-        }
-        let got = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            got == want,
-            "{} is stale: run `UPDATE_CLI=1 cargo test -p xtask cli_reference_is_current`",
-            path.display()
+        crate::support::checkout::assert_generated_current(
+            super::PAGE,
+            &want,
+            "UPDATE_CLI",
+            "cli_reference_is_current",
         );
     }
 

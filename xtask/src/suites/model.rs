@@ -103,16 +103,12 @@ mod tests {
     /// feature gives the steps); `UPDATE_SCHEMA=1 cargo test -p xtask schema` rewrites it.
     #[test]
     fn schema_json_is_current() {
-        let path = crate::support::checkout::project_root().join("suites/schema.json");
         let want = serde_json::to_string_pretty(&schemars::schema_for!(Suite)).unwrap() + "\n";
-        if std::env::var_os("UPDATE_SCHEMA").is_some() {
-            std::fs::write(&path, &want).unwrap();
-        }
-        let got = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            got == want,
-            "{} is stale: run `UPDATE_SCHEMA=1 cargo test -p xtask schema_json_is_current`",
-            path.display()
+        crate::support::checkout::assert_generated_current(
+            "suites/schema.json",
+            &want,
+            "UPDATE_SCHEMA",
+            "schema_json_is_current",
         );
     }
 

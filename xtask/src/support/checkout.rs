@@ -58,6 +58,19 @@ pub fn default_results() -> PathBuf {
     project_root().join("results")
 }
 
+/// A tracked file generated from the code (the editors' schema, the command-line reference)
+/// must read `want`: with `update_var` set the test rewrites it instead, and a stale file fails
+/// naming the command that renews it (`test`, the test's name).
+#[cfg(test)]
+pub fn assert_generated_current(relative: &str, want: &str, update_var: &str, test: &str) {
+    let path = project_root().join(relative);
+    if std::env::var_os(update_var).is_some() {
+        std::fs::write(&path, want).unwrap();
+    }
+    let got = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(got == want, "{} is stale: run `{update_var}=1 cargo test -p xtask {test}`", path.display());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
