@@ -1,7 +1,6 @@
 //! Progress output: a live spinner on a terminal, plain timestamped lines everywhere else.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -11,29 +10,24 @@ pub fn clock() -> String {
     jiff::Zoned::now().strftime("%H:%M:%S").to_string()
 }
 
-/// Set while a check of `cargo xtask test` runs: its inner progress (the planted failures of
-/// negative controls among it) is indented under the check's own verdict line.
-static NESTED: AtomicBool = AtomicBool::new(false);
-
-/// The environment variable that nests a child process's progress the same way.
+/// Set to `1` in its environment by the harness of `cargo xtask test`'s checks, and so in the
+/// processes it starts: every [`line`] is indented under the check's own verdict line, so the
+/// planted failures of negative controls are not top-level lines.
 pub const NESTED_ENV: &str = "XTASK_PROGRESS_NESTED";
 
-/// Indents every later [`line`] of this process (and, through [`NESTED_ENV`], of the children
-/// it starts after this) until called with `false`.
-pub fn set_nested(on: bool) {
-    NESTED.store(on, Ordering::Relaxed);
+fn indent() -> &'static str {
+    indent_for(std::env::var_os(NESTED_ENV).as_deref())
 }
 
-fn indent() -> &'static str {
-    let nested = NESTED.load(Ordering::Relaxed) || std::env::var_os(NESTED_ENV).is_some_and(|v| v == "1");
-    if nested {
+fn indent_for(nested: Option<&std::ffi::OsStr>) -> &'static str {
+    if nested.is_some_and(|v| v == "1") {
         "    "
     } else {
         ""
     }
 }
 
-/// Prints one timestamped progress line on stderr (indented when nested, see [`set_nested`]).
+/// Prints one timestamped progress line on stderr (indented when nested, see [`NESTED_ENV`]).
 pub fn line(msg: impl AsRef<str>) {
     eprintln!("{}[{}] {}", indent(), clock(), msg.as_ref());
 }
@@ -123,10 +117,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nesting_indents_lines_until_reset() {
-        set_nested(true);
-        assert_eq!(indent(), "    ");
-        set_nested(false);
-        assert_eq!(indent(), "", "reset, and {NESTED_ENV} is not set in the unit tests");
+    fn nested_lines_are_indented() {
+        assert_eq!(indent_for(Some("1".as_ref())), "    ");
+        assert_eq!(indent_for(Some("0".as_ref())), "");
+        assert_eq!(indent_for(None), "");
+        assert_eq!(indent(), "", "{NESTED_ENV} is not set in the unit tests");
     }
 }

@@ -75,7 +75,6 @@ fn main() -> std::process::ExitCode {
     // Each check's inner progress, in this process and in the xtask processes it starts, is
     // indented under the check's verdict: the planted failures of negative controls are not
     // top-level FAILED lines. Set before any thread starts.
-    xtask::support::progress::set_nested(true);
     std::env::set_var(xtask::support::progress::NESTED_ENV, "1");
     let cli = Cli::parse();
     let args = TestArgs { unit_only: false, cache_dir: cli.cache_dir };
