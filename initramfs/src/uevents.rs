@@ -320,9 +320,7 @@ impl UserEvents {
         reg.name_args = name_args.or_hole(hole);
         reg.write_to(&mut buf);
         let arg = arg.map_or(buf.as_mut_ptr() as u64, |a| a.or_hole(hole));
-        let faults_before = sys::thread_minor_faults();
-        let result = ioctl(fd, cmd, arg);
-        let faults = sys::thread_minor_faults() - faults_before;
+        let (result, faults) = ioctl_counting_faults(fd, cmd, arg);
 
         what.push_str(&raw_reg_text(raw, &reg, arg));
         if let Some(failed) = minor_faults_differ(&mut what, r.minor_faults, faults, say) {
@@ -387,9 +385,7 @@ impl UserEvents {
         unreg.disable_addr = disable.or_hole(hole);
         buf[..USER_UNREG_SIZE].copy_from_slice(&unreg.encode());
         let arg = arg.map_or(buf.as_mut_ptr() as u64, |a| a.or_hole(hole));
-        let faults_before = sys::thread_minor_faults();
-        let result = ioctl(fd, cmd, arg);
-        let faults = sys::thread_minor_faults() - faults_before;
+        let (result, faults) = ioctl_counting_faults(fd, cmd, arg);
 
         let mut parts = Vec::new();
         if let Some(c) = raw.cmd {
@@ -779,6 +775,14 @@ pub struct Reg<'a> {
     pub expect_index: Option<u32>,
     pub raw: &'a RawReg,
     pub minor_faults: Option<u64>,
+}
+
+/// The ioctl, and the calling thread's minor page faults during it (the kernel's fault-ins
+/// of an enable word count there).
+fn ioctl_counting_faults(fd: RawFd, cmd: u64, arg: u64) -> (Result<i64, i32>, u64) {
+    let before = sys::thread_minor_faults();
+    let result = ioctl(fd, cmd, arg);
+    (result, sys::thread_minor_faults() - before)
 }
 
 /// With `minor_faults` wanted: says the ioctl's count on `what`, and a failed step when it
