@@ -129,10 +129,10 @@ pub struct Owner<'a> {
 /// found.
 pub fn stat(path: &str, want: &Owner, expect: &Expect, say: &mut dyn FnMut(&str)) -> StepOutcome {
     use std::os::unix::fs::MetadataExt;
-    let mode = match want.mode.map(|m| u32::from_str_radix(m, 8)).transpose() {
+    let mode = match want.mode.map(|m| protocol::octal_mode(m).ok_or(m)).transpose() {
         Ok(m) => m,
-        Err(_) => {
-            say(&format!("stat {path}: mode {:?} is not octal", want.mode.unwrap_or_default()));
+        Err(m) => {
+            say(&format!("stat {path}: mode {m:?} is not octal"));
             return StepOutcome::Fail;
         }
     };

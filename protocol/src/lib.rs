@@ -16,8 +16,9 @@ pub use expect::{closest_errno, errno_name, errno_number, Expect, ERRNOS};
 pub use kmsg::{kmsg_matches, KMSG_ANY};
 pub use markers::Marker;
 pub use plan::{
-    Addr, BpfKind, Consumers, FieldValue, MeasureKind, MemoryOp, PerfAction, Plan, RawReg, RawUnreg, Record, Scenario,
-    Step, ThreadGroup, DATA_FD, ITERATION, MAX_BARRIER_NAME, MIN_REPS, SELF_TID, THREAD_INDEX, USER_EVENTS_DATA,
+    octal_mode, Addr, BpfKind, Consumers, FieldValue, MeasureKind, MemoryOp, PerfAction, Plan, RawReg, RawUnreg,
+    Record, Scenario, Step, ThreadGroup, DATA_FD, ITERATION, MAX_BARRIER_NAME, MIN_REPS, SELF_TID, THREAD_INDEX,
+    USER_EVENTS_DATA,
 };
 pub use result::{median, step_line, step_text, ExecEnd, ExitStatus, Metric, Outcome, ResultLine, METRIC_PREFIX};
 pub use value::{decode_hex, Value};

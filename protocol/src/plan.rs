@@ -727,6 +727,13 @@ pub enum FieldValue {
     Bytes { bytes: String },
 }
 
+/// A `stat` step's `mode`: permission bits as 3 or 4 octal digits (`"640"`, `"0640"`), or
+/// `None` for any other text. The host checks suites with it, the agent reads the value.
+pub fn octal_mode(text: &str) -> Option<u32> {
+    let digits = (3..=4).contains(&text.len()) && text.bytes().all(|b| (b'0'..=b'7').contains(&b));
+    digits.then(|| u32::from_str_radix(text, 8).expect("octal digits"))
+}
+
 fn data_fd() -> String {
     DATA_FD.to_string()
 }
@@ -901,6 +908,17 @@ impl Step {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mode_is_three_or_four_octal_digits() {
+        assert_eq!(
+            (octal_mode("0640"), octal_mode("640"), octal_mode("7777")),
+            (Some(0o640), Some(0o640), Some(0o7777))
+        );
+        for bad in ["08", "0689", "64", "00640", "", "rw-"] {
+            assert_eq!(octal_mode(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn register_steps_take_defaults() {

@@ -331,7 +331,7 @@ impl Checker<'_> {
                 self.nesting_step(base, step)
             }
             Step::Barrier { .. } | Step::Pin { .. } => self.sync_step(base, step),
-            Step::Stat { mode: Some(mode), .. } if !is_octal_mode(mode) => self.error(
+            Step::Stat { mode: Some(mode), .. } if protocol::octal_mode(mode).is_none() => self.error(
                 &under(base, &[Only, Key("mode")]),
                 format!("mode {mode:?}: permission bits in octal, 3 or 4 digits 0-7 (\"0640\")"),
             ),
@@ -769,9 +769,4 @@ fn non_string(node: &Node) -> Option<&'static str> {
         Node::Null => Some("null"),
         _ => None,
     }
-}
-
-/// Whether `mode` is permission bits in octal: 3 or 4 digits 0-7 (`"640"`, `"0640"`).
-fn is_octal_mode(mode: &str) -> bool {
-    (3..=4).contains(&mode.len()) && mode.bytes().all(|b| (b'0'..=b'7').contains(&b))
 }
