@@ -2,7 +2,9 @@
 //! link of README.md, ARCHITECTURE.md, CHANGELOG.md, BENCHMARKS.md and the book's chapters
 //! (`docs/src/`) names a file that exists, and every `#anchor` a heading of its target (the
 //! GitHub and mdBook slug); every chapter is in `docs/src/SUMMARY.md` and every entry there is a
-//! chapter; every `{{#include ...}}` names a file. http(s) and mailto links are not followed.
+//! chapter; every `{{#include ...}}` names a file. A chapter's links, and those of the files it
+//! includes, stay inside the book (mdBook renders only `docs/src/`, so a link out of it is broken
+//! in the HTML). http(s) and mailto links are not followed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
@@ -80,9 +82,11 @@ fn a_broken_link_is_reported() {
         (
             "docs/src/intro.md",
             "# Intro\n\n## What it is: `user_events`, again!\n\n{{#include ../../GONE.md}}\n\
-             [same page](#what-it-is-user_events-again) [up](../../README.md#top)\n",
+             [same page](#what-it-is-user_events-again) [up](../../README.md#top)\n\
+             ```\n{{#include ../../NOTES.md}}\n```\n",
         ),
         ("docs/src/orphan.md", "# Not in the summary\n"),
+        ("NOTES.md", "# Notes\n\n[the intro](docs/src/intro.md) [fine from the book](intro.md)\n"),
         ("xtask/src/lib.rs", "//! a folder with a file\n"),
     ]));
     let chapters: Vec<String> =
@@ -94,7 +98,10 @@ fn a_broken_link_is_reported() {
         "README.md: [gone](docs/src/gone.md): no such file",
         "README.md: [a bad anchor](docs/src/intro.md#nowhere): no heading `nowhere` in docs/src/intro.md",
         "docs/src/SUMMARY.md: [Missing](missing.md): no such file",
+        "docs/src/intro.md: [up](../../README.md#top): leaves the book, so the rendered page's link is \
+         broken: include the file in a chapter (`{{#include}}`) and link that, or name its path in code",
         "docs/src/intro.md: {{#include ../../GONE.md}}: no such file",
+        "docs/src/intro.md: [the intro](docs/src/intro.md) from NOTES.md: no such file",
         "docs/src/SUMMARY.md: docs/src/orphan.md is a chapter it does not list",
     ];
     assert_eq!(problems, want.map(String::from).to_vec());
@@ -123,14 +130,23 @@ fn check(files: &dyn Files, docs: &[String], chapters: &[String]) -> Vec<String>
             continue;
         };
         let dir = parent(doc);
+        let in_book = doc.starts_with(&format!("{BOOK}/"));
         for (label, target) in links(&text) {
-            if let Some(problem) = link_problem(files, doc, &dir, &target) {
+            if let Some(problem) = link_problem(files, doc, &dir, &target, in_book) {
                 out.push(format!("{doc}: [{label}]({target}): {problem}"));
             }
         }
         for include in includes(&text) {
-            if !join(&dir, &include).is_some_and(|p| files.exists(&p)) {
+            let Some(path) = join(&dir, &include).filter(|p| files.exists(p)) else {
                 out.push(format!("{doc}: {{{{#include {include}}}}}: no such file"));
+                continue;
+            };
+            // An included page's links are rendered from the chapter that includes it.
+            let included = if path.ends_with(".md") { files.read(&path) } else { None };
+            for (label, target) in links(&included.unwrap_or_default()) {
+                if let Some(problem) = link_problem(files, doc, &dir, &target, in_book) {
+                    out.push(format!("{doc}: [{label}]({target}) from {path}: {problem}"));
+                }
             }
         }
     }
@@ -147,8 +163,9 @@ fn check(files: &dyn Files, docs: &[String], chapters: &[String]) -> Vec<String>
     out
 }
 
-/// What is wrong with one link of `doc`, if anything.
-fn link_problem(files: &dyn Files, doc: &str, dir: &str, target: &str) -> Option<String> {
+/// What is wrong with one link of `doc`, if anything; a chapter's (`in_book`) must also stay
+/// inside the book, since mdBook renders only `docs/src/` and a link out of it is broken there.
+fn link_problem(files: &dyn Files, doc: &str, dir: &str, target: &str, in_book: bool) -> Option<String> {
     if is_external(target) {
         return None;
     }
@@ -156,9 +173,18 @@ fn link_problem(files: &dyn Files, doc: &str, dir: &str, target: &str) -> Option
         Some((p, a)) => (p, Some(a)),
         None => (target, None),
     };
-    let file = if path.is_empty() { doc.to_string() } else { join(dir, path)? };
+    let Some(file) = (if path.is_empty() { Some(doc.to_string()) } else { join(dir, path) }) else {
+        return Some("leaves the checkout".into());
+    };
     if !files.exists(&file) {
         return Some("no such file".into());
+    }
+    if in_book && !file.starts_with(&format!("{BOOK}/")) {
+        return Some(
+            "leaves the book, so the rendered page's link is broken: include the file in a \
+                     chapter (`{{#include}}`) and link that, or name its path in code"
+                .into(),
+        );
     }
     let anchor = anchor?;
     if !file.ends_with(".md") {
@@ -314,8 +340,9 @@ fn matching(bytes: &[u8], open: usize, left: u8, right: u8) -> Option<usize> {
 /// The paths of `{{#include PATH}}` (and `PATH:anchor`, `PATH:10:20`) outside code.
 fn includes(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for line in prose(text).lines() {
-        let mut rest = line;
+    // mdBook expands includes inside code blocks too (a file shown as code), not in code spans.
+    for line in text.lines().map(without_code_spans) {
+        let mut rest = line.as_str();
         while let Some(start) = rest.find("{{#include ") {
             let after = &rest[start + "{{#include ".len()..];
             let Some(end) = after.find("}}") else { break };
