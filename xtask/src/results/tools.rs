@@ -222,7 +222,7 @@ pub fn kunit_parse(kunit: &Path, ktap: &[u8]) -> Result<KunitParse> {
 
 /// Renders the fixture run and has the real consumers read it: `kunit.py parse` must accept
 /// each arch's KTAP with no parse error and the model's counts; `kcidb-io` must validate the
-/// KCIDB document. One result per check, named.
+/// KCIDB document; then the book builds (`super::book::check_book`). One result per check, named.
 pub fn check_consumers() -> Vec<(String, Result<()>)> {
     let dir = crate::support::checkout::project_root().join("xtask/test_data/results/run-fixture");
     let pinned: jiff::Timestamp = "2026-01-02T03:04:05Z".parse().expect("a valid timestamp");
@@ -268,5 +268,6 @@ pub fn check_consumers() -> Vec<(String, Result<()>)> {
         "actionlint accepts the GitHub Actions workflow (docs/github-actions.yml)".into(),
         actionlint(&workflow),
     ));
+    out.extend(super::book::check_book());
     out
 }

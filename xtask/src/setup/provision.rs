@@ -16,6 +16,7 @@ use anyhow::Result;
 
 use crate::arch::{Arch, ARCHES};
 use crate::flags::{BenchArgs, KernelArgs, RunArgs, UpstreamArgs, VmArgs};
+use crate::results::book::{CargoTool, MDBOOK};
 use crate::results::tools::{PyTool, ACTIONLINT, KCIDB_IO};
 use crate::support::cmd::{cmd, sh, succeeds, text, StepLog};
 use crate::support::exit::{error, Kind};
@@ -62,8 +63,8 @@ pub struct Needs {
     /// Static C programs for the guest built with the arch's compiler (the upstream selftests,
     /// the bench's floor /init).
     pub static_c: bool,
-    /// The result consumers `cargo xtask test` runs: kunit.py (python3), kcidb-io, lcov, and
-    /// actionlint on the GitHub Actions workflow.
+    /// The result consumers `cargo xtask test` runs: kunit.py (python3), kcidb-io, lcov,
+    /// actionlint on the GitHub Actions workflow, and mdBook for the book.
     pub consumers: bool,
     /// What `cargo test --workspace` itself runs: cpio, git, patch.
     pub unit_tests: bool,
@@ -228,6 +229,8 @@ pub enum Probe {
     Virtiofsd,
     /// A pinned Python package in its virtualenv.
     Venv(&'static PyTool),
+    /// A pinned Rust program in its folder in the cache.
+    Cargo(&'static CargoTool),
 }
 
 /// Where a piece comes from.
@@ -241,6 +244,8 @@ pub enum Source {
     Virtiofsd,
     /// Its virtualenv in the cache.
     Venv(&'static PyTool),
+    /// `cargo install --root` into its folder in the cache.
+    Cargo(&'static CargoTool),
 }
 
 /// One piece a command needs: what it is (as a person names it), what for, how it is checked
@@ -477,6 +482,7 @@ fn host_tool_items(n: &Needs, v: &mut Items) {
         for tool in [&KCIDB_IO, &ACTIONLINT] {
             add(tool.label(), tool.why.into(), Probe::Venv(tool), Source::Venv(tool));
         }
+        add(MDBOOK.label(), MDBOOK.why.into(), Probe::Cargo(&MDBOOK), Source::Cargo(&MDBOOK));
     }
     if n.browser {
         let why = "rendering report.html headless in cargo xtask test";
@@ -543,6 +549,7 @@ fn present(probe: &Probe, sysroot: &OnceLock<Option<PathBuf>>) -> bool {
         Probe::File(path) => path.is_file(),
         Probe::Virtiofsd => crate::vm::virtiofsd::binary().is_some(),
         Probe::Venv(tool) => tool.installed(),
+        Probe::Cargo(tool) => tool.installed(),
     }
 }
 
@@ -643,6 +650,7 @@ fn origin(source: &Source) -> String {
         Source::Venv(_) => "a virtualenv in the cache, made by `cargo xtask setup` as any user \
                           (Debian/Ubuntu: needs python3-venv)"
             .into(),
+        Source::Cargo(_) => "cargo install into the cache, by `cargo xtask setup` as any user".into(),
     }
 }
 
@@ -718,8 +726,10 @@ fn commands(missing: &[Item], hints: &Hints) -> Vec<String> {
         cmds.push("Debian/Ubuntu: cargo install virtiofsd --locked".into());
     }
     for item in missing {
-        if let Source::Venv(tool) = item.source {
-            cmds.extend(tool.install_commands());
+        match item.source {
+            Source::Venv(tool) => cmds.extend(tool.install_commands()),
+            Source::Cargo(tool) => cmds.extend(tool.install_commands()),
+            _ => {}
         }
     }
     cmds
@@ -809,7 +819,7 @@ fn cannot_install(host: &Host, no_rustup: bool, missing: &[Item], wanted: Vec<It
 
 /// Installs, one announced and logged step at a time: the Debian packages (QEMU from
 /// bookworm-backports on Debian 12, its source added if need be), the Rust targets, virtiofsd,
-/// the Python tools.
+/// the Python tools, the Rust tools.
 fn install(host: &Host, missing: &[Item], wanted: &[Item], rust_targets: &[&str]) -> Result<()> {
     let bookworm = host.codename == "bookworm";
     let (backports, release) = debian_packages(wanted, bookworm);
@@ -846,8 +856,10 @@ fn install(host: &Host, missing: &[Item], wanted: &[Item], rust_targets: &[&str]
         log.step(label, cmd!(sh, "cargo install virtiofsd --locked"))?;
     }
     for item in missing {
-        if let Source::Venv(tool) = item.source {
-            tool.install(&mut log)?;
+        match item.source {
+            Source::Venv(tool) => tool.install(&mut log)?,
+            Source::Cargo(tool) => tool.install(&mut log)?,
+            _ => {}
         }
     }
     Ok(())

@@ -141,6 +141,7 @@ fn everything_covers_every_arch_and_every_helper_target() {
         Source::Virtiofsd,
         Source::Venv(&KCIDB_IO),
         Source::Venv(&ACTIONLINT),
+        Source::Cargo(&crate::results::book::MDBOOK),
         Source::Package(crate::kernel::source::DEBIAN_PACKAGE),
     ] {
         assert!(all.iter().any(|i| i.source == source), "{source:?}");
