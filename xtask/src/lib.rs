@@ -13,6 +13,7 @@
 //! - `coverage/`: what the suites cover;
 //! - `mutants/`: mutation testing of the kernel under test: mutants, selection, reports;
 //! - `run/`: one run in order: kernels, plans, boots in lanes, reports;
+//! - `upstream/`: the kernel's own user_events selftests, built and booted one binary a boot;
 //! - `setup/`: provisioning, from what a verb needs;
 //! - `verbs/`: one module per `cargo xtask` verb, called only by `main.rs`.
 
@@ -27,5 +28,6 @@ pub mod run;
 pub mod setup;
 pub mod suites;
 pub mod support;
+pub mod upstream;
 pub mod verbs;
 pub mod vm;
