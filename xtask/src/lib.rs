@@ -15,6 +15,7 @@
 //! - `run/`: one run in order: kernels, plans, boots in lanes, reports;
 //! - `upstream/`: the kernel's own user_events selftests, built and booted one binary a boot;
 //! - `setup/`: provisioning, from what a verb needs;
+//! - `mutating/`: a mutation campaign: the mutants planned, run as child runs, TCE, reports;
 //! - `verbs/`: one module per `cargo xtask` verb, called only by `main.rs`.
 
 pub mod arch;
@@ -23,6 +24,7 @@ pub mod flags;
 pub mod judging;
 pub mod kernel;
 pub mod mutants;
+pub mod mutating;
 pub mod results;
 pub mod run;
 pub mod setup;

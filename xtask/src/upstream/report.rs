@@ -25,6 +25,7 @@ pub struct BinaryReport {
     pub parsed: Parsed,
 }
 
+/// One binary's boot as `upstream.json` records it: its cases, and what went wrong besides.
 pub fn report(name: &str, kernelrelease: &str, j: &BootRun) -> BinaryReport {
     let s = j.result().scenarios.first();
     let diagnostics = s.map(|s| s.diagnostics.clone()).unwrap_or_default();
@@ -56,6 +57,8 @@ pub fn known_failures(text: &str) -> BTreeMap<(String, String, String), String> 
         .collect()
 }
 
+/// One binary's cases as progress lines, a failure's assertions (or last lines) below it and the
+/// reason when it is a known failure on that kernel; its problems and the kernel's findings.
 pub fn print(arch: &str, r: &BinaryReport, j: &BootRun) {
     let known = known_failures(
         &std::fs::read_to_string(crate::support::checkout::project_root().join("suites/upstream-known.tsv"))
