@@ -33,7 +33,7 @@ pub fn run(args: &MutantsArgs) -> Result<u8> {
         Some(s) => Some(s.parse::<Shard>().map_err(|e| error(Kind::BadInput, e))?),
         None => None,
     };
-    let target = target::target(args)?;
+    let target = Target::of(args)?;
     let mutants = find::mutants(&target.name, &target.text)?;
     let total = mutants.len();
     let list = equivalents::read(args, &target)?;

@@ -21,33 +21,35 @@ pub struct Target {
     pub patches: Vec<PathBuf>,
 }
 
-/// The file `--file` names, or the default kernel's with `--patch`es applied.
-pub fn target(args: &MutantsArgs) -> Result<Target> {
-    let (path, name) = match &args.file {
-        Some(file) => (file.clone(), name_in_tree(file)),
-        None => {
-            let cache = crate::kernel::cache::root(args.cache_dir.as_deref());
-            let ident = source::identify(&Spec::Debian, &cache)?;
-            let root = source::pristine_root(&Spec::Debian, &ident, &cache)?;
-            if !args.patches.is_empty() {
-                // Absolute: `patch -d` and the mutants' runs read them from elsewhere.
-                let patches: Vec<PathBuf> = args
-                    .patches
-                    .iter()
-                    .map(|p| {
-                        p.canonicalize().map_err(|e| error(Kind::BadInput, format!("--patch {}: {e}", p.display())))
-                    })
-                    .collect::<Result<_>>()?;
-                let changed = crate::coverage::map::change_texts(&root, &[], &patches, &[DEFAULT_FILE.into()])?;
-                let text = changed.into_iter().next().map(|c| c.new).unwrap_or_default();
-                return Ok(Target { path: root.join(DEFAULT_FILE), name: DEFAULT_FILE.into(), text, patches });
+impl Target {
+    /// The file `--file` names, or the default kernel's with `--patch`es applied.
+    pub fn of(args: &MutantsArgs) -> Result<Target> {
+        let (path, name) = match &args.file {
+            Some(file) => (file.clone(), name_in_tree(file)),
+            None => {
+                let cache = crate::kernel::cache::root(args.cache_dir.as_deref());
+                let ident = source::identify(&Spec::Debian, &cache)?;
+                let root = source::pristine_root(&Spec::Debian, &ident, &cache)?;
+                if !args.patches.is_empty() {
+                    // Absolute: `patch -d` and the mutants' runs read them from elsewhere.
+                    let patches: Vec<PathBuf> = args
+                        .patches
+                        .iter()
+                        .map(|p| {
+                            p.canonicalize().map_err(|e| error(Kind::BadInput, format!("--patch {}: {e}", p.display())))
+                        })
+                        .collect::<Result<_>>()?;
+                    let changed = crate::coverage::map::change_texts(&root, &[], &patches, &[DEFAULT_FILE.into()])?;
+                    let text = changed.into_iter().next().map(|c| c.new).unwrap_or_default();
+                    return Ok(Target { path: root.join(DEFAULT_FILE), name: DEFAULT_FILE.into(), text, patches });
+                }
+                (root.join(DEFAULT_FILE), DEFAULT_FILE.to_string())
             }
-            (root.join(DEFAULT_FILE), DEFAULT_FILE.to_string())
-        }
-    };
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| error(Kind::BadInput, format!("--file {}: {e}", path.display())))?;
-    Ok(Target { path, name, text, patches: vec![] })
+        };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| error(Kind::BadInput, format!("--file {}: {e}", path.display())))?;
+        Ok(Target { path, name, text, patches: vec![] })
+    }
 }
 
 /// A file's path inside its kernel tree (the first ancestor with a Makefile and a Kconfig), or
