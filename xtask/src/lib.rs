@@ -13,7 +13,9 @@
 //! - `coverage/`: what the suites cover;
 //! - `mutants/`: mutation testing of the kernel under test: mutants, selection, reports;
 //! - `run/`: one run in order: kernels, plans, boots in lanes, reports;
+//! - `upstream/`: the kernel's own user_events selftests, built and booted one binary a boot;
 //! - `setup/`: provisioning, from what a verb needs;
+//! - `mutating/`: a mutation campaign: the mutants planned, run as child runs, TCE, reports;
 //! - `verbs/`: one module per `cargo xtask` verb, called only by `main.rs`.
 
 pub mod arch;
@@ -22,10 +24,12 @@ pub mod flags;
 pub mod judging;
 pub mod kernel;
 pub mod mutants;
+pub mod mutating;
 pub mod results;
 pub mod run;
 pub mod setup;
 pub mod suites;
 pub mod support;
+pub mod upstream;
 pub mod verbs;
 pub mod vm;

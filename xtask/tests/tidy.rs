@@ -40,7 +40,9 @@ const XTASK_LAYERS: &[(&str, &str)] = &[
     ("coverage", "what the suites reach"),
     ("mutants", "mutation testing: mutants, selection, reports"),
     ("run", "one run: kernels, plans, boots, reports"),
+    ("upstream", "the kernel's own selftests, booted in run's lanes"),
     ("setup", "provisioning from what a verb needs"),
+    ("mutating", "a mutation campaign: plans, child runs, TCE, reports"),
     ("verbs", "one module per verb, called only by main.rs"),
 ];
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::mutants::find::Mutant;
+use crate::mutants::mutant::Mutant;
 use crate::mutants::report::{MutantResult, Outcome};
 use crate::mutants::summary;
 use crate::results::text::esc;

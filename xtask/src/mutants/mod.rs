@@ -1,7 +1,9 @@
 //! Mutation testing of the kernel under test (`cargo xtask mutants`):
 //!
+//! - `mutant`: one mutant (its span, replacement, operator family and schema site), applied, as
+//!   a diff, in a few words (sans-IO);
 //! - `find`: mutation points of a kernel C file, parsed with tree-sitter's C grammar, each with
-//!   a stable id, its location and its diff (sans-IO);
+//!   a stable id (sans-IO);
 //! - `select`: `--in-diff PATCH` and `--shard k/n` (sans-IO);
 //! - `plan`: the scenarios covering each mutant from a coverage run, the resumable state file;
 //! - `equivalent`: the tracked list of equivalent mutants, each keyed to the file text it was
@@ -21,6 +23,7 @@ pub mod classify;
 pub mod equivalent;
 pub mod find;
 pub mod html;
+pub mod mutant;
 pub mod plan;
 pub mod report;
 pub mod schemata;

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 
 use crate::coverage::lcov;
 use crate::coverage::runs::BOOT;
-use crate::mutants::find::Mutant;
+use crate::mutants::mutant::Mutant;
 use crate::mutants::report::{MutantResult, Outcome};
 
 /// One arch's coverage of the mutated file.

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::mutants::find::Mutant;
+use crate::mutants::mutant::Mutant;
 
 /// What running a mutant showed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

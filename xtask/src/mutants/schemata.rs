@@ -2,7 +2,7 @@
 //! one kernel build serves all mutants, mutant N being chosen at boot by
 //! `trace_events_user.mutant=N` (0, the default, runs the original code).
 //!
-//! Each site (the expression or statement around a mutation, see `find::Site`) becomes
+//! Each site (the expression or statement around a mutation, see `mutant::Site`) becomes
 //! `(ue_mutant == A ? <A applied> : ue_mutant == B ? <B applied> : <the original>)` or, for a
 //! statement, `{ if (ue_mutant != A) <the original> }`. A mutated branch is the site's
 //! original text with one change, since when mutant A is active no other is; the original
@@ -11,7 +11,8 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::find::{self, Mutant, SiteKind};
+use super::find;
+use super::mutant::{Mutant, SiteKind};
 
 /// The C variable holding the active mutant's number.
 pub const SWITCH: &str = "ue_mutant";
@@ -433,9 +434,11 @@ mod tests {
         let src = format!("{HEADER}int f(int x)\n{{\n\treturn x + 1;\n}}\n");
         let (ms, _) = build(&src);
         // The `+` mutant made to claim `+ 1;`, which crosses the returned expression's end.
-        let mut crossing = ms.iter().find(|m| m.operator == find::Operator::Arithmetic).unwrap().clone();
+        let mut crossing =
+            ms.iter().find(|m| m.operator == crate::mutants::mutant::Operator::Arithmetic).unwrap().clone();
         crossing.id = "crossing".into();
-        crossing.site = find::Site { start: crossing.start_byte, end: crossing.site.end + 1, ..crossing.site };
+        crossing.site =
+            crate::mutants::mutant::Site { start: crossing.start_byte, end: crossing.site.end + 1, ..crossing.site };
         let mut with: Vec<&Mutant> = ms.iter().collect();
         with.push(&crossing);
         let s = schemata(&src, &with);

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::str::FromStr;
 
-use crate::mutants::find::Mutant;
+use crate::mutants::mutant::Mutant;
 
 /// `--shard k/n`: the k-th of n shares, k in 1..=n.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

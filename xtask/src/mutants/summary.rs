@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::mutants::classify;
-use crate::mutants::find::Mutant;
+use crate::mutants::mutant::Mutant;
 use crate::mutants::report::{MutantResult, Outcome};
 
 /// The counts behind one score.

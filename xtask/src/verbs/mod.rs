@@ -15,8 +15,6 @@ pub mod kernel;
 pub mod matrix;
 pub mod merge;
 pub mod mutants;
-pub mod mutants_run;
-pub mod mutants_tce;
 pub mod prepare;
 pub mod replay;
 pub mod report;

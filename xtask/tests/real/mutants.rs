@@ -66,11 +66,11 @@ fn stryker(by_id: &std::collections::BTreeMap<String, Value>, id: &str) -> Strin
 /// patch this check applies only adds a line in `user_reg_get`, so the argument holds for it.
 fn keyed_to(text: &str) -> Result<String> {
     let root = xtask::support::checkout::project_root();
-    let tracked = std::fs::read_to_string(root.join(xtask::verbs::mutants::EQUIVALENT_LIST))?;
+    let tracked = std::fs::read_to_string(root.join(xtask::mutating::equivalents::EQUIVALENT_LIST))?;
     let line = tracked
         .lines()
         .find(|l| l.starts_with(&format!("{EQUIVALENT}\t")))
-        .with_context(|| format!("{EQUIVALENT} is not in {}", xtask::verbs::mutants::EQUIVALENT_LIST))?;
+        .with_context(|| format!("{EQUIVALENT} is not in {}", xtask::mutating::equivalents::EQUIVALENT_LIST))?;
     let mut cols: Vec<&str> = line.splitn(5, '\t').collect();
     anyhow::ensure!(cols.len() == 5, "the tracked entry of {EQUIVALENT} has {} columns, not 5: {line}", cols.len());
     let digest = xtask::support::files::sha256_hex(text);

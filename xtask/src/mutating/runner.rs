@@ -21,7 +21,7 @@ use clap::Parser;
 
 use crate::flags::Xtask;
 use crate::mutants::classify::{self, RunEnd};
-use crate::mutants::find::Mutant;
+use crate::mutants::mutant::Mutant;
 use crate::mutants::plan::{self, Step};
 use crate::mutants::report::{MutantResult, Outcome};
 use crate::mutants::schemata;

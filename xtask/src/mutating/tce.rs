@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use crate::flags::{Cmd, Xtask};
-use crate::mutants::find::Mutant;
+use crate::mutants::mutant::Mutant;
 use crate::mutants::tce::{self, Compiler, Finding, Record};
 use crate::support::exit::{error, Kind};
 
