@@ -7,7 +7,8 @@
 //! - `kernel/`: a kernel source made into a built, checked kernel (`kernel::build::Built`);
 //! - `vm/`: QEMU, the guest's initramfs and the host's hang watchdog (`vm::qemu::Ended`);
 //! - `suites/`: the scenario language, compiled into a plan per kernel;
-//! - `flags.rs`: the command line's vocabulary (clap), for the layers above;
+//! - `cli/`: the command line's vocabulary (clap) for the layers above, and the kernel flags
+//!   lowered into build requests;
 //! - `judging/`: a boot's logs into a verdict, and the run folder's records (`JudgedBoot`);
 //! - `results/`: the one run model, its renderers, `compare` and `merge`;
 //! - `coverage/`: what the suites cover;
@@ -17,8 +18,8 @@
 //! - `verbs/`: one module per `cargo xtask` verb, called only by `main.rs`.
 
 pub mod arch;
+pub mod cli;
 pub mod coverage;
-pub mod flags;
 pub mod judging;
 pub mod kernel;
 pub mod mutants;

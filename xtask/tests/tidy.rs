@@ -34,7 +34,7 @@ const XTASK_LAYERS: &[(&str, &str)] = &[
     ("kernel", "source, Debian, git, kconfig, cache, build"),
     ("vm", "QEMU, the initramfs, the hang watchdog"),
     ("suites", "the scenario language and its plans"),
-    ("flags", "the command line's vocabulary"),
+    ("cli", "the command line's vocabulary, the kernel flags lowered"),
     ("judging", "console, result channel, verdict, run-folder records"),
     ("results", "the run model, its renderers, compare, merge"),
     ("coverage", "what the suites reach"),

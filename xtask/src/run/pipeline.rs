@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::cli::{KernelArgs, SelectArgs};
 use crate::coverage::catalogue as coverage;
-use crate::flags::{KernelArgs, SelectArgs};
 use crate::judging::run_folder;
 use crate::kernel::{build as kernel, cache, debian, kconfig, source};
 use crate::run::{boot, select};

@@ -15,7 +15,7 @@ use std::time::Instant;
 use anyhow::Result;
 
 use crate::arch::{Arch, ARCHES};
-use crate::flags::{BenchArgs, KernelArgs, RunArgs, UpstreamArgs, VmArgs};
+use crate::cli::{BenchArgs, KernelArgs, RunArgs, UpstreamArgs, VmArgs};
 use crate::results::tools::{PyTool, ACTIONLINT, KCIDB_IO};
 use crate::support::cmd::{cmd, sh, succeeds, text, StepLog};
 use crate::support::exit::{error, Kind};

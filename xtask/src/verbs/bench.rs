@@ -17,7 +17,7 @@ use crate::vm::initramfs::{Archive, Node};
 use crate::vm::qemu::AccelChoice;
 use crate::vm::qemu::{self, Accel, VmSpec};
 
-impl crate::flags::BenchArgs {
+impl crate::cli::BenchArgs {
     /// `bench suites`: the measuring suites' figures as a table; `bench boot`: the agent's
     /// empty-plan boot against the floor.
     pub fn run(self) -> Result<u8> {
@@ -29,8 +29,7 @@ impl crate::flags::BenchArgs {
                 .into_iter()
                 .filter(|f| f.file_stem().is_some_and(|s| pipeline::MEASURING_SUITES.iter().any(|m| s == *m)))
                 .collect();
-            let select =
-                crate::flags::SelectArgs { suites: files, filters: self.filters.clone(), ..Default::default() };
+            let select = crate::cli::SelectArgs { suites: files, filters: self.filters.clone(), ..Default::default() };
             let chosen = pipeline::choose(&select, &self.vm.results_root())?;
             let needs = Needs::boot(&self.kernel, &self.vm, false, &clients_of_chosen(&chosen));
             let p = prepare(&needs, &self.kernel, &self.vm)?;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::flags::BisectArgs;
+use crate::cli::BisectArgs;
 use crate::kernel::git;
 use crate::support::exit::{code_for, error, Kind};
 use crate::support::progress::line;

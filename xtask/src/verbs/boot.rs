@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::flags::{BootArgs, KernelArgs};
+use crate::cli::{BootArgs, KernelArgs};
 use crate::run::{boot, pipeline};
 use crate::setup::provision::{clients_of_chosen, clients_of_plan, Needs};
 use crate::verbs::prepare::prepare;

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::cli::CoverageArgs;
 use crate::coverage::unexecuted::{self, Report, RunFacts};
-use crate::flags::CoverageArgs;
 use crate::judging::run_folder::{KERNEL_METADATA, LATEST};
 use crate::kernel::build::Metadata;
 use crate::run::pipeline;

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::flags::ExecArgs;
+use crate::cli::ExecArgs;
 use crate::setup::provision::Needs;
 use crate::verbs::prepare::prepare;
 

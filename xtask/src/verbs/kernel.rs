@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::flags::KernelArgs;
+use crate::cli::KernelArgs;
 use crate::setup::provision::{ensure, Needs};
 
 impl KernelArgs {

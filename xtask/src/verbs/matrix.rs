@@ -75,7 +75,7 @@ pub fn cells(
             .filter_map(|e| e.file_name().to_str()?.strip_suffix(".config").map(String::from))
             // A coverage kernel measures rather than gates, and the faults scenarios' counts and
             // the kmemleak scenarios are measured on x86_64 only so far: all asked for by name.
-            .filter(|p| p != crate::flags::COVERAGE && p != FAULTS && p != KMEMLEAK)
+            .filter(|p| p != crate::cli::COVERAGE && p != FAULTS && p != KMEMLEAK)
             .collect();
         found.sort();
         std::iter::once("default".to_string()).chain(found).collect()
@@ -120,7 +120,7 @@ pub fn cells(
     Ok(out)
 }
 
-impl crate::flags::MatrixArgs {
+impl crate::cli::MatrixArgs {
     pub fn run(self) -> Result<u8> {
         let root = crate::support::checkout::project_root();
         println!("{}", matrix(&self.kernels, &self.kernel_versions, &self.arch, &self.profiles, &root)?);

@@ -1,4 +1,4 @@
-//! The verbs of `cargo xtask`, one module each, every one an `impl flags::<Verb>Args { fn run }`
+//! The verbs of `cargo xtask`, one module each, every one an `impl cli::<Verb>Args { fn run }`
 //! returning the exit code (rust-analyzer's xtask shape). Only `main.rs` calls them; they call
 //! the phases below them. `prepare` is the start that the booting verbs share; `affected` is
 //! `validate`'s coverage-first selection.

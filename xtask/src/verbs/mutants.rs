@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::flags::MutantsArgs;
+use crate::cli::MutantsArgs;
 use crate::kernel::source::{self, Spec};
 use crate::mutants::equivalent;
 use crate::mutants::find::{self, Mutant, Operator};

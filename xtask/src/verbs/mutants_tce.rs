@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use crate::flags::{Cmd, Xtask};
+use crate::cli::{Cmd, Xtask};
 use crate::mutants::find::Mutant;
 use crate::mutants::tce::{self, Compiler, Finding, Record};
 use crate::support::exit::{error, Kind};

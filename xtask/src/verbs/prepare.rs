@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 
-use crate::flags::{KernelArgs, VmArgs};
+use crate::cli::{KernelArgs, VmArgs};
 use crate::kernel::build::Built;
 use crate::run::boot::Options;
 use crate::setup::provision::{ensure, Needs};

@@ -15,7 +15,7 @@ use crate::support::progress::line;
 use crate::vm::qemu::{self, VmSpec};
 use crate::vm::virtiofsd::Share;
 
-impl crate::flags::ReplayArgs {
+impl crate::cli::ReplayArgs {
     pub fn run(self) -> Result<u8> {
         let results = self.results.unwrap_or_else(crate::support::checkout::default_results);
         replay(&self.run, self.arch.as_deref(), self.boot.as_deref(), &results)

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::flags::{KernelArgs, RunArgs};
+use crate::cli::{KernelArgs, RunArgs};
 use crate::run::{boot, pipeline};
 use crate::setup::provision::{clients_of_chosen, Needs};
 use crate::verbs::prepare::prepare;

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::flags::ShellArgs;
+use crate::cli::ShellArgs;
 use crate::setup::provision::{all_clients, Needs};
 use crate::verbs::prepare::prepare;
 

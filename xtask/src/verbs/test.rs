@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use crate::flags::TestArgs;
+use crate::cli::TestArgs;
 use crate::setup::provision::Needs;
 use crate::support::cmd::{cmd, sh};
 use crate::support::exit::Kind;

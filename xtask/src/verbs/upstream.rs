@@ -252,7 +252,7 @@ struct BinaryReport {
     parsed: Parsed,
 }
 
-impl crate::flags::UpstreamArgs {
+impl crate::cli::UpstreamArgs {
     /// `cargo xtask upstream`: the selftests on each kernel, into a new run folder.
     pub fn run(self) -> Result<u8> {
         use crate::setup::provision::Needs;

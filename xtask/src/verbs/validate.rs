@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::flags::{KernelArgs, ValidateArgs};
+use crate::cli::{KernelArgs, ValidateArgs};
 use crate::results::model::Run;
 use crate::run::boot::{Options, Watch};
 use crate::support::exit::{error, Kind};
@@ -158,7 +158,7 @@ fn compare_sides(
 fn results_key(
     chosen: &crate::run::pipeline::Chosen,
     built: &[crate::kernel::build::Built],
-    vm: &crate::flags::VmArgs,
+    vm: &crate::cli::VmArgs,
 ) -> Result<String> {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
@@ -415,8 +415,8 @@ mod tests {
     fn args(argv: &[&str]) -> ValidateArgs {
         let mut all = vec!["x", "validate"];
         all.extend_from_slice(argv);
-        match crate::flags::Xtask::try_parse_from(all).unwrap().command {
-            crate::flags::Cmd::Validate(v) => v,
+        match crate::cli::Xtask::try_parse_from(all).unwrap().command {
+            crate::cli::Cmd::Validate(v) => v,
             _ => unreachable!(),
         }
     }

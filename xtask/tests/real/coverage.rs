@@ -14,8 +14,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use xtask::cli::{ConfigArgs, KernelArgs, SelectArgs};
 use xtask::coverage::lcov;
-use xtask::flags::{ConfigArgs, KernelArgs, SelectArgs};
 use xtask::kernel::build::Built;
 use xtask::kernel::gcov::DEFAULT_FILE;
 use xtask::support::cmd::{cmd, sh, stdout};
@@ -184,8 +184,8 @@ pub fn blind_spot(results: &Path) -> Result<()> {
         "--filter".into(),
         FAULTS_IN.into(),
     ];
-    let cli = <xtask::flags::Xtask as clap::Parser>::try_parse_from(argv)?;
-    let xtask::flags::Cmd::Run(args) = cli.command else { anyhow::bail!("not a run") };
+    let cli = <xtask::cli::Xtask as clap::Parser>::try_parse_from(argv)?;
+    let xtask::cli::Cmd::Run(args) = cli.command else { anyhow::bail!("not a run") };
     let code = args.run()?;
     anyhow::ensure!(code == xtask::support::exit::BLIND_SPOTS, "exit code {code}, expected 2");
     let run_dir = std::fs::read_dir(&results)?

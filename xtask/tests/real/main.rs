@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use protocol::Step;
 
-use xtask::flags::{ConfigArgs, KernelArgs, SourceArgs, TestArgs, VmArgs};
+use xtask::cli::{ConfigArgs, KernelArgs, SourceArgs, TestArgs, VmArgs};
 use xtask::judging::verdict::Status;
 use xtask::support::cmd::{cmd, sh, stdout};
 use xtask::support::exit::{self, Kind};
@@ -355,7 +355,7 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     let started = Instant::now();
     let result = (|| {
         // The measuring suite too: it must keep working, though it never gates.
-        let every = xtask::flags::SelectArgs { bench: true, ..Default::default() };
+        let every = xtask::cli::SelectArgs { bench: true, ..Default::default() };
         let chosen = xtask::run::pipeline::choose(&every, results.path())?;
         let count: usize = chosen.suites.iter().map(|s| s.scenarios.len()).sum();
         anyhow::ensure!(count > 0, "suites/ holds no scenario");
@@ -592,7 +592,7 @@ fn hygiene_check(vm: &VmArgs, base: &KernelArgs, args: &TestArgs) -> Result<()> 
 /// big-endian ones on s390x, the little-endian ones on riscv64.
 fn enable_bit_branches(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, results: &Path) -> Result<()> {
     let root = xtask::support::checkout::project_root();
-    let select = xtask::flags::SelectArgs {
+    let select = xtask::cli::SelectArgs {
         suites: vec![root.join("suites/enable-bits.yaml"), root.join("suites/registration.yaml")],
         ..Default::default()
     };

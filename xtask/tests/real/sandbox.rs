@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use protocol::Step;
 
-use xtask::flags::{KernelArgs, VmArgs};
+use xtask::cli::{KernelArgs, VmArgs};
 use xtask::support::cmd::{cmd, sh, stdout};
 use xtask::vm::virtiofsd::{Sandbox, SandboxChoice};
 

@@ -3,7 +3,7 @@
 
 use super::backports::{backports_notice, backports_source};
 use super::*;
-use crate::flags::{Cmd, Xtask};
+use crate::cli::{Cmd, Xtask};
 use clap::Parser;
 
 fn parse(argv: &[&str]) -> Cmd {
@@ -173,7 +173,7 @@ fn clients_come_from_what_the_plan_or_the_chosen_scenarios_run() {
     assert_eq!(clients_of_plan(&plan), ["ue-compat32"]);
     let results = tempfile::tempdir().unwrap();
     let chose = |filter: &str| {
-        let select = crate::flags::SelectArgs { filters: vec![filter.into()], ..Default::default() };
+        let select = crate::cli::SelectArgs { filters: vec![filter.into()], ..Default::default() };
         clients_of_chosen(&crate::run::pipeline::choose(&select, results.path()).unwrap())
     };
     assert_eq!(chose("clients/*"), ["ue-tracepoint", "ue-compat32"]);
@@ -262,7 +262,7 @@ fn no_setup_is_one_flag_for_every_verb() {
     let r = Xtask::try_parse_from(["x", "kernel", "--no-setup"]).unwrap();
     assert!(r.no_setup);
     assert!(!Xtask::try_parse_from(["x", "kernel"]).unwrap().no_setup);
-    let Cmd::Setup(crate::flags::SetupArgs { check, arch }) = parse(&["setup", "--check", "--arch", "x86_64"]) else {
+    let Cmd::Setup(crate::cli::SetupArgs { check, arch }) = parse(&["setup", "--check", "--arch", "x86_64"]) else {
         panic!()
     };
     assert!(check && arch == "x86_64");
