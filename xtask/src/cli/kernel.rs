@@ -1,6 +1,7 @@
 //! The kernel flags: `--arch`, the source (`--kernel-src`, `--kernel-tarball`,
 //! `--kernel-version`, `--kernel-image`, `--patch`), the configuration (`--profile`,
-//! `--fragment`, `--kconfig`, `--coverage`) and the build knobs (`--llvm`, `--cc`, ...).
+//! `--fragment`, `--kconfig`, `--coverage`) and the build knobs (`--llvm`, `--cc`, ...); and the
+//! one place they are lowered into the kernel phase's `kernel::Request` (`KernelArgs::request`).
 
 use std::path::PathBuf;
 
@@ -185,5 +186,43 @@ impl KnobArgs {
             self.ccache,
             &self.make_args,
         )
+    }
+}
+
+impl KernelArgs {
+    /// The kernel flags lowered into what the kernel phase builds (`kernel::build_all`): the
+    /// arches, the source, the patches, the configuration, the knobs, the cache.
+    pub fn request(&self) -> anyhow::Result<crate::kernel::Request> {
+        use crate::kernel::request::Source;
+        use crate::kernel::source::Spec;
+        use crate::support::exit::{error, Kind};
+        let arches = crate::arch::select(&self.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
+        let src = &self.source;
+        let source = match (&src.kernel_image, &src.git_commit) {
+            (Some(image), _) => Source::Image { image: image.clone(), config: src.kernel_config.clone() },
+            (None, Some((repo, commit))) => {
+                Source::Build(Spec::GitCommit { repo: repo.clone(), commit: commit.clone() })
+            }
+            (None, None) => match (&src.kernel_src, &src.kernel_tarball, &src.kernel_version) {
+                (Some(dir), _, _) => Source::Build(Spec::Tree(dir.clone())),
+                (_, Some(t), _) => Source::Build(Spec::Tarball(t.clone())),
+                (_, _, Some(v)) => Source::DebianVersion(v.clone()),
+                _ => Source::Build(Spec::Debian),
+            },
+        };
+        Ok(crate::kernel::Request {
+            arches,
+            source,
+            patches: src.patches.clone(),
+            profiles: self.config.profiles(),
+            fragments: self.config.fragments.clone(),
+            kconfig: self.config.kconfig.clone(),
+            gcov_files: self.config.gcov_files(),
+            // A prebuilt image is not built: its knobs are not read.
+            knobs: if src.kernel_image.is_some() { Default::default() } else { self.knobs.knobs()? },
+            jobs: self.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            cache_dir: crate::kernel::cache::root(self.cache_dir.as_deref()),
+            config_only: self.config_only,
+        })
     }
 }

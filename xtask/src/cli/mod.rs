@@ -257,6 +257,26 @@ mod tests {
     }
 
     #[test]
+    fn kernel_flags_lower_into_one_request() {
+        use crate::kernel::request::Source;
+        let args = ["x", "kernel", "--kernel-version", "7.3", "--patch", "p.patch", "--coverage", "--arch", "arm64"];
+        let Cmd::Kernel(k) = Xtask::try_parse_from(args).unwrap().command else { panic!() };
+        let r = k.request().unwrap();
+        assert!(matches!(&r.source, Source::DebianVersion(v) if v.package() == "linux-source-7.3"));
+        assert_eq!((r.arches.len(), r.patches.len()), (1, 1));
+        assert_eq!(r.gcov_files, [crate::kernel::gcov::DEFAULT_FILE]);
+        assert_eq!(r.profiles, [COVERAGE]);
+        let args = ["x", "kernel", "--kernel-image", "bzImage", "--arch", "x86_64", "--make-arg", "LLVM=2"];
+        let Cmd::Kernel(k) = Xtask::try_parse_from(args).unwrap().command else { panic!() };
+        let r = k.request().unwrap();
+        assert!(matches!(r.source, Source::Image { .. }), "an image's knobs are not read");
+        let Cmd::Kernel(k) = Xtask::try_parse_from(["x", "kernel", "--arch", "sparc"]).unwrap().command else {
+            panic!()
+        };
+        assert_eq!(crate::support::exit::code_for(&k.request().unwrap_err()), 128);
+    }
+
+    #[test]
     fn build_knobs_parse() {
         let args = ["x", "kernel", "--llvm", "--ccache", "--make-arg", "W=1", "--make-arg", "KCFLAGS=-O2 -g"];
         let Cmd::Kernel(k) = Xtask::try_parse_from(args).unwrap().command else { panic!() };

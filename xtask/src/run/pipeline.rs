@@ -9,79 +9,12 @@ use anyhow::Result;
 use crate::cli::{KernelArgs, SelectArgs};
 use crate::coverage::catalogue as coverage;
 use crate::judging::run_folder;
-use crate::kernel::{build as kernel, cache, debian, kconfig, source};
+use crate::kernel::{build as kernel, kconfig};
 use crate::run::{boot, select};
 use crate::support::checkout::project_root;
 use crate::support::exit::{error, Kind};
-use crate::support::{progress, timings};
-use crate::{arch, results, suites};
-
-/// Builds or fetches the kernel for each requested arch.
-pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
-    let arches = arch::select(&args.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
-    let cache_dir = cache::root(args.cache_dir.as_deref());
-    let configs = project_root().join("kernel-configs");
-    let src = &args.source;
-    let mut out = Vec::new();
-    let c = &args.config;
-    let fragments_for =
-        |arch: &arch::Arch| kconfig::fragments_for(&configs, arch.fragment, &c.profiles(), &c.fragments, &c.kconfig);
-    let gcov_files = c.gcov_files();
-    for f in &gcov_files {
-        crate::kernel::gcov::check_name(f)?;
-    }
-
-    if let Some(image) = &src.kernel_image {
-        if arches.len() != 1 {
-            return Err(error(
-                Kind::BadInput,
-                "--kernel-image needs a single --arch (x86_64, arm64, s390x or riscv64)",
-            ));
-        }
-        if !gcov_files.is_empty() {
-            return Err(error(
-                Kind::BadInput,
-                "--coverage needs a kernel built here (its .gcno notes): it cannot take --kernel-image",
-            ));
-        }
-        let arch = arches[0];
-        out.push(kernel::prebuilt(arch, image, src.kernel_config.as_deref(), &fragments_for(arch)?, None)?);
-        return Ok(out);
-    }
-
-    let spec = match &src.git_commit {
-        Some((repo, commit)) => source::Spec::GitCommit { repo: repo.clone(), commit: commit.clone() },
-        None => match (&src.kernel_src, &src.kernel_tarball, &src.kernel_version) {
-            (Some(dir), _, _) => source::Spec::Tree(dir.clone()),
-            (_, Some(t), _) => source::Spec::Tarball(t.clone()),
-            (_, _, Some(v)) => source::Spec::DebianVersion(debian::fetch(v, &cache_dir)?),
-            _ => source::Spec::Debian,
-        },
-    };
-    let knobs = args.knobs.knobs()?.resolve(&arches)?;
-    let identity = source::identify(&spec, &cache_dir)?;
-    let patches = src.patches.iter().map(|p| source::Patch::read(p)).collect::<Result<Vec<_>>>()?;
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let started = std::time::Instant::now();
-    for arch in arches {
-        let fragments = fragments_for(arch)?;
-        let req = kernel::Request {
-            arch,
-            spec: &spec,
-            source: &identity,
-            patches: &patches,
-            fragments: &fragments,
-            jobs,
-            cache_dir: &cache_dir,
-            config_only: args.config_only,
-            gcov_files: &gcov_files,
-            knobs: &knobs,
-        };
-        out.push(kernel::build(&req)?);
-    }
-    timings::record(None, "kernels", started.elapsed());
-    Ok(out)
-}
+use crate::support::progress;
+use crate::{results, suites};
 
 /// Every `suites/*.yaml` of the checkout.
 pub fn suite_files() -> Result<Vec<PathBuf>> {

@@ -107,9 +107,9 @@ impl Needs {
         Ok(Needs { arches, ..Needs::everything() })
     }
 
-    /// Making (or fetching) the kernels of `kernel`'s flags, as `crate::run::pipeline::kernels` does; nothing boots.
+    /// Making (or fetching) the kernels of `kernel`'s flags, as `crate::kernel::build_all` does; nothing boots.
     pub fn kernel(args: &KernelArgs) -> Needs {
-        // A bad --arch is reported by `crate::run::pipeline::kernels`, as bad input.
+        // A bad --arch is reported by `crate::kernel::build_all`, as bad input.
         let arches = crate::arch::select(&args.arch).unwrap_or_default();
         let src = &args.source;
         if src.kernel_image.is_some() {

@@ -40,7 +40,7 @@ impl crate::cli::BenchArgs {
             return Ok(boot::exit_code(&judged));
         }
         crate::setup::provision::ensure(&Needs::bench(&self))?;
-        let built = pipeline::kernels(&self.kernel)?;
+        let built = crate::kernel::build_all(&self.kernel.request()?)?;
         boot(&built, self.runs.max(1), self.vm.accel)?;
         Ok(0)
     }

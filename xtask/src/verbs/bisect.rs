@@ -162,7 +162,7 @@ fn test_commit(
     kernel.source.kernel_src = None;
     kernel.source.git_commit = Some((repo.to_path_buf(), good.to_string()));
     kernel.source.patches = change.into_iter().chain(args.kernel.source.patches.iter().cloned()).collect();
-    let built = match crate::run::pipeline::kernels(&kernel) {
+    let built = match crate::kernel::build_all(&kernel.request()?) {
         Ok(b) => b,
         Err(e) if code_for(&e) == Kind::CannotBuild.code() || code_for(&e) == Kind::BadInput.code() => {
             // A commit that does not build, or whose change does not apply as a patch.

@@ -19,6 +19,6 @@ pub struct Prepared {
 pub fn prepare(needs: &Needs, kernel: &KernelArgs, vm: &VmArgs) -> Result<Prepared> {
     ensure(needs)?;
     let opts = Options::of(vm, kernel.cache_dir.as_deref())?;
-    let built = crate::run::pipeline::kernels(kernel)?;
+    let built = crate::kernel::build_all(&kernel.request()?)?;
     Ok(Prepared { built, opts })
 }

@@ -40,7 +40,7 @@ fn validate(args: &ValidateArgs) -> Result<u8> {
     })?;
     let (base_args, head_args, base_label, head_label) = sides(args)?;
     line(format!("validate: the baseline: {base_label}"));
-    let base_built = crate::run::pipeline::kernels(&base_args)?;
+    let base_built = crate::kernel::build_all(&base_args.request()?)?;
     // The whole plan's baseline (remembered in plain order) serves any order and any part of it.
     let mut index = baseline_index(&chosen, &base_built, &base_args, args)?;
     let (mut base, mut base_code) = remembered_runs(&index, args)?;
@@ -72,7 +72,7 @@ fn validate(args: &ValidateArgs) -> Result<u8> {
                 s.spawn(|| run_repeats(&chosen, &base_built, &base_args, args, (Some(&index), None), base.len()));
             crate::support::timings::hold();
             let started = std::time::Instant::now();
-            let head_built = crate::run::pipeline::kernels(&head_args);
+            let head_built = head_args.request().and_then(|r| crate::kernel::build_all(&r));
             let ran = baseline.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the baseline's thread panicked")));
             crate::support::timings::release(started);
             (ran, head_built)
@@ -294,7 +294,14 @@ fn patched_side(
 ) -> Result<(Vec<(PathBuf, Run)>, u8)> {
     let arches = crate::arch::select(&kernel.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
     if chosen.select.rerun_count() == Some(0) {
-        return run_repeats(chosen, &crate::run::pipeline::kernels(kernel)?, kernel, args, (None, Some(watch)), 0);
+        return run_repeats(
+            chosen,
+            &crate::kernel::build_all(&kernel.request()?)?,
+            kernel,
+            args,
+            (None, Some(watch)),
+            0,
+        );
     }
     let mut arches: Vec<&'static str> = arches.iter().map(|a| a.name).collect();
     arches.sort_by_key(|a| order.iter().position(|o| o == a));
@@ -305,7 +312,8 @@ fn patched_side(
         for arch in arches {
             let (run_dir, opts) = (&run_dir, &opts);
             lanes.push(s.spawn(move || -> Result<_> {
-                let built = crate::run::pipeline::kernels(&KernelArgs { arch: arch.to_string(), ..kernel.clone() })?;
+                let built =
+                    crate::kernel::build_all(&KernelArgs { arch: arch.to_string(), ..kernel.clone() }.request()?)?;
                 let boots = crate::run::pipeline::plan_boots(chosen, &built, opts.vms)?;
                 let judged = crate::run::boot::run_plans_in(boots.plans, &[], opts, run_dir)?;
                 crate::run::pipeline::save_skipped(run_dir, &built, &boots.skipped)?;

@@ -38,7 +38,7 @@ pub fn never_calls_apt(base: &KernelArgs) -> Result<()> {
     );
     let dir = tempfile::Builder::new().prefix("xtask-no-apt-").tempdir()?;
     let d = dir.path();
-    let built = xtask::run::pipeline::kernels(&KernelArgs { arch: "x86_64".into(), ..base.clone() })?;
+    let built = crate::kernels(&KernelArgs { arch: "x86_64".into(), ..base.clone() })?;
     let (image, config) = (d.join("bzImage"), d.join("config"));
     std::fs::copy(&built[0].image, &image)?;
     std::fs::copy(&built[0].config, &config)?;

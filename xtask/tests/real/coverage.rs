@@ -35,14 +35,14 @@ pub fn build(base: &KernelArgs) -> Result<Vec<Built>> {
         config: ConfigArgs { coverage: true, ..ConfigArgs::default() },
         ..base.clone()
     };
-    let built = xtask::run::pipeline::kernels(&args)?;
+    let built = crate::kernels(&args)?;
     let b = built.first().context("no kernel built")?;
     let gcov = b.metadata.config.effective.get("CONFIG_GCOV_KERNEL").map(String::as_str);
     anyhow::ensure!(gcov == Some("y"), "CONFIG_GCOV_KERNEL is {gcov:?}");
     anyhow::ensure!(b.metadata.gcov_files == [DEFAULT_FILE], "gcov files {:?}", b.metadata.gcov_files);
     let gcno = b.image.with_file_name("gcov").join("kernel/trace/trace_events_user.gcno");
     anyhow::ensure!(gcno.is_file(), "no {}", gcno.display());
-    let plain = xtask::run::pipeline::kernels(&KernelArgs { arch: ARCH.into(), ..base.clone() })?;
+    let plain = crate::kernels(&KernelArgs { arch: ARCH.into(), ..base.clone() })?;
     let p = plain.first().context("no default kernel")?;
     anyhow::ensure!(p.metadata.key != b.metadata.key, "the coverage kernel has the default kernel's cache key");
     anyhow::ensure!(p.metadata.gcov_files.is_empty(), "the default kernel has gcov files");

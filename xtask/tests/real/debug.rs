@@ -37,7 +37,7 @@ pub fn build(base: &KernelArgs) -> Result<Vec<Built>> {
         config: ConfigArgs { profiles: vec!["debug".into()], ..ConfigArgs::default() },
         ..base.clone()
     };
-    let built = xtask::run::pipeline::kernels(&debug)?;
+    let built = xtask::kernel::build_all(&debug.request()?)?;
     let b = built.first().context("no kernel built")?;
     let text = std::fs::read_to_string(&b.config).with_context(|| format!("reading {}", b.config.display()))?;
     let config = xtask::kernel::kconfig::parse_config(&text);
