@@ -39,8 +39,8 @@ const XTASK_LAYERS: &[(&str, &str)] = &[
     ("results", "the run model, its renderers, compare, merge"),
     ("coverage", "what the suites reach"),
     ("mutants", "mutation testing: mutants, selection, reports"),
-    ("run", "one run: kernels, plans, boots, reports"),
     ("setup", "provisioning from what a verb needs"),
+    ("run", "one run: kernels, plans, boots, reports"),
     ("verbs", "one module per verb, called only by main.rs"),
 ];
 

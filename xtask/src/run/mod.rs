@@ -11,6 +11,7 @@
 //! - `breakage`: a kernel that broke: the culprit, a fresh boot for the rest or collateral.
 
 pub mod accel;
+pub mod bench;
 pub mod boot;
 pub mod breakage;
 pub mod pipeline;

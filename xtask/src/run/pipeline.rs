@@ -1,20 +1,99 @@
-//! One run, in order: the kernels (built or fetched), the plan (the suites chosen and compiled
-//! per kernel), the boots (each judged as its VM ends), then the reports. `main.rs` dispatches
-//! the verbs here; `validate`, `bisect` and `test` run their sides through the same steps.
+//! One run, in order: the host provisioned and the kernels built or fetched (`prepare`), the
+//! plan (the suites chosen and compiled per kernel), the boots (each judged as its VM ends),
+//! then the reports, the run's model returned. `Pipeline` holds a run's parts and goes through
+//! these steps; `validate`, `bisect` and `bench` run their sides through the same steps.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::cli::{KernelArgs, SelectArgs};
+use crate::cli::{KernelArgs, SelectArgs, VmArgs};
 use crate::coverage::catalogue as coverage;
 use crate::judging::run_folder;
 use crate::kernel::{build as kernel, kconfig};
 use crate::run::{boot, select};
+use crate::setup::provision::{ensure, Needs};
 use crate::support::checkout::project_root;
 use crate::support::exit::{error, Kind};
 use crate::support::progress;
 use crate::{results, suites};
+
+/// What a booting verb works with once prepared: its kernels and the boots' options.
+pub struct Prepared {
+    pub built: Vec<kernel::Built>,
+    pub opts: boot::Options,
+}
+
+/// The preparation every booting verb starts with, once: the host provisioned for `needs`, the
+/// VM flags resolved into the boots' options (a bad `--share` fails before anything builds),
+/// then the kernels built or fetched.
+pub fn prepare(needs: &Needs, kernel: &KernelArgs, vm: &VmArgs) -> Result<Prepared> {
+    ensure(needs)?;
+    let opts = boot::Options::of(vm, kernel.cache_dir.as_deref())?;
+    let built = crate::kernel::build_all(&kernel.request()?)?;
+    Ok(Prepared { built, opts })
+}
+
+/// One run's parts: the scenarios chosen, the kernels they run on, the boots' options. Made by
+/// `prepare` (or by hand when a verb builds its kernels otherwise, as `bisect` and `validate`
+/// do), then listed (`--list`) or run.
+pub struct Pipeline {
+    pub chosen: Chosen,
+    pub built: Vec<kernel::Built>,
+    pub opts: boot::Options,
+}
+
+/// What a run left: its folder and model (none when nothing booted), and the exit code of its
+/// boots.
+pub struct Ran {
+    pub dir: Option<PathBuf>,
+    pub model: Option<results::model::Run>,
+    pub code: u8,
+}
+
+impl Pipeline {
+    /// The chosen scenarios' run prepared: `needs` provisioned, the VM options, the kernels.
+    pub fn prepare(chosen: Chosen, needs: &Needs, kernel: &KernelArgs, vm: &VmArgs) -> Result<Pipeline> {
+        let Prepared { built, opts } = prepare(needs, kernel, vm)?;
+        Ok(Pipeline { chosen, built, opts })
+    }
+
+    /// `--list`: each kernel's plan, nothing boots.
+    pub fn list(&self) -> Result<u8> {
+        list_plans(&self.chosen, &self.built)
+    }
+
+    /// The plan, the boots and the reports: the run's folder, model and exit code.
+    pub fn run(&self) -> Result<Ran> {
+        let judged = run(&self.chosen, &self.built, &self.opts)?;
+        let model = publish(&judged, &self.built)?;
+        Ok(Ran { dir: run_dir(&judged).map(Path::to_path_buf), model, code: boot::exit_code(&judged) })
+    }
+}
+
+impl Ran {
+    /// The run's exit code, `BLIND_SPOTS` with `--fail-on-blind-spots` when it passed but its
+    /// patch adds lines no scenario executed.
+    pub fn exit_code(&self, fail_on_blind_spots: bool) -> u8 {
+        blind_spots_code(self.code, fail_on_blind_spots, self.model.as_ref(), "")
+    }
+}
+
+/// `code`, or `BLIND_SPOTS` (said on a line that starts with `who`) when `on`
+/// (`--fail-on-blind-spots`), `code` is a pass and the run's patch adds lines no scenario
+/// executed.
+pub fn blind_spots_code(code: u8, on: bool, run: Option<&results::model::Run>, who: &str) -> u8 {
+    if code == 0 && on && run.is_some_and(|r| !r.blind_spots().is_empty()) {
+        progress::line(format!("{who}--fail-on-blind-spots: the patch adds lines no scenario executed"));
+        return crate::support::exit::BLIND_SPOTS;
+    }
+    code
+}
+
+/// The run folder the boots wrote into (`<run-id>/<arch>` is each boot's `out_dir`).
+pub fn run_dir(judged: &[boot::BootRun]) -> Option<&Path> {
+    judged.first().and_then(|j| j.outcome.out_dir.parent())
+}
 
 /// Every `suites/*.yaml` of the checkout.
 pub fn suite_files() -> Result<Vec<PathBuf>> {
@@ -65,6 +144,28 @@ pub struct Chosen {
     pub select: select::Selection,
     /// The catalogue's summary of each item (`suites/catalogue.tsv`), for the reports.
     pub catalogue: std::collections::BTreeMap<String, String>,
+}
+
+impl Chosen {
+    /// The guest clients the chosen scenarios run on any arch (a scenario names a client by its
+    /// guest path in a step), for provisioning.
+    pub fn clients(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        for suite in &self.suites {
+            for scenario in &suite.scenarios {
+                let name = format!("{}/{}", suite.suite, scenario.name);
+                if !crate::arch::ARCHES.iter().any(|a| self.select.wants(a.name, &name)) {
+                    continue;
+                }
+                for c in crate::vm::initramfs::clients_run_by(&scenario.steps) {
+                    if !out.contains(&c.package) {
+                        out.push(c.package);
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 /// `--rerun-failed` without `--arch`: the arches of the run that have something to rerun (the
@@ -174,14 +275,6 @@ fn nothing_selected(chosen: &Chosen) -> anyhow::Error {
     error(Kind::BadInput, format!("{} selects none of the {total} scenario(s) of the suites", chosen.select.describe()))
 }
 
-/// Compiles the suites against each kernel, prints what is skipped and why, boots every kernel
-/// with its plan, writes the reports and returns the exit code.
-pub fn run_and_publish(chosen: &Chosen, built: &[kernel::Built], opts: &boot::Options) -> Result<u8> {
-    let judged = run(chosen, built, opts)?;
-    publish(&judged, built)?;
-    Ok(boot::exit_code(&judged))
-}
-
 /// The plan and the boots: the suites compiled against each kernel (what is skipped and why
 /// printed and kept), then every plan booted and each boot judged. The boots' `out_dir` is
 /// `results/<run-id>/<arch>`. With `--rerun-failed` on a run that has no failure, nothing
@@ -203,7 +296,7 @@ pub fn run(chosen: &Chosen, built: &[kernel::Built], opts: &boot::Options) -> Re
         return Ok(vec![]);
     }
     let judged = boot::run_plans(boots.plans, &[], opts)?;
-    if let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) {
+    if let Some(run_dir) = run_dir(&judged) {
         save_skipped(run_dir, built, &boots.skipped)?;
     }
     Ok(judged)
@@ -267,7 +360,7 @@ pub fn save_skipped(
 /// judged (not judged again), and every report written into the run folder with the
 /// invocation's timings. The run's model, `None` when nothing booted.
 pub fn publish(judged: &[boot::BootRun], built: &[kernel::Built]) -> Result<Option<results::model::Run>> {
-    let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) else { return Ok(None) };
+    let Some(run_dir) = run_dir(judged) else { return Ok(None) };
     let began = std::time::Instant::now();
     let boots: Vec<&run_folder::JudgedBoot> = judged.iter().map(|j| &j.boot).collect();
     results::collect::save_facts(run_dir, &boots, built)?;
@@ -317,6 +410,18 @@ pub fn read_plan(path: &Path) -> Result<protocol::Plan> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clients_come_from_the_chosen_scenarios() {
+        let results = tempfile::tempdir().unwrap();
+        let chose = |filter: &str| {
+            let select = SelectArgs { filters: vec![filter.into()], ..Default::default() };
+            choose(&select, results.path()).unwrap().clients()
+        };
+        assert_eq!(chose("clients/*"), ["ue-tracepoint", "ue-compat32"]);
+        assert!(chose("process/*").is_empty());
+        assert!(chose("!clients/*").is_empty());
+    }
 
     #[test]
     fn check_suites_exits_2_on_any_bad_file() {

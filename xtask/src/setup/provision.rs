@@ -181,26 +181,6 @@ pub fn clients_of_plan(plan: &protocol::Plan) -> Vec<&'static str> {
     clients_run_by(plan).iter().map(|c| c.package).collect()
 }
 
-/// The clients the chosen scenarios run on any arch (a scenario names a client by its guest
-/// path in a step).
-pub fn clients_of_chosen(chosen: &crate::run::pipeline::Chosen) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    for suite in &chosen.suites {
-        for scenario in &suite.scenarios {
-            let name = format!("{}/{}", suite.suite, scenario.name);
-            if !ARCHES.iter().any(|a| chosen.select.wants(a.name, &name)) {
-                continue;
-            }
-            for c in clients_run_by(&scenario.steps) {
-                if !out.contains(&c.package) {
-                    out.push(c.package);
-                }
-            }
-        }
-    }
-    out
-}
-
 /// Every client (`shell` packs them all).
 pub fn all_clients() -> Vec<&'static str> {
     CLIENTS.iter().map(|c| c.package).collect()

@@ -64,7 +64,7 @@ fn bisect(args: &BisectArgs) -> Result<u8> {
     let bad = git::commit(&repo, &args.bad, "--bad")?;
     let results = args.vm.results_root();
     let chosen = crate::run::pipeline::choose(&args.select, &results)?;
-    let clients = crate::setup::provision::clients_of_chosen(&chosen);
+    let clients = chosen.clients();
     let needs = crate::setup::provision::Needs::boot(&args.kernel, &args.vm, false, &clients);
     crate::setup::provision::ensure(&crate::setup::provision::Needs { git: true, ..needs })?;
     let stamp = jiff::Zoned::now().strftime("%Y%m%d-%H%M%S").to_string();

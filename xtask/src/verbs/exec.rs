@@ -3,8 +3,8 @@
 use anyhow::Result;
 
 use crate::cli::ExecArgs;
+use crate::run::pipeline::prepare;
 use crate::setup::provision::Needs;
-use crate::verbs::prepare::prepare;
 
 impl ExecArgs {
     pub fn run(self) -> Result<u8> {

@@ -17,7 +17,6 @@ pub mod merge;
 pub mod mutants;
 pub mod mutants_run;
 pub mod mutants_tce;
-pub mod prepare;
 pub mod replay;
 pub mod report;
 pub mod run;

@@ -256,7 +256,7 @@ impl crate::cli::UpstreamArgs {
     /// `cargo xtask upstream`: the selftests on each kernel, into a new run folder.
     pub fn run(self) -> Result<u8> {
         use crate::setup::provision::Needs;
-        let p = crate::verbs::prepare::prepare(&Needs::upstream(&self), &self.kernel, &self.vm)?;
+        let p = crate::run::pipeline::prepare(&Needs::upstream(&self), &self.kernel, &self.vm)?;
         let run_dir = crate::judging::run_folder::new_run_dir(&p.opts.results)?;
         run(&p.built, &p.opts, &run_dir)
     }

@@ -32,7 +32,7 @@ fn validate(args: &ValidateArgs) -> Result<u8> {
     if args.select.list {
         return Err(error(Kind::BadInput, "validate --list: use `run --list` with the same flags to see the plan"));
     }
-    let clients = crate::setup::provision::clients_of_chosen(&chosen);
+    let clients = chosen.clients();
     let needs = crate::setup::provision::Needs::boot(&args.kernel, &args.vm, false, &clients);
     crate::setup::provision::ensure(&crate::setup::provision::Needs {
         git: needs.git || args.base.is_some(),
