@@ -12,7 +12,9 @@
 
 pub mod accel;
 pub mod bench;
+pub mod bisect;
 pub mod boot;
 pub mod breakage;
 pub mod pipeline;
 pub mod select;
+pub mod validate;

@@ -3,7 +3,6 @@
 //! the phases below them. `prepare` is the start that the booting verbs share; `affected` is
 //! `validate`'s coverage-first selection.
 
-pub mod affected;
 pub mod bench;
 pub mod bisect;
 pub mod boot;
