@@ -1,8 +1,9 @@
 //! Every command-line flag of `cargo xtask` (clap derive), one file per family of verbs: the
 //! command and its verbs here, the kernel flags and their lowering into build requests
 //! (`kernel`), the VM flags (`vm`), the booting verbs' (`boot`), a change's (`change`: validate,
-//! bisect, compare), the run folders' and CI's (`folders`), the project's (`project`), mutation
-//! testing's (`mutants`); `reference` renders their `--help` into the book's `docs/src/cli.md`.
+//! bisect, compare), the run folders' and CI's (`folders`; `matrix`, the
+//! GitHub Actions matrix made of `run` flags), the project's (`project`), mutation testing's
+//! (`mutants`); `reference` renders their `--help` into the book's `docs/src/cli.md`.
 
 use clap::{Args, Parser, Subcommand};
 
@@ -10,6 +11,7 @@ mod boot;
 mod change;
 mod folders;
 mod kernel;
+pub mod matrix;
 mod mutants;
 mod project;
 pub mod reference;

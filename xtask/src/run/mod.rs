@@ -16,5 +16,6 @@ pub mod bisect;
 pub mod boot;
 pub mod breakage;
 pub mod pipeline;
+pub mod replay;
 pub mod select;
 pub mod validate;

@@ -124,7 +124,7 @@ pub fn run_and_check(built: &[Built], opts: &xtask::run::boot::Options, results:
     // an instrumented line of the source as built, and none of the three scenarios executes one.
     let root = xtask::support::checkout::project_root();
     let list = root.join(xtask::coverage::unexecuted::TRACKED);
-    let (_, lines, report) = xtask::verbs::coverage::check_run(run_dir, &list, true)?;
+    let (_, lines, report) = xtask::coverage::tracked::check_run(run_dir, &list, true)?;
     let hit = lines.iter().filter(|l| l.executed()).count() as u64;
     let all = c.rows.last().context("no union row")?;
     anyhow::ensure!(
@@ -147,7 +147,7 @@ pub fn run_and_check(built: &[Built], opts: &xtask::run::boot::Options, results:
     ));
     let stale_list = run_dir.join("unexecuted-lines.stale.tsv");
     std::fs::write(&stale_list, stale)?;
-    let (_, _, stale_report) = xtask::verbs::coverage::check_run(run_dir, &stale_list, true)?;
+    let (_, _, stale_report) = xtask::coverage::tracked::check_run(run_dir, &stale_list, true)?;
     let said = stale_report.describe().join("\n");
     anyhow::ensure!(
         !stale_report.ok() && said.contains(&stale_line.text),
