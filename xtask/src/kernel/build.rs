@@ -84,16 +84,7 @@ fn record_phases(built: &Built) {
 fn build_or_reuse(req: &Job) -> Result<Built> {
     let arch = req.arch;
     let compiler = compiler(arch, req.knobs)?;
-    let knob_vars = req.knobs.key_fields(arch);
-    let key = cache::key(&KeyInputs {
-        arch: arch.name,
-        source: req.source,
-        patches: req.patches,
-        fragments: req.fragments,
-        compiler_version: &compiler.version,
-        gcov_files: req.gcov_files,
-        knobs: &knob_vars,
-    });
+    let key = key(req, &compiler);
     let store = req.cache_dir.join("kernels").join(arch.name).join(&key[..24]);
     if let Some(built) = cache_hit(req, &store)? {
         return Ok(built);
@@ -138,23 +129,7 @@ fn build_or_reuse(req: &Job) -> Result<Built> {
             missing,
         })
     };
-    let mut metadata = Metadata {
-        schema: METADATA_SCHEMA,
-        arch: arch.name.to_string(),
-        key: key.clone(),
-        source: req.source.clone(),
-        patches: req.patches.to_vec(),
-        kernelrelease: String::new(),
-        compiler,
-        config: config_record(effective, missing)?,
-        make_commands: commands,
-        durations,
-        built_at: jiff::Timestamp::now().to_string(),
-        host: host(),
-        image: file_name(arch.image_path),
-        gcov_files: req.gcov_files.to_vec(),
-        make_vars: knob_vars.clone(),
-    };
+    let mut metadata = new_metadata(req, key, compiler, config_record(effective, missing)?, (commands, durations));
     if req.config_only {
         // The release the suites' `requires.kernel` are decided against (`--list`).
         metadata.kernelrelease = make.capture(&["-s", "kernelrelease"])?.trim().to_string();
@@ -180,6 +155,48 @@ fn build_or_reuse(req: &Job) -> Result<Built> {
     // Read back from the cache, but make ran.
     built.cache_hit = false;
     Ok(built)
+}
+
+/// The build's cache key: its inputs only (`cache::key`).
+fn key(req: &Job, compiler: &Compiler) -> String {
+    cache::key(&KeyInputs {
+        arch: req.arch.name,
+        source: req.source,
+        patches: req.patches,
+        fragments: req.fragments,
+        compiler_version: &compiler.version,
+        gcov_files: req.gcov_files,
+        knobs: &req.knobs.key_fields(req.arch),
+    })
+}
+
+/// A new build's provenance: the request's, with the build's key, compiler, configuration, and
+/// the make commands and durations so far (its release is set once known).
+fn new_metadata(
+    req: &Job,
+    key: String,
+    compiler: Compiler,
+    config: ConfigRecord,
+    (make_commands, durations): (Vec<String>, BTreeMap<String, f64>),
+) -> Metadata {
+    let arch = req.arch;
+    Metadata {
+        schema: METADATA_SCHEMA,
+        arch: arch.name.to_string(),
+        key,
+        source: req.source.clone(),
+        patches: req.patches.to_vec(),
+        kernelrelease: String::new(),
+        compiler,
+        config,
+        make_commands,
+        durations,
+        built_at: jiff::Timestamp::now().to_string(),
+        host: host(),
+        image: file_name(arch.image_path),
+        gcov_files: req.gcov_files.to_vec(),
+        make_vars: req.knobs.key_fields(arch),
+    }
 }
 
 /// Where the request's source came from, kept with its build.
