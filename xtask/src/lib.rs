@@ -4,7 +4,8 @@
 //! - `support/`: leaves every phase uses (the checkout, external commands, exit codes, files,
 //!   progress lines, phase timings);
 //! - `arch.rs`: per-arch facts as a data table;
-//! - `kernel/`: a kernel source made into a built, checked kernel (`kernel::build::Built`);
+//! - `kernel/`: a kernel source made into a built, checked kernel (`kernel::build_all` of a
+//!   `kernel::Request`, into `kernel::build::Built`);
 //! - `vm/`: QEMU, the guest's initramfs and the host's hang watchdog (`vm::qemu::Ended`);
 //! - `suites/`: the scenario language, compiled into a plan per kernel;
 //! - `cli/`: the command line's vocabulary (clap) for the layers above, and the kernel flags
@@ -13,9 +14,10 @@
 //! - `results/`: the one run model, its renderers, `compare` and `merge`;
 //! - `coverage/`: what the suites cover;
 //! - `mutants/`: mutation testing of the kernel under test: mutants, selection, reports;
-//! - `run/`: one run in order: kernels, plans, boots in lanes, reports;
-//! - `setup/`: provisioning, from what a verb needs;
-//! - `verbs/`: one module per `cargo xtask` verb, called only by `main.rs`.
+//! - `setup/`: provisioning, from what a verb needs; the project's own checks;
+//! - `run/`: one run in order (`pipeline::Pipeline`): provisioning and kernels, plans, boots in
+//!   lanes, reports; and the flows made of runs (`validate`, `bisect`, `bench`, `replay`);
+//! - `verbs/`: one module per `cargo xtask` verb, parse and call, called only by `main.rs`.
 
 pub mod arch;
 pub mod cli;

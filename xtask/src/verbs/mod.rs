@@ -1,7 +1,7 @@
 //! The verbs of `cargo xtask`, one module each, every one an `impl cli::<Verb>Args { fn run }`
-//! returning the exit code (rust-analyzer's xtask shape). Only `main.rs` calls them; they call
-//! the phases below them. `prepare` is the start that the booting verbs share; `affected` is
-//! `validate`'s coverage-first selection.
+//! returning the exit code (rust-analyzer's xtask shape): it parses and calls. Only `main.rs`
+//! calls them; their work is in the phases below them (a booting verb's in `run::pipeline`,
+//! `validate`'s and `bisect`'s in `run/`).
 
 pub mod bench;
 pub mod bisect;
