@@ -4,23 +4,26 @@
 //! - `support/`: leaves every phase uses (the checkout, external commands, exit codes, files,
 //!   progress lines, phase timings);
 //! - `arch.rs`: per-arch facts as a data table;
-//! - `kernel/`: a kernel source made into a built, checked kernel (`kernel::build::Built`);
+//! - `kernel/`: a kernel source made into a built, checked kernel (`kernel::build_all` of a
+//!   `kernel::Request`, into `kernel::build::Built`);
 //! - `vm/`: QEMU, the guest's initramfs and the host's hang watchdog (`vm::qemu::Ended`);
 //! - `suites/`: the scenario language, compiled into a plan per kernel;
-//! - `flags.rs`: the command line's vocabulary (clap), for the layers above;
+//! - `cli/`: the command line's vocabulary (clap) for the layers above, and the kernel flags
+//!   lowered into build requests;
 //! - `judging/`: a boot's logs into a verdict, and the run folder's records (`JudgedBoot`);
 //! - `results/`: the one run model, its renderers, `compare` and `merge`;
 //! - `coverage/`: what the suites cover;
 //! - `mutants/`: mutation testing of the kernel under test: mutants, selection, reports;
-//! - `run/`: one run in order: kernels, plans, boots in lanes, reports;
+//! - `setup/`: provisioning, from what a verb needs; the project's own checks;
+//! - `run/`: one run in order (`pipeline::Pipeline`): provisioning and kernels, plans, boots in
+//!   lanes, reports; and the flows made of runs (`validate`, `bisect`, `bench`, `replay`);
 //! - `upstream/`: the kernel's own user_events selftests, built and booted one binary a boot;
-//! - `setup/`: provisioning, from what a verb needs;
 //! - `mutating/`: a mutation campaign: the mutants planned, run as child runs, TCE, reports;
-//! - `verbs/`: one module per `cargo xtask` verb, called only by `main.rs`.
+//! - `verbs/`: one module per `cargo xtask` verb, parse and call, called only by `main.rs`.
 
 pub mod arch;
+pub mod cli;
 pub mod coverage;
-pub mod flags;
 pub mod judging;
 pub mod kernel;
 pub mod mutants;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use xtask::flags::{Cmd, Xtask};
+use xtask::cli::{Cmd, Xtask};
 use xtask::support::exit::{self, Kind};
 
 /// A reader that stops reading (`cargo xtask run --list | head -1`) closes our stdout, and

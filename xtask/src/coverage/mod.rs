@@ -10,7 +10,8 @@
 //! - `map`: that map (an earlier coverage run of the baseline) found and read, the change's texts;
 //! - `prefetch`: each boot's snapshots converted as they arrive, at the lowest priority;
 //! - `runs`: a run's `# ue-gcov` frames into its `coverage/` folder and summary;
-//! - `unexecuted`: a run's instrumented lines against the tracked list of unexecuted ones (sans-IO).
+//! - `unexecuted`: a run's instrumented lines against the tracked list of unexecuted ones (sans-IO);
+//! - `tracked`: that check on a run folder (`coverage --unexecuted`), read and reported.
 
 pub mod affected;
 pub mod annotate;
@@ -21,4 +22,5 @@ pub mod lcov;
 pub mod map;
 pub mod prefetch;
 pub mod runs;
+pub mod tracked;
 pub mod unexecuted;

@@ -11,7 +11,9 @@
 //! - `knobs`: `LLVM=1`, `CC=`, `CROSS_COMPILE=`, ccache, extra make variables;
 //! - `gcov`: a coverage build's GCOV objects and the notes kept with it;
 //! - `image`: a boot image's arch and release from its header;
-//! - `build`: configure, build, check, install (and prebuilt images).
+//! - `build`: one arch's build: configure, build, check, install (and prebuilt images);
+//! - `request`: the phase's front door, `build_all`: a `Request` (the kernel flags lowered by
+//!   `cli::kernel`) into a `Built` kernel per arch.
 
 pub mod build;
 pub mod cache;
@@ -21,4 +23,7 @@ pub mod git;
 pub mod image;
 pub mod kconfig;
 pub mod knobs;
+pub mod request;
 pub mod source;
+
+pub use request::{build_all, Request};

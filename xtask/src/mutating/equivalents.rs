@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::target::Target;
-use crate::flags::MutantsArgs;
+use crate::cli::MutantsArgs;
 use crate::mutants::equivalent;
 use crate::mutants::find;
 use crate::mutants::mutant::Mutant;

@@ -19,7 +19,7 @@ use anyhow::Result;
 
 use self::equivalents::EquivalentList;
 use self::target::Target;
-use crate::flags::MutantsArgs;
+use crate::cli::MutantsArgs;
 use crate::mutants::find;
 use crate::mutants::mutant::Mutant;
 use crate::mutants::plan::{self, Step};

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use super::target::Target;
-use crate::flags::MutantsArgs;
+use crate::cli::MutantsArgs;
 use crate::mutants::mutant::{Mutant, Operator};
 use crate::mutants::plan::Step;
 use crate::mutants::report;

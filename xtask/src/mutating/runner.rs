@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use crate::flags::Xtask;
+use crate::cli::Xtask;
 use crate::mutants::classify::{self, RunEnd};
 use crate::mutants::mutant::Mutant;
 use crate::mutants::plan::{self, Step};
@@ -437,7 +437,7 @@ const MAX_SCHEMATA_BUILDS: u32 = 6;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flags::Cmd;
+    use crate::cli::Cmd;
 
     #[test]
     fn a_mutants_run_command_line_parses_as_run() {

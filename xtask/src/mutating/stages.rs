@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::equivalents::EquivalentList;
 use super::target::Target;
-use crate::flags::MutantsArgs;
+use crate::cli::MutantsArgs;
 use crate::mutants::find;
 use crate::mutants::mutant::Mutant;
 use crate::mutants::plan::{self, Stage, Step};

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::flags::MutantsArgs;
+use crate::cli::MutantsArgs;
 use crate::kernel::source::{self, Spec};
 use crate::support::exit::{error, Kind};
 

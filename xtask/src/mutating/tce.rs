@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use crate::flags::{Cmd, Xtask};
+use crate::cli::{Cmd, Xtask};
 use crate::mutants::mutant::Mutant;
 use crate::mutants::tce::{self, Compiler, Finding, Record};
 use crate::support::exit::{error, Kind};
@@ -139,7 +139,7 @@ fn build_dir(arch: &str, base: &[PathBuf], cache_dir: Option<&Path>) -> Result<P
         unreachable!("a kernel command line")
     };
     crate::setup::provision::ensure(&crate::setup::provision::Needs::kernel(&args))?;
-    let built = crate::run::pipeline::kernels(&args)?;
+    let built = crate::kernel::build_all(&args.request()?)?;
     let b = built.first().context("no kernel built")?;
     let config = std::fs::read(&b.config).with_context(|| format!("reading {}", b.config.display()))?;
     let builds = crate::kernel::cache::root(cache_dir).join("build");

@@ -63,7 +63,7 @@ impl std::fmt::Debug for Watch {
 impl Options {
     /// The VM flags resolved into the boots' options, once, before anything boots (a bad
     /// `--share` is bad input). `cache_dir` is `--cache-dir`.
-    pub fn of(vm: &crate::flags::VmArgs, cache_dir: Option<&Path>) -> Result<Options> {
+    pub fn of(vm: &crate::cli::VmArgs, cache_dir: Option<&Path>) -> Result<Options> {
         let (kernel_args, qemu_args) = vm.split_args()?;
         Ok(Options {
             accel: vm.accel,

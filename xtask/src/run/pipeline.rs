@@ -1,86 +1,98 @@
-//! One run, in order: the kernels (built or fetched), the plan (the suites chosen and compiled
-//! per kernel), the boots (each judged as its VM ends), then the reports. `main.rs` dispatches
-//! the verbs here; `validate`, `bisect` and `test` run their sides through the same steps.
+//! One run, in order: the host provisioned and the kernels built or fetched (`prepare`), the
+//! plan (the suites chosen and compiled per kernel), the boots (each judged as its VM ends),
+//! then the reports, the run's model returned. `Pipeline` holds a run's parts and goes through
+//! these steps; `validate`, `bisect` and `bench` run their sides through the same steps.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::cli::{KernelArgs, SelectArgs, VmArgs};
 use crate::coverage::catalogue as coverage;
-use crate::flags::{KernelArgs, SelectArgs};
 use crate::judging::run_folder;
-use crate::kernel::{build as kernel, cache, debian, kconfig, source};
+use crate::kernel::{build as kernel, kconfig};
 use crate::run::{boot, select};
+use crate::setup::provision::{ensure, Needs};
 use crate::support::checkout::project_root;
 use crate::support::exit::{error, Kind};
-use crate::support::{progress, timings};
-use crate::{arch, results, suites};
+use crate::support::progress;
+use crate::{results, suites};
 
-/// Builds or fetches the kernel for each requested arch.
-pub fn kernels(args: &KernelArgs) -> Result<Vec<kernel::Built>> {
-    let arches = arch::select(&args.arch).map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?;
-    let cache_dir = cache::root(args.cache_dir.as_deref());
-    let configs = project_root().join("kernel-configs");
-    let src = &args.source;
-    let mut out = Vec::new();
-    let c = &args.config;
-    let fragments_for =
-        |arch: &arch::Arch| kconfig::fragments_for(&configs, arch.fragment, &c.profiles(), &c.fragments, &c.kconfig);
-    let gcov_files = c.gcov_files();
-    for f in &gcov_files {
-        crate::kernel::gcov::check_name(f)?;
+/// What a booting verb works with once prepared: its kernels and the boots' options.
+pub struct Prepared {
+    pub built: Vec<kernel::Built>,
+    pub opts: boot::Options,
+}
+
+/// The preparation every booting verb starts with, once: the host provisioned for `needs`, the
+/// VM flags resolved into the boots' options (a bad `--share` fails before anything builds),
+/// then the kernels built or fetched.
+pub fn prepare(needs: &Needs, kernel: &KernelArgs, vm: &VmArgs) -> Result<Prepared> {
+    ensure(needs)?;
+    let opts = boot::Options::of(vm, kernel.cache_dir.as_deref())?;
+    let built = crate::kernel::build_all(&kernel.request()?)?;
+    Ok(Prepared { built, opts })
+}
+
+/// One run's parts: the scenarios chosen, the kernels they run on, the boots' options. Made by
+/// `prepare` (or by hand when a verb builds its kernels otherwise, as `bisect` and `validate`
+/// do), then listed (`--list`) or run.
+pub struct Pipeline {
+    pub chosen: Chosen,
+    pub built: Vec<kernel::Built>,
+    pub opts: boot::Options,
+}
+
+/// What a run left: its folder and model (none when nothing booted), and the exit code of its
+/// boots.
+pub struct Ran {
+    pub dir: Option<PathBuf>,
+    pub model: Option<results::model::Run>,
+    pub code: u8,
+}
+
+impl Pipeline {
+    /// The chosen scenarios' run prepared: `needs` provisioned, the VM options, the kernels.
+    pub fn prepare(chosen: Chosen, needs: &Needs, kernel: &KernelArgs, vm: &VmArgs) -> Result<Pipeline> {
+        let Prepared { built, opts } = prepare(needs, kernel, vm)?;
+        Ok(Pipeline { chosen, built, opts })
     }
 
-    if let Some(image) = &src.kernel_image {
-        if arches.len() != 1 {
-            return Err(error(
-                Kind::BadInput,
-                "--kernel-image needs a single --arch (x86_64, arm64, s390x or riscv64)",
-            ));
-        }
-        if !gcov_files.is_empty() {
-            return Err(error(
-                Kind::BadInput,
-                "--coverage needs a kernel built here (its .gcno notes): it cannot take --kernel-image",
-            ));
-        }
-        let arch = arches[0];
-        out.push(kernel::prebuilt(arch, image, src.kernel_config.as_deref(), &fragments_for(arch)?, None)?);
-        return Ok(out);
+    /// `--list`: each kernel's plan, nothing boots.
+    pub fn list(&self) -> Result<u8> {
+        list_plans(&self.chosen, &self.built)
     }
 
-    let spec = match &src.git_commit {
-        Some((repo, commit)) => source::Spec::GitCommit { repo: repo.clone(), commit: commit.clone() },
-        None => match (&src.kernel_src, &src.kernel_tarball, &src.kernel_version) {
-            (Some(dir), _, _) => source::Spec::Tree(dir.clone()),
-            (_, Some(t), _) => source::Spec::Tarball(t.clone()),
-            (_, _, Some(v)) => source::Spec::DebianVersion(debian::fetch(v, &cache_dir)?),
-            _ => source::Spec::Debian,
-        },
-    };
-    let knobs = args.knobs.knobs()?.resolve(&arches)?;
-    let identity = source::identify(&spec, &cache_dir)?;
-    let patches = src.patches.iter().map(|p| source::Patch::read(p)).collect::<Result<Vec<_>>>()?;
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let started = std::time::Instant::now();
-    for arch in arches {
-        let fragments = fragments_for(arch)?;
-        let req = kernel::Request {
-            arch,
-            spec: &spec,
-            source: &identity,
-            patches: &patches,
-            fragments: &fragments,
-            jobs,
-            cache_dir: &cache_dir,
-            config_only: args.config_only,
-            gcov_files: &gcov_files,
-            knobs: &knobs,
-        };
-        out.push(kernel::build(&req)?);
+    /// The plan, the boots and the reports: the run's folder, model and exit code.
+    pub fn run(&self) -> Result<Ran> {
+        let judged = run(&self.chosen, &self.built, &self.opts)?;
+        let model = publish(&judged, &self.built)?;
+        Ok(Ran { dir: run_dir(&judged).map(Path::to_path_buf), model, code: boot::exit_code(&judged) })
     }
-    timings::record(None, "kernels", started.elapsed());
-    Ok(out)
+}
+
+impl Ran {
+    /// The run's exit code, `BLIND_SPOTS` with `--fail-on-blind-spots` when it passed but its
+    /// patch adds lines no scenario executed.
+    pub fn exit_code(&self, fail_on_blind_spots: bool) -> u8 {
+        blind_spots_code(self.code, fail_on_blind_spots, self.model.as_ref(), "")
+    }
+}
+
+/// `code`, or `BLIND_SPOTS` (said on a line that starts with `who`) when `on`
+/// (`--fail-on-blind-spots`), `code` is a pass and the run's patch adds lines no scenario
+/// executed.
+pub fn blind_spots_code(code: u8, on: bool, run: Option<&results::model::Run>, who: &str) -> u8 {
+    if code == 0 && on && run.is_some_and(|r| !r.blind_spots().is_empty()) {
+        progress::line(format!("{who}--fail-on-blind-spots: the patch adds lines no scenario executed"));
+        return crate::support::exit::BLIND_SPOTS;
+    }
+    code
+}
+
+/// The run folder the boots wrote into (`<run-id>/<arch>` is each boot's `out_dir`).
+pub fn run_dir(judged: &[boot::BootRun]) -> Option<&Path> {
+    judged.first().and_then(|j| j.outcome.out_dir.parent())
 }
 
 /// Every `suites/*.yaml` of the checkout.
@@ -132,6 +144,28 @@ pub struct Chosen {
     pub select: select::Selection,
     /// The catalogue's summary of each item (`suites/catalogue.tsv`), for the reports.
     pub catalogue: std::collections::BTreeMap<String, String>,
+}
+
+impl Chosen {
+    /// The guest clients the chosen scenarios run on any arch (a scenario names a client by its
+    /// guest path in a step), for provisioning.
+    pub fn clients(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        for suite in &self.suites {
+            for scenario in &suite.scenarios {
+                let name = format!("{}/{}", suite.suite, scenario.name);
+                if !crate::arch::ARCHES.iter().any(|a| self.select.wants(a.name, &name)) {
+                    continue;
+                }
+                for c in crate::vm::initramfs::clients_run_by(&scenario.steps) {
+                    if !out.contains(&c.package) {
+                        out.push(c.package);
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 /// `--rerun-failed` without `--arch`: the arches of the run that have something to rerun (the
@@ -241,14 +275,6 @@ fn nothing_selected(chosen: &Chosen) -> anyhow::Error {
     error(Kind::BadInput, format!("{} selects none of the {total} scenario(s) of the suites", chosen.select.describe()))
 }
 
-/// Compiles the suites against each kernel, prints what is skipped and why, boots every kernel
-/// with its plan, writes the reports and returns the exit code.
-pub fn run_and_publish(chosen: &Chosen, built: &[kernel::Built], opts: &boot::Options) -> Result<u8> {
-    let judged = run(chosen, built, opts)?;
-    publish(&judged, built)?;
-    Ok(boot::exit_code(&judged))
-}
-
 /// The plan and the boots: the suites compiled against each kernel (what is skipped and why
 /// printed and kept), then every plan booted and each boot judged. The boots' `out_dir` is
 /// `results/<run-id>/<arch>`. With `--rerun-failed` on a run that has no failure, nothing
@@ -270,7 +296,7 @@ pub fn run(chosen: &Chosen, built: &[kernel::Built], opts: &boot::Options) -> Re
         return Ok(vec![]);
     }
     let judged = boot::run_plans(boots.plans, &[], opts)?;
-    if let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) {
+    if let Some(run_dir) = run_dir(&judged) {
         save_skipped(run_dir, built, &boots.skipped)?;
     }
     Ok(judged)
@@ -334,7 +360,7 @@ pub fn save_skipped(
 /// judged (not judged again), and every report written into the run folder with the
 /// invocation's timings. The run's model, `None` when nothing booted.
 pub fn publish(judged: &[boot::BootRun], built: &[kernel::Built]) -> Result<Option<results::model::Run>> {
-    let Some(run_dir) = judged.first().and_then(|j| j.outcome.out_dir.parent()) else { return Ok(None) };
+    let Some(run_dir) = run_dir(judged) else { return Ok(None) };
     let began = std::time::Instant::now();
     let boots: Vec<&run_folder::JudgedBoot> = judged.iter().map(|j| &j.boot).collect();
     results::collect::save_facts(run_dir, &boots, built)?;
@@ -384,6 +410,18 @@ pub fn read_plan(path: &Path) -> Result<protocol::Plan> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clients_come_from_the_chosen_scenarios() {
+        let results = tempfile::tempdir().unwrap();
+        let chose = |filter: &str| {
+            let select = SelectArgs { filters: vec![filter.into()], ..Default::default() };
+            choose(&select, results.path()).unwrap().clients()
+        };
+        assert_eq!(chose("clients/*"), ["ue-tracepoint", "ue-compat32"]);
+        assert!(chose("process/*").is_empty());
+        assert!(chose("!clients/*").is_empty());
+    }
 
     #[test]
     fn check_suites_exits_2_on_any_bad_file() {

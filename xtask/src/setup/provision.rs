@@ -15,7 +15,7 @@ use std::time::Instant;
 use anyhow::Result;
 
 use crate::arch::{Arch, ARCHES};
-use crate::flags::{BenchArgs, KernelArgs, RunArgs, UpstreamArgs, VmArgs};
+use crate::cli::{BenchArgs, KernelArgs, RunArgs, UpstreamArgs, VmArgs};
 use crate::results::book::{CargoTool, MDBOOK};
 use crate::results::tools::{PyTool, ACTIONLINT, KCIDB_IO};
 use crate::support::cmd::{cmd, sh, succeeds, text, StepLog};
@@ -108,9 +108,9 @@ impl Needs {
         Ok(Needs { arches, ..Needs::everything() })
     }
 
-    /// Making (or fetching) the kernels of `kernel`'s flags, as `crate::run::pipeline::kernels` does; nothing boots.
+    /// Making (or fetching) the kernels of `kernel`'s flags, as `crate::kernel::build_all` does; nothing boots.
     pub fn kernel(args: &KernelArgs) -> Needs {
-        // A bad --arch is reported by `crate::run::pipeline::kernels`, as bad input.
+        // A bad --arch is reported by `crate::kernel::build_all`, as bad input.
         let arches = crate::arch::select(&args.arch).unwrap_or_default();
         let src = &args.source;
         if src.kernel_image.is_some() {
@@ -180,26 +180,6 @@ impl Needs {
 /// picks them.
 pub fn clients_of_plan(plan: &protocol::Plan) -> Vec<&'static str> {
     clients_run_by(plan).iter().map(|c| c.package).collect()
-}
-
-/// The clients the chosen scenarios run on any arch (a scenario names a client by its guest
-/// path in a step).
-pub fn clients_of_chosen(chosen: &crate::run::pipeline::Chosen) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    for suite in &chosen.suites {
-        for scenario in &suite.scenarios {
-            let name = format!("{}/{}", suite.suite, scenario.name);
-            if !ARCHES.iter().any(|a| chosen.select.wants(a.name, &name)) {
-                continue;
-            }
-            for c in clients_run_by(&scenario.steps) {
-                if !out.contains(&c.package) {
-                    out.push(c.package);
-                }
-            }
-        }
-    }
-    out
 }
 
 /// Every client (`shell` packs them all).

@@ -3,10 +3,10 @@
 
 use anyhow::Result;
 
-use crate::flags::{BootArgs, KernelArgs};
-use crate::run::{boot, pipeline};
-use crate::setup::provision::{clients_of_chosen, clients_of_plan, Needs};
-use crate::verbs::prepare::prepare;
+use crate::cli::{BootArgs, KernelArgs};
+use crate::run::boot;
+use crate::run::pipeline::{self, Pipeline};
+use crate::setup::provision::{clients_of_plan, Needs};
 
 impl BootArgs {
     pub fn run(self) -> Result<u8> {
@@ -14,18 +14,16 @@ impl BootArgs {
         if !s.suites.is_empty() || !s.filters.is_empty() || s.rerun_failed.is_some() {
             let chosen = pipeline::choose(s, &self.vm.results_root())?;
             let kernel = pipeline::rerun_arches(&chosen, self.kernel.clone());
-            let needs = Needs::boot(&kernel, &self.vm, s.list, &clients_of_chosen(&chosen));
-            let p = prepare(&needs, &KernelArgs { config_only: s.list, ..kernel }, &self.vm)?;
-            if s.list {
-                return pipeline::list_plans(&chosen, &p.built);
-            }
-            return pipeline::run_and_publish(&chosen, &p.built, &p.opts);
+            let needs = Needs::boot(&kernel, &self.vm, s.list, &chosen.clients());
+            let p = Pipeline::prepare(chosen, &needs, &KernelArgs { config_only: s.list, ..kernel }, &self.vm)?;
+            return if s.list { p.list() } else { p.run().map(|ran| ran.code) };
         }
         let plan = match &self.plan {
             Some(path) => pipeline::read_plan(path)?,
             None => protocol::Plan::empty("boot"),
         };
-        let p = prepare(&Needs::boot(&self.kernel, &self.vm, false, &clients_of_plan(&plan)), &self.kernel, &self.vm)?;
+        let needs = Needs::boot(&self.kernel, &self.vm, false, &clients_of_plan(&plan));
+        let p = pipeline::prepare(&needs, &self.kernel, &self.vm)?;
         let results = boot::run_plan_on(&p.built, &plan, &[], &p.opts)?;
         pipeline::publish(&results, &p.built)?;
         Ok(boot::exit_code(&results))

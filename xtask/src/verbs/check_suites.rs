@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::flags::CheckSuitesArgs;
+use crate::cli::CheckSuitesArgs;
 use crate::run::pipeline;
 
 impl CheckSuitesArgs {

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::flags::CompareArgs;
+use crate::cli::CompareArgs;
 
 impl CompareArgs {
     pub fn run(self) -> Result<u8> {

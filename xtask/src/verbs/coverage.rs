@@ -1,98 +1,18 @@
 //! `cargo xtask coverage`: the catalogue's behaviours against the suites' `covers:`, the
 //! excuses and the last results; with `--unexecuted`, a coverage run's unexecuted lines against
-//! the tracked list (`coverage::unexecuted`).
+//! the tracked list (`coverage::tracked`).
 
-use std::path::{Path, PathBuf};
+use anyhow::Result;
 
-use anyhow::{Context, Result};
-
-use crate::coverage::unexecuted::{self, Report, RunFacts};
-use crate::flags::CoverageArgs;
-use crate::judging::run_folder::{KERNEL_METADATA, LATEST};
-use crate::kernel::build::Metadata;
 use crate::run::pipeline;
-use crate::support::exit::{error, Kind};
 
-impl CoverageArgs {
+impl crate::cli::CoverageArgs {
     pub fn run(self) -> Result<u8> {
         let results = self.results.clone().unwrap_or_else(crate::support::checkout::default_results);
         if let Some(run) = &self.unexecuted {
-            let run = find_run(&results, run)?;
-            let root = crate::support::checkout::project_root();
-            let list = self.list.clone().unwrap_or_else(|| root.join(unexecuted::TRACKED));
-            let (facts, lines, report) = check_run(&run, &list, self.partial)?;
-            print!("{}", describe(&run, &facts, &lines, &report));
-            return Ok(if report.ok() { 0 } else { 1 });
+            return crate::coverage::tracked::check(&results, run, self.list.as_deref(), self.partial);
         }
         let suites = pipeline::load_suites(&pipeline::suite_files()?)?;
         crate::coverage::catalogue::print_report(&suites, &results)
     }
-}
-
-/// `RUN` (a folder, or a run id under `results`), or the newest run with a `coverage/lines.tsv`.
-fn find_run(results: &Path, run: &Path) -> Result<PathBuf> {
-    if !run.as_os_str().is_empty() {
-        let dir = if run.exists() { run.to_path_buf() } else { results.join(run) };
-        if !dir.join(unexecuted::LINES_TSV).is_file() {
-            return Err(error(
-                Kind::BadInput,
-                format!("--unexecuted {}: {} has no {}", run.display(), dir.display(), unexecuted::LINES_TSV),
-            ));
-        }
-        return Ok(dir);
-    }
-    let mut runs: Vec<PathBuf> =
-        std::fs::read_dir(results).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
-    runs.retain(|p| p.file_name().is_some_and(|n| n != LATEST) && p.join(unexecuted::LINES_TSV).is_file());
-    runs.sort();
-    runs.pop().ok_or_else(|| {
-        error(Kind::BadInput, format!("no coverage run with {} under {}", unexecuted::LINES_TSV, results.display()))
-    })
-}
-
-/// A run folder's lines against the list at `list`: what the run had, its lines, the findings.
-pub fn check_run(run: &Path, list: &Path, partial: bool) -> Result<(RunFacts, Vec<unexecuted::Line>, Report)> {
-    let text = std::fs::read_to_string(run.join(unexecuted::LINES_TSV))
-        .with_context(|| format!("reading {}", run.join(unexecuted::LINES_TSV).display()))?;
-    let (arches, lines) = unexecuted::parse_lines_tsv(&text)?;
-    let mut facts = RunFacts { arches: arches.clone(), partial, ..RunFacts::default() };
-    for arch in &arches {
-        let meta = run.join(arch).join(KERNEL_METADATA);
-        let m: Metadata =
-            serde_json::from_slice(&std::fs::read(&meta).with_context(|| format!("reading {}", meta.display()))?)
-                .with_context(|| format!("reading {}", meta.display()))?;
-        facts.configs.extend(m.config.effective.into_iter().filter(|(_, v)| v == "y" || v == "m").map(|(k, _)| k));
-    }
-    let tracked = std::fs::read_to_string(list).with_context(|| format!("reading {}", list.display()))?;
-    let report = unexecuted::check(&unexecuted::parse_tracked(&tracked)?, &lines, &facts);
-    Ok((facts, lines, report))
-}
-
-/// The report: what the run had, its figures, the listed lines by reason, the findings.
-pub fn describe(run: &Path, facts: &RunFacts, lines: &[unexecuted::Line], report: &Report) -> String {
-    let idle = lines.iter().filter(|l| !l.executed()).count();
-    let faults = if facts.configs.contains("CONFIG_FAULT_INJECTION") { "with" } else { "without" };
-    let mut out = format!(
-        "{}: arches {} ({faults} CONFIG_FAULT_INJECTION{}): {} of {} instrumented lines executed, {idle} not\n",
-        run.display(),
-        facts.arches.join(", "),
-        if facts.partial { "; a partial run" } else { "" },
-        lines.len() - idle,
-        lines.len(),
-    );
-    for (reason, n) in &report.by_reason {
-        out.push_str(&format!("  listed, {reason}: {n}\n"));
-    }
-    for d in report.describe() {
-        out.push_str(&format!("{d}\n"));
-    }
-    if report.unlisted.is_empty() {
-        out.push_str(if report.ok() { "ok: every unexecuted line is listed, and the list is current\n" } else { "" });
-    } else {
-        out.push_str(&format!("rows to list ({}: reason and why to fill in):\n", unexecuted::TRACKED));
-        for l in &report.unlisted {
-            out.push_str(&format!("{}\t{}\t{}\t?\t-\t?\n", l.file, l.function, l.text));
-        }
-    }
-    out
 }

@@ -2,9 +2,9 @@
 
 use anyhow::Result;
 
-use crate::flags::ExecArgs;
+use crate::cli::ExecArgs;
+use crate::run::pipeline::prepare;
 use crate::setup::provision::Needs;
-use crate::verbs::prepare::prepare;
 
 impl ExecArgs {
     pub fn run(self) -> Result<u8> {

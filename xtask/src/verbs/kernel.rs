@@ -3,13 +3,13 @@
 
 use anyhow::Result;
 
-use crate::flags::KernelArgs;
+use crate::cli::KernelArgs;
 use crate::setup::provision::{ensure, Needs};
 
 impl KernelArgs {
     pub fn run(self) -> Result<u8> {
         ensure(&Needs::kernel(&self))?;
-        for b in &crate::run::pipeline::kernels(&self)? {
+        for b in &crate::kernel::build_all(&self.request()?)? {
             if self.json {
                 println!("{}", serde_json::to_string(&b.metadata)?);
             } else if self.config_only {

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::flags::MergeArgs;
+use crate::cli::MergeArgs;
 
 impl MergeArgs {
     pub fn run(self) -> Result<u8> {

@@ -1,9 +1,8 @@
-//! The verbs of `cargo xtask`, one module each, every one an `impl flags::<Verb>Args { fn run }`
-//! returning the exit code (rust-analyzer's xtask shape). Only `main.rs` calls them; they call
-//! the phases below them. `prepare` is the start that the booting verbs share; `affected` is
-//! `validate`'s coverage-first selection.
+//! The verbs of `cargo xtask`, one module each, every one an `impl cli::<Verb>Args { fn run }`
+//! returning the exit code (rust-analyzer's xtask shape): it parses and calls. Only `main.rs`
+//! calls them; their work is in the phases below them (a booting verb's in `run::pipeline`,
+//! `validate`'s and `bisect`'s in `run/`).
 
-pub mod affected;
 pub mod bench;
 pub mod bisect;
 pub mod boot;
@@ -15,7 +14,6 @@ pub mod kernel;
 pub mod matrix;
 pub mod merge;
 pub mod mutants;
-pub mod prepare;
 pub mod replay;
 pub mod report;
 pub mod run;

@@ -7,7 +7,7 @@
 
 use anyhow::Result;
 
-use crate::flags::MutantsArgs;
+use crate::cli::MutantsArgs;
 
 impl MutantsArgs {
     pub fn run(self) -> Result<u8> {

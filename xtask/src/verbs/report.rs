@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::flags::ReportArgs;
+use crate::cli::ReportArgs;
 use crate::results;
 
 impl ReportArgs {

@@ -3,37 +3,27 @@
 
 use anyhow::Result;
 
-use crate::flags::{KernelArgs, RunArgs};
-use crate::run::{boot, pipeline};
-use crate::setup::provision::{clients_of_chosen, Needs};
-use crate::verbs::prepare::prepare;
+use crate::cli::{KernelArgs, RunArgs};
+use crate::run::pipeline::{choose, rerun_arches, Pipeline};
+use crate::setup::provision::Needs;
 
 impl RunArgs {
     pub fn run(mut self) -> Result<u8> {
-        let chosen = pipeline::choose(&self.select, &self.vm.results_root())?;
-        self.kernel = pipeline::rerun_arches(&chosen, self.kernel);
-        let needs = Needs::run(&self, &clients_of_chosen(&chosen));
+        let chosen = choose(&self.select, &self.vm.results_root())?;
+        self.kernel = rerun_arches(&chosen, self.kernel);
+        let needs = Needs::run(&self, &chosen.clients());
         let kernel = KernelArgs { config_only: self.select.list, ..self.kernel.clone() };
-        let mut p = prepare(&needs, &kernel, &self.vm)?;
+        let mut p = Pipeline::prepare(chosen, &needs, &kernel, &self.vm)?;
         p.opts.fail_fast = self.fail_fast;
         if self.select.list {
-            return pipeline::list_plans(&chosen, &p.built);
+            return p.list();
         }
-        let judged = pipeline::run(&chosen, &p.built, &p.opts)?;
-        let mut code = boot::exit_code(&judged);
-        let run = pipeline::publish(&judged, &p.built)?;
-        if code == 0
-            && self.kernel.config.fail_on_blind_spots
-            && run.as_ref().is_some_and(|r| !r.blind_spots().is_empty())
-        {
-            crate::support::progress::line("--fail-on-blind-spots: the patch adds lines no scenario executed");
-            code = crate::support::exit::BLIND_SPOTS;
-        }
-        // Into the suites' run folder (`<run-id>/<arch>` is each boot's out_dir); never gating.
-        let run_dir = judged.first().and_then(|j| j.outcome.out_dir.parent());
-        match run_dir {
+        let ran = p.run()?;
+        let code = ran.exit_code(self.kernel.config.fail_on_blind_spots);
+        // Into the suites' run folder; never gating.
+        match &ran.dir {
             Some(dir) if self.upstream_selftests => {
-                let upstream = crate::verbs::upstream::run(&p.built, &p.opts, dir)?;
+                let upstream = crate::upstream::run(&p.built, &p.opts, dir)?;
                 Ok(if code != 0 { code } else { upstream })
             }
             _ => Ok(code),

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::flags::SetupArgs;
+use crate::cli::SetupArgs;
 use crate::setup::provision::{items, missing, provision, report, Hints, Needs};
 use crate::support::exit::Kind;
 

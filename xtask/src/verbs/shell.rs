@@ -2,9 +2,9 @@
 
 use anyhow::Result;
 
-use crate::flags::ShellArgs;
+use crate::cli::ShellArgs;
+use crate::run::pipeline::prepare;
 use crate::setup::provision::{all_clients, Needs};
-use crate::verbs::prepare::prepare;
 
 impl ShellArgs {
     pub fn run(self) -> Result<u8> {

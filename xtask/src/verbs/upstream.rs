@@ -6,13 +6,10 @@ use anyhow::Result;
 
 use crate::setup::provision::Needs;
 
-/// The selftests on the kernels of a run, as `run --upstream-selftests` calls them.
-pub use crate::upstream::run;
-
-impl crate::flags::UpstreamArgs {
+impl crate::cli::UpstreamArgs {
     /// `cargo xtask upstream`: the selftests on each kernel, into a new run folder.
     pub fn run(self) -> Result<u8> {
-        let p = crate::verbs::prepare::prepare(&Needs::upstream(&self), &self.kernel, &self.vm)?;
+        let p = crate::run::pipeline::prepare(&Needs::upstream(&self), &self.kernel, &self.vm)?;
         let run_dir = crate::judging::run_folder::new_run_dir(&p.opts.results)?;
         crate::upstream::run(&p.built, &p.opts, &run_dir)
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use protocol::Step;
 
-use xtask::flags::{KernelArgs, TestArgs};
+use xtask::cli::{KernelArgs, TestArgs};
 use xtask::support::cmd::{cmd, sh, stdout};
 use xtask::support::progress::line;
 
@@ -38,7 +38,7 @@ pub fn never_calls_apt(base: &KernelArgs) -> Result<()> {
     );
     let dir = tempfile::Builder::new().prefix("xtask-no-apt-").tempdir()?;
     let d = dir.path();
-    let built = xtask::run::pipeline::kernels(&KernelArgs { arch: "x86_64".into(), ..base.clone() })?;
+    let built = crate::kernels(&KernelArgs { arch: "x86_64".into(), ..base.clone() })?;
     let (image, config) = (d.join("bzImage"), d.join("config"));
     std::fs::copy(&built[0].image, &image)?;
     std::fs::copy(&built[0].config, &config)?;
@@ -496,7 +496,7 @@ pub fn filter_list(scratch: &Path) -> Result<()> {
     let out = cmd!(sh, "{xtask} run --filter process/* --list --results {dir}").ignore_status().output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     anyhow::ensure!(out.status.success(), "exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
-    let chosen = xtask::run::pipeline::choose(&xtask::flags::SelectArgs::default(), results.path())?;
+    let chosen = xtask::run::pipeline::choose(&xtask::cli::SelectArgs::default(), results.path())?;
     let process: Vec<String> = chosen
         .suites
         .iter()

@@ -14,8 +14,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use xtask::cli::{ConfigArgs, KernelArgs, SelectArgs};
 use xtask::coverage::lcov;
-use xtask::flags::{ConfigArgs, KernelArgs, SelectArgs};
 use xtask::kernel::build::Built;
 use xtask::kernel::gcov::DEFAULT_FILE;
 use xtask::support::cmd::{cmd, sh, stdout};
@@ -35,14 +35,14 @@ pub fn build(base: &KernelArgs) -> Result<Vec<Built>> {
         config: ConfigArgs { coverage: true, ..ConfigArgs::default() },
         ..base.clone()
     };
-    let built = xtask::run::pipeline::kernels(&args)?;
+    let built = crate::kernels(&args)?;
     let b = built.first().context("no kernel built")?;
     let gcov = b.metadata.config.effective.get("CONFIG_GCOV_KERNEL").map(String::as_str);
     anyhow::ensure!(gcov == Some("y"), "CONFIG_GCOV_KERNEL is {gcov:?}");
     anyhow::ensure!(b.metadata.gcov_files == [DEFAULT_FILE], "gcov files {:?}", b.metadata.gcov_files);
     let gcno = b.image.with_file_name("gcov").join("kernel/trace/trace_events_user.gcno");
     anyhow::ensure!(gcno.is_file(), "no {}", gcno.display());
-    let plain = xtask::run::pipeline::kernels(&KernelArgs { arch: ARCH.into(), ..base.clone() })?;
+    let plain = crate::kernels(&KernelArgs { arch: ARCH.into(), ..base.clone() })?;
     let p = plain.first().context("no default kernel")?;
     anyhow::ensure!(p.metadata.key != b.metadata.key, "the coverage kernel has the default kernel's cache key");
     anyhow::ensure!(p.metadata.gcov_files.is_empty(), "the default kernel has gcov files");
@@ -124,7 +124,7 @@ pub fn run_and_check(built: &[Built], opts: &xtask::run::boot::Options, results:
     // an instrumented line of the source as built, and none of the three scenarios executes one.
     let root = xtask::support::checkout::project_root();
     let list = root.join(xtask::coverage::unexecuted::TRACKED);
-    let (_, lines, report) = xtask::verbs::coverage::check_run(run_dir, &list, true)?;
+    let (_, lines, report) = xtask::coverage::tracked::check_run(run_dir, &list, true)?;
     let hit = lines.iter().filter(|l| l.executed()).count() as u64;
     let all = c.rows.last().context("no union row")?;
     anyhow::ensure!(
@@ -147,7 +147,7 @@ pub fn run_and_check(built: &[Built], opts: &xtask::run::boot::Options, results:
     ));
     let stale_list = run_dir.join("unexecuted-lines.stale.tsv");
     std::fs::write(&stale_list, stale)?;
-    let (_, _, stale_report) = xtask::verbs::coverage::check_run(run_dir, &stale_list, true)?;
+    let (_, _, stale_report) = xtask::coverage::tracked::check_run(run_dir, &stale_list, true)?;
     let said = stale_report.describe().join("\n");
     anyhow::ensure!(
         !stale_report.ok() && said.contains(&stale_line.text),
@@ -184,8 +184,8 @@ pub fn blind_spot(results: &Path) -> Result<()> {
         "--filter".into(),
         FAULTS_IN.into(),
     ];
-    let cli = <xtask::flags::Xtask as clap::Parser>::try_parse_from(argv)?;
-    let xtask::flags::Cmd::Run(args) = cli.command else { anyhow::bail!("not a run") };
+    let cli = <xtask::cli::Xtask as clap::Parser>::try_parse_from(argv)?;
+    let xtask::cli::Cmd::Run(args) = cli.command else { anyhow::bail!("not a run") };
     let code = args.run()?;
     anyhow::ensure!(code == xtask::support::exit::BLIND_SPOTS, "exit code {code}, expected 2");
     let run_dir = std::fs::read_dir(&results)?

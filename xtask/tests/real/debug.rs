@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use xtask::flags::{ConfigArgs, KernelArgs};
+use xtask::cli::{ConfigArgs, KernelArgs};
 use xtask::kernel::build::Built;
 use xtask::results::model::Run;
 
@@ -37,7 +37,7 @@ pub fn build(base: &KernelArgs) -> Result<Vec<Built>> {
         config: ConfigArgs { profiles: vec!["debug".into()], ..ConfigArgs::default() },
         ..base.clone()
     };
-    let built = xtask::run::pipeline::kernels(&debug)?;
+    let built = xtask::kernel::build_all(&debug.request()?)?;
     let b = built.first().context("no kernel built")?;
     let text = std::fs::read_to_string(&b.config).with_context(|| format!("reading {}", b.config.display()))?;
     let config = xtask::kernel::kconfig::parse_config(&text);
@@ -61,7 +61,7 @@ pub fn run_gating_plan(
     opts: &xtask::run::boot::Options,
     results: &Path,
 ) -> Result<()> {
-    let chosen = xtask::run::pipeline::choose(&xtask::flags::SelectArgs::default(), results)?;
+    let chosen = xtask::run::pipeline::choose(&xtask::cli::SelectArgs::default(), results)?;
     let b = built.first().context("no kernel built")?;
     let expect_report = xtask::run::pipeline::compile_for(&chosen, b)?.marks.expect_report;
     let p = plain.first().context("no default kernel")?;

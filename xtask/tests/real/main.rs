@@ -20,12 +20,17 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use protocol::Step;
 
-use xtask::flags::{ConfigArgs, KernelArgs, SourceArgs, TestArgs, VmArgs};
+use xtask::cli::{ConfigArgs, KernelArgs, SourceArgs, TestArgs, VmArgs};
 use xtask::judging::verdict::Status;
 use xtask::support::cmd::{cmd, sh, stdout};
 use xtask::support::exit::{self, Kind};
 use xtask::support::progress::top_line;
 use xtask::vm::qemu::AccelChoice;
+
+/// The kernels of `args`, as the verbs make them: the flags lowered, then the kernel phase.
+pub fn kernels(args: &KernelArgs) -> Result<Vec<xtask::kernel::build::Built>> {
+    xtask::kernel::build_all(&args.request()?)
+}
 
 /// The real checks' command line: what `cargo xtask test` passes after `--`.
 #[derive(Parser)]
@@ -125,7 +130,7 @@ fn run(args: &TestArgs) -> Result<u8> {
     for arch in xtask::arch::ARCHES {
         let started = Instant::now();
         let args = KernelArgs { arch: arch.name.into(), ..base.clone() };
-        let result = xtask::run::pipeline::kernels(&args).and_then(|built| {
+        let result = crate::kernels(&args).and_then(|built| {
             let b = &built[0];
             anyhow::ensure!(b.image.is_file(), "no image at {}", b.image.display());
             let eff = &b.metadata.config.effective;
@@ -152,7 +157,7 @@ fn run(args: &TestArgs) -> Result<u8> {
         record(&mut outcomes, &format!("{}: kernel builds with every requested option", arch.name), started, result);
 
         let started = Instant::now();
-        let result = xtask::run::pipeline::kernels(&args).and_then(|built| {
+        let result = crate::kernels(&args).and_then(|built| {
             anyhow::ensure!(built[0].cache_hit, "the second identical request ran make (cache miss)");
             Ok(())
         });
@@ -169,7 +174,7 @@ fn run(args: &TestArgs) -> Result<u8> {
         },
         ..base.clone()
     };
-    let result = match xtask::run::pipeline::kernels(&dropping) {
+    let result = match crate::kernels(&dropping) {
         Ok(_) => Err(anyhow::anyhow!("the configuration was accepted although CONFIG_USER_EVENTS cannot be set")),
         Err(e) => {
             let msg = format!("{e:#}");
@@ -201,7 +206,7 @@ fn run(args: &TestArgs) -> Result<u8> {
             config: ConfigArgs { profiles: vec!["debug".into()], ..ConfigArgs::default() },
             ..base.clone()
         };
-        let result = xtask::run::pipeline::kernels(&debug).and_then(|b| {
+        let result = crate::kernels(&debug).and_then(|b| {
             let eff = &b[0].metadata.config.effective;
             anyhow::ensure!(
                 eff.get("CONFIG_KASAN").map(String::as_str) == Some("y"),
@@ -242,7 +247,7 @@ fn other_debian_version_configures(base: &KernelArgs) -> Result<()> {
         source: SourceArgs { kernel_version: Some(version), ..SourceArgs::default() },
         ..base.clone()
     };
-    let built = xtask::run::pipeline::kernels(&args)?;
+    let built = crate::kernels(&args)?;
     let m = &built[0].metadata;
     // This request's identity (a cache hit's metadata holds the one of the build that made it).
     let source = &built[0].source.as_ref().context("no source recorded")?.identity;
@@ -280,7 +285,7 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     let opts = xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?;
     for arch in xtask::arch::ARCHES {
         let kargs = KernelArgs { arch: arch.name.into(), ..base.clone() };
-        let built = xtask::run::pipeline::kernels(&kargs)?;
+        let built = crate::kernels(&kargs)?;
         let boot = |plan: &protocol::Plan| xtask::run::boot::run_plan_on(&built, plan, &[], &opts);
 
         let started = Instant::now();
@@ -355,11 +360,11 @@ fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec<Outcome>) 
     let started = Instant::now();
     let result = (|| {
         // The measuring suite too: it must keep working, though it never gates.
-        let every = xtask::flags::SelectArgs { bench: true, ..Default::default() };
+        let every = xtask::cli::SelectArgs { bench: true, ..Default::default() };
         let chosen = xtask::run::pipeline::choose(&every, results.path())?;
         let count: usize = chosen.suites.iter().map(|s| s.scenarios.len()).sum();
         anyhow::ensure!(count > 0, "suites/ holds no scenario");
-        let built = xtask::run::pipeline::kernels(&KernelArgs { arch: "all".into(), ..base.clone() })?;
+        let built = crate::kernels(&KernelArgs { arch: "all".into(), ..base.clone() })?;
         let judged = xtask::run::pipeline::run(
             &chosen,
             &built,
@@ -506,7 +511,7 @@ fn debug_profile(opts: &xtask::run::boot::Options, base: &KernelArgs, scratch: &
     let Ok(built) = built else { return };
 
     let started = Instant::now();
-    let plain = xtask::run::pipeline::kernels(&KernelArgs { arch: arch.into(), ..base.clone() });
+    let plain = crate::kernels(&KernelArgs { arch: arch.into(), ..base.clone() });
     let result = plain.and_then(|plain| debug::run_gating_plan(&built, &plain, opts, scratch));
     record(
         outcomes,
@@ -561,7 +566,7 @@ fn hygiene_check(vm: &VmArgs, base: &KernelArgs, args: &TestArgs) -> Result<()> 
         ),
         as_user::scenario("hygiene/needs-active-0", 10_000, vec![read("\nActive: 0\nBusy: 0\n")?]),
     ];
-    let built = xtask::run::pipeline::kernels(&KernelArgs { arch: "x86_64".into(), ..base.clone() })?;
+    let built = crate::kernels(&KernelArgs { arch: "x86_64".into(), ..base.clone() })?;
     let judged = xtask::run::boot::run_plan_on(
         &built,
         &plan,
@@ -592,12 +597,12 @@ fn hygiene_check(vm: &VmArgs, base: &KernelArgs, args: &TestArgs) -> Result<()> 
 /// big-endian ones on s390x, the little-endian ones on riscv64.
 fn enable_bit_branches(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, results: &Path) -> Result<()> {
     let root = xtask::support::checkout::project_root();
-    let select = xtask::flags::SelectArgs {
+    let select = xtask::cli::SelectArgs {
         suites: vec![root.join("suites/enable-bits.yaml"), root.join("suites/registration.yaml")],
         ..Default::default()
     };
     let chosen = xtask::run::pipeline::choose(&select, results)?;
-    let built = xtask::run::pipeline::kernels(&KernelArgs { arch: "s390x,riscv64".into(), ..base.clone() })?;
+    let built = crate::kernels(&KernelArgs { arch: "s390x,riscv64".into(), ..base.clone() })?;
     let judged =
         xtask::run::pipeline::run(&chosen, &built, &xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?)?;
     let every: Vec<String> =
@@ -710,7 +715,7 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
         let (sh, cc) = (sh()?, arch.compiler());
         stdout(cmd!(sh, "{cc} -static -O2 -o {bin} {src}"))
             .with_context(|| format!("{cc} building {}", src.display()))?;
-        let built = xtask::run::pipeline::kernels(&KernelArgs { arch: arch.name.into(), ..base.clone() })?;
+        let built = crate::kernels(&KernelArgs { arch: arch.name.into(), ..base.clone() })?;
         let cmd = [bin.display().to_string(), "one".into(), "two words".into()];
         let code = xtask::run::boot::exec(
             &built[0],
@@ -747,7 +752,7 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
         ],
     )];
     let vm = VmArgs { share: Some(format!("{}:/mnt/host", share.path().display())), ..vm.clone() };
-    let built = xtask::run::pipeline::kernels(&KernelArgs { arch: "arm64".into(), ..base.clone() })?;
+    let built = crate::kernels(&KernelArgs { arch: "arm64".into(), ..base.clone() })?;
     let judged = xtask::run::boot::run_plan_on(
         &built,
         &plan,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use protocol::Step;
 
-use xtask::flags::{KernelArgs, VmArgs};
+use xtask::cli::{KernelArgs, VmArgs};
 use xtask::support::cmd::{cmd, sh, stdout};
 use xtask::vm::virtiofsd::{Sandbox, SandboxChoice};
 
@@ -34,7 +34,7 @@ pub fn symlink_escapes(scratch: &Path, base: &KernelArgs, vm: &VmArgs, cache_dir
     let (sh, cc) = (sh()?, a.compiler());
     stdout(cmd!(sh, "{cc} -static -O2 -o {bin} {src}")).with_context(|| format!("{cc} building {}", src.display()))?;
     let extra = vec![("/bin/escape".to_string(), std::fs::read(&bin)?)];
-    let built = xtask::run::pipeline::kernels(&KernelArgs { arch: arch.into(), ..base.clone() })?;
+    let built = crate::kernels(&KernelArgs { arch: arch.into(), ..base.clone() })?;
 
     let mut seen = BTreeMap::new();
     for choice in [SandboxChoice::Auto, SandboxChoice::Chroot, SandboxChoice::None] {

@@ -3,7 +3,7 @@
 
 use super::backports::{backports_notice, backports_source};
 use super::*;
-use crate::flags::{Cmd, Xtask};
+use crate::cli::{Cmd, Xtask};
 use clap::Parser;
 
 fn parse(argv: &[&str]) -> Cmd {
@@ -163,7 +163,7 @@ fn everything_covers_every_arch_and_every_helper_target() {
 }
 
 #[test]
-fn clients_come_from_what_the_plan_or_the_chosen_scenarios_run() {
+fn clients_come_from_what_the_plan_runs() {
     let mut plan = protocol::Plan::empty("p");
     assert!(clients_of_plan(&plan).is_empty());
     plan.scenarios.push(protocol::Scenario {
@@ -172,14 +172,6 @@ fn clients_come_from_what_the_plan_or_the_chosen_scenarios_run() {
         steps: vec![protocol::Step::Exec { argv: vec!["/bin/ue-compat32".into()], expect_exit: 0 }],
     });
     assert_eq!(clients_of_plan(&plan), ["ue-compat32"]);
-    let results = tempfile::tempdir().unwrap();
-    let chose = |filter: &str| {
-        let select = crate::flags::SelectArgs { filters: vec![filter.into()], ..Default::default() };
-        clients_of_chosen(&crate::run::pipeline::choose(&select, results.path()).unwrap())
-    };
-    assert_eq!(chose("clients/*"), ["ue-tracepoint", "ue-compat32"]);
-    assert!(chose("process/*").is_empty());
-    assert!(chose("!clients/*").is_empty());
 }
 
 #[test]
@@ -263,7 +255,7 @@ fn no_setup_is_one_flag_for_every_verb() {
     let r = Xtask::try_parse_from(["x", "kernel", "--no-setup"]).unwrap();
     assert!(r.no_setup);
     assert!(!Xtask::try_parse_from(["x", "kernel"]).unwrap().no_setup);
-    let Cmd::Setup(crate::flags::SetupArgs { check, arch }) = parse(&["setup", "--check", "--arch", "x86_64"]) else {
+    let Cmd::Setup(crate::cli::SetupArgs { check, arch }) = parse(&["setup", "--check", "--arch", "x86_64"]) else {
         panic!()
     };
     assert!(check && arch == "x86_64");

@@ -1,9 +1,9 @@
 //! The book's command-line reference (`docs/src/cli.md`): every command's `--help` text as clap
-//! renders it from `flags.rs`, so the page says what the binary says; a test keeps it current.
+//! renders it from `cli/`, so the page says what the binary says; a test keeps it current.
 
 use clap::{Command, CommandFactory};
 
-use crate::flags::Xtask;
+use crate::cli::Xtask;
 
 /// The page, relative to the checkout.
 pub const PAGE: &str = "docs/src/cli.md";
@@ -16,7 +16,7 @@ pub fn render() -> String {
     top.build();
     let mut out = String::from(
         "# Command-line reference\n\n\
-         <!-- Generated from xtask/src/flags.rs; do not edit: `UPDATE_CLI=1 cargo test -p xtask\n     \
+         <!-- Generated from xtask/src/cli/; do not edit: `UPDATE_CLI=1 cargo test -p xtask\n     \
          cli_reference_is_current` rewrites it. -->\n\n\
          Every verb's `--help`, as `cargo xtask` prints it. The installed `ue-conformance` takes the\n\
          same verbs and flags. [Exit codes](exit-codes.md) has the exit codes in full.\n",

@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
+use crate::cli::{KernelArgs, ValidateArgs};
 use crate::coverage::{affected, map};
-use crate::flags::{KernelArgs, ValidateArgs};
 use crate::kernel::build::Built;
 use crate::results::model::{Run, Status};
 use crate::run::boot::Watch;

@@ -1,0 +1,116 @@
+//! A kernel build's data: what one arch's build is asked (`Job`), the kernel it makes
+//! (`Built`) and the provenance stored beside its image (`Metadata`), with the names a build's
+//! files and folders take.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::arch::Arch;
+use crate::kernel::kconfig::{Fragment, Missing};
+use crate::kernel::knobs::Knobs;
+use crate::kernel::source::{Identity, Patch, Spec};
+use crate::support::files::sha256_hex;
+
+pub const METADATA_SCHEMA: u32 = 1;
+
+/// What to build on one arch (the kernel phase's `Request` made per arch by `build_all`).
+pub struct Job<'a> {
+    pub arch: &'static Arch,
+    pub spec: &'a Spec,
+    pub source: &'a Identity,
+    pub patches: &'a [Patch],
+    /// In merge order: common, arch, profiles, user fragments, `--kconfig`.
+    pub fragments: &'a [Fragment],
+    pub jobs: usize,
+    pub cache_dir: &'a Path,
+    /// Stop after the configuration check (no image, nothing cached).
+    pub config_only: bool,
+    /// Sources built with GCOV (`gcov.rs`); empty for a normal build.
+    pub gcov_files: &'a [String],
+    /// `LLVM=1`, `CC=`, `CROSS_COMPILE=`, ccache, extra make variables (`knobs.rs`).
+    pub knobs: &'a Knobs,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Compiler {
+    pub command: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConfigRecord {
+    /// SHA-256 of the final `.config`.
+    pub sha256: String,
+    pub fragments: Vec<String>,
+    pub requested: BTreeMap<String, String>,
+    /// The final value of each requested option (`absent` when not in `.config`).
+    pub effective: BTreeMap<String, String>,
+    pub missing: Vec<Missing>,
+}
+
+/// Provenance of one build, written as `metadata.json` beside the image.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Metadata {
+    pub schema: u32,
+    pub arch: String,
+    pub key: String,
+    pub source: Identity,
+    pub patches: Vec<Patch>,
+    pub kernelrelease: String,
+    pub compiler: Compiler,
+    pub config: ConfigRecord,
+    pub make_commands: Vec<String>,
+    /// Seconds per phase: source, configure, build, install.
+    pub durations: BTreeMap<String, f64>,
+    pub built_at: String,
+    pub host: String,
+    /// The image file name inside the build's directory.
+    pub image: String,
+    /// The sources built with GCOV, their `.gcno` and source in `gcov/` beside the image.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gcov_files: Vec<String>,
+    /// The make variables of the build knobs (`ARCH=...`, `LLVM=1`, `CC=ccache gcc`, extra
+    /// `--make-arg`s); absent for a build without knobs, whose variables are the arch's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub make_vars: Vec<String>,
+}
+
+/// A kernel ready to boot.
+#[derive(Debug)]
+pub struct Built {
+    pub arch: &'static Arch,
+    pub image: PathBuf,
+    pub config: PathBuf,
+    pub metadata: Metadata,
+    /// True when no `make` ran at all.
+    pub cache_hit: bool,
+    /// Where the source came from, to bring its mirror back (`None` for a prebuilt image).
+    pub source: Option<SourceRef>,
+}
+
+/// Enough to rebuild a kernel's private mirror: the upstream selftests must be built from the
+/// very tree (source and patches) the kernel was, and on a cache hit nothing synced it.
+#[derive(Debug, Clone)]
+pub struct SourceRef {
+    pub spec: Spec,
+    pub identity: Identity,
+    pub patches: Vec<Patch>,
+    pub cache_dir: PathBuf,
+}
+
+/// The private mirror's folder name of a source location.
+pub(super) fn location(source: &Identity) -> String {
+    sha256_hex(format!("{}\0{}", source.kind, source.location.display()))[..16].to_string()
+}
+
+pub(super) fn file_name(path: &str) -> String {
+    Path::new(path).file_name().unwrap_or_default().to_string_lossy().into_owned()
+}
+
+pub(super) fn host() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("{} ({cores} cores)", name.trim())
+}
