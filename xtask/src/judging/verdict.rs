@@ -509,17 +509,17 @@ pub struct Judgement {
 }
 
 impl Judgement {
-    /// Judges a boot from its logs (the console and the result channel, as text), how QEMU ended
-    /// and the plan's scenario names in order, with the suites' `xfail` and `expect_report`
-    /// marks. The one way a boot is judged: live after its VM ends, and by `report --from`.
+    /// Judges a boot from its logs (the console as text, the result channel folded), how QEMU
+    /// ended and the plan's scenario names in order, with the suites' `xfail` and
+    /// `expect_report` marks. The one way a boot is judged: live after its VM ends, and by
+    /// `report --from`.
     pub fn of(
         planned: &[String],
         marks: &XfailMarks,
         console: &str,
-        results: &str,
+        stream: Stream,
         ended: &crate::vm::qemu::Ended,
     ) -> Judgement {
-        let stream = crate::judging::channel::read(results);
         let end = HostEnd::of(ended);
         let result = decide(planned, marks.expect_report, &stream, &console::scan(console), console, &end);
         let counted = with_xfail(&result, marks.xfail, marks.fixed_by, marks.intermittent);

@@ -222,6 +222,10 @@ fn boot_one(mut job: Job, agent: &Path, accel: Accel, virtiofsd: Option<&Path>, 
             wall: started.elapsed(),
             boot: None,
             sandbox: None,
+            // No run read the channel: what QEMU wrote, if anything, is read back once here.
+            channel: crate::vm::channel::parse_all(&String::from_utf8_lossy(
+                &std::fs::read(spec.results_log()).unwrap_or_default(),
+            )),
         }
     });
     let to_init = vm.boot.unwrap_or(vm.wall);
@@ -621,7 +625,7 @@ pub struct BootRun {
 impl BootRun {
     /// Judges a finished boot from its logs with the plan's marks, writes its record
     /// (`verdict.json`) beside them and times it (the `judge` phase).
-    pub fn judge(outcome: Outcome, plan: &protocol::Plan, marks: Marks) -> Result<BootRun> {
+    pub fn judge(mut outcome: Outcome, plan: &protocol::Plan, marks: Marks) -> Result<BootRun> {
         let started = std::time::Instant::now();
         let ms = |d: Duration| d.as_millis() as u64;
         let facts = BootFacts {
@@ -647,7 +651,9 @@ impl BootRun {
             collateral: None,
         };
         let planned: Vec<String> = plan.scenarios.iter().map(|s| s.name.clone()).collect();
-        let boot = JudgedBoot::judge(BootFolder::at(outcome.out_dir.clone()), facts, &planned)?;
+        // The channel as the VM's run read it, handed on to the judge.
+        let channel = std::mem::take(&mut outcome.vm.channel);
+        let boot = JudgedBoot::judge_read(BootFolder::at(outcome.out_dir.clone()), facts, &planned, channel)?;
         boot.write_record()?;
         crate::support::timings::record(Some(&boot.folder.name), "judge", started.elapsed());
         Ok(BootRun { outcome, boot, resumed_in: None })
