@@ -487,6 +487,26 @@ mod tests {
         assert!(!dies("[    1.000000] ue: a line that mentions Oops: in the middle"));
     }
 
+    /// The log read as it grows hands on each protocol line once and keeps every event, the
+    /// cut last line too: what reading the finished log whole gives.
+    #[test]
+    fn the_tail_reads_the_log_once_as_a_whole_read_would() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(RESULTS_LOG);
+        let mut tail = ResultsTail::default();
+        assert_eq!(tail.read(&path).count(), 0, "no log yet");
+        let mut log = std::fs::File::create(&path).unwrap();
+        let whole = "KTAP version 1\n1..1\nnoise\n# ue-begin 1 a/b taint=0\nok 1 a/b # time_ms=2 taint=0";
+        let (first, rest) = whole.split_at(30);
+        log.write_all(first.as_bytes()).unwrap();
+        let seen: Vec<protocol::ResultLine> = tail.read(&path).cloned().collect();
+        assert_eq!(seen, [protocol::ResultLine::Header, protocol::ResultLine::Plan { count: 1 }]);
+        log.write_all(rest.as_bytes()).unwrap();
+        assert_eq!(tail.read(&path).count(), 1, "the begin line; the result has no newline yet");
+        assert_eq!(tail.finish(), channel::parse_all(whole));
+    }
+
     #[test]
     fn ended_reads_as_words() {
         let killed = Ended::Killed { after_ms: 8000, reason: "no /init".into(), kind: KillKind::NoBoot };
