@@ -2,8 +2,8 @@
 //! result lines are watched, each `.gcda` snapshot is assembled as its last `# ue-gcov` frame
 //! arrives, and one background thread per boot, at the lowest CPU priority (so the guests keep
 //! the processors and only idle time is used), runs gcov on it into a memo. `runs::read`, which
-//! stays the source of truth (it reads every snapshot from `results.ktap`), takes each snapshot's
-//! counts from the memo when it is there and runs gcov only for the rest.
+//! stays the source of truth (it takes every snapshot from the boot's channel as judged), takes
+//! each snapshot's counts from the memo when it is there and runs gcov only for the rest.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
-//! A coverage run's counters turned into its files: each boot's `# ue-gcov` frames
-//! (`results.ktap`) read per scenario with the host's gcov against the `.gcno` kept with the
-//! kernel, then, in `<run>/coverage/`: `<arch>/<suite>/<scenario>.info` per scenario,
+//! A coverage run's counters turned into its files: each boot's `# ue-gcov` frames (its result
+//! channel as the boot read it, `judging::channel::Stream::gcov`) read per scenario with the
+//! host's gcov against the `.gcno` kept with the kernel, then, in `<run>/coverage/`: `<arch>/<suite>/<scenario>.info` per scenario,
 //! `<arch>.info` per arch (its scenarios summed), `all.info` over the arches, `index.html`
 //! (the annotated sources), `lines.tsv` (every instrumented line: function, count per arch,
 //! text; what `coverage --unexecuted` checks) and `summary.json` (the figures the reports show).
@@ -72,9 +72,8 @@ pub fn read(boots: &[&JudgedBoot], built: &[Built]) -> Result<Option<RunData>> {
         let mut per_scenario: ArchData = BTreeMap::new();
         let mine = boots.iter().filter(|b| b.folder.place().map_or(b.facts.arch.as_str(), |(a, _)| a) == arch);
         for b in mine {
-            let ktap = b.folder.file("results.ktap");
-            let text = std::fs::read_to_string(&ktap).unwrap_or_default();
-            let (names, snapshots) = frames(&text);
+            // The channel as the boot read it: its scenarios' names and their frames.
+            let (names, snapshots) = (&b.judgement.stream.begun, protocol::gcov::assemble(&b.judgement.stream.gcov));
             let jobs: Vec<(String, String, Vec<u8>)> = snapshots
                 .into_iter()
                 .filter_map(|((index, file), bytes)| {
@@ -105,24 +104,6 @@ pub fn read(boots: &[&JudgedBoot], built: &[Built]) -> Result<Option<RunData>> {
         data.arches.push((arch.to_string(), per_scenario));
     }
     Ok(Some(data))
-}
-
-/// A stream's scenario names by index, and its snapshots.
-type Snapshots = BTreeMap<(usize, String), std::result::Result<Vec<u8>, String>>;
-
-fn frames(ktap: &str) -> (BTreeMap<usize, String>, Snapshots) {
-    let mut names = BTreeMap::new();
-    let mut frames = Vec::new();
-    for line in ktap.lines() {
-        match protocol::ResultLine::parse(line) {
-            Some(protocol::ResultLine::Begin { index, name, .. }) => {
-                names.insert(index, name);
-            }
-            Some(protocol::ResultLine::Gcov(f)) => frames.push(f),
-            _ => {}
-        }
-    }
-    (names, protocol::gcov::assemble(&frames))
 }
 
 /// gcov on every snapshot, on every CPU.
@@ -301,18 +282,6 @@ mod tests {
 
     fn cov(lines: &[(u32, u64)]) -> FileCov {
         FileCov { path: "a.c".into(), lines: lines.iter().copied().collect(), ..FileCov::default() }
-    }
-
-    #[test]
-    fn frames_are_read_per_scenario_by_name() {
-        let mut ktap = String::from("KTAP version 1\n1..2\n# ue-begin 1 s/one taint=0\n");
-        for f in protocol::gcov::GcovFrame::split(1, "a.c", b"adcg*22B") {
-            ktap.push_str(&(f.format() + "\n"));
-        }
-        ktap.push_str("ok 1 s/one # time_ms=1 taint=0\n# ue-end 1 taint=0\n");
-        let (names, snaps) = frames(&ktap);
-        assert_eq!(names[&1], "s/one");
-        assert_eq!(snaps[&(1, "a.c".to_string())].as_ref().unwrap(), b"adcg*22B");
     }
 
     #[test]

@@ -1,11 +1,14 @@
-//! Reader for the result channel: the guest agent's KTAP stream (see `protocol::ResultLine`),
-//! folded into per-scenario records and checked for consistency. Sans-IO, and never panics:
-//! the stream may be cut anywhere by a crash or a hang.
+//! The result channel's events (`vm::channel`, each line parsed once as the boot read it)
+//! folded into per-scenario records and checked for consistency. Sans-IO, and never panics: the
+//! stream may be cut anywhere by a crash or a hang.
 
+use std::collections::BTreeMap;
+
+use protocol::gcov::GcovFrame;
 use protocol::{Outcome, ResultLine};
 use serde::Serialize;
 
-use crate::judging::console::clean;
+use crate::vm::channel::Event;
 
 /// One scenario's result, with what its `ue-begin` line said.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -57,6 +60,12 @@ pub struct Stream {
     pub garbage: usize,
     /// Inconsistencies, one sentence each.
     pub problems: Vec<String>,
+    /// A coverage kernel's `# ue-gcov` frames, in stream order (for `coverage/`, not the verdict).
+    #[serde(skip)]
+    pub gcov: Vec<GcovFrame>,
+    /// The name each `ue-begin` line gave its index (the last, when one came twice).
+    #[serde(skip)]
+    pub begun: BTreeMap<usize, String>,
 }
 
 impl Stream {
@@ -73,18 +82,23 @@ struct Begun {
     metrics: Vec<protocol::Metric>,
 }
 
-/// Reads a result channel capture.
+/// Reads a result channel capture from its text (a recorded `results.ktap`), through the
+/// channel's one parser.
 pub fn read(text: &str) -> Stream {
+    fold(crate::vm::channel::parse_all(text))
+}
+
+/// Folds a boot's channel events, in order.
+pub fn fold(events: Vec<Event>) -> Stream {
     let mut r = Reader::default();
     let mut protocol_lines = 0;
-    for raw in text.lines() {
-        let line = clean(raw);
-        if line.trim().is_empty() {
-            continue;
-        }
-        let Some(parsed) = ResultLine::parse(&line) else {
-            r.s.garbage += 1;
-            continue;
+    for event in events {
+        let (parsed, line) = match event {
+            Event::Line(parsed, line) => (parsed, line),
+            Event::Garbage(_) => {
+                r.s.garbage += 1;
+                continue;
+            }
         };
         protocol_lines += 1;
         if r.s.sentinel.is_some() || r.s.aborted.is_some() {
@@ -129,7 +143,10 @@ impl Reader {
                 }
                 s.plan = Some(count);
             }
-            ResultLine::Begin { index, name, taint } => self.begin(index, name, taint),
+            ResultLine::Begin { index, name, taint } => {
+                s.begun.insert(index, name.clone());
+                self.begin(index, name, taint)
+            }
             ResultLine::Result { index, name, outcome, time_ms, taint, reason } => {
                 self.result(index, name, outcome, time_ms, taint, reason)
             }
@@ -171,7 +188,7 @@ impl Reader {
                 None => s.diagnostics.push(text),
             },
             // A coverage kernel's counters: read by `coverage/`, not part of the verdict.
-            ResultLine::Gcov(_) => {}
+            ResultLine::Gcov(frame) => s.gcov.push(frame),
         }
     }
 
@@ -439,6 +456,21 @@ ok 4 a/d # time_ms=1 taint=0
                 "metric late for scenario 1, which is not running"
             ]
         );
+    }
+
+    /// A coverage kernel's frames are kept for `coverage/`, with the names their indexes began as.
+    #[test]
+    fn frames_are_kept_with_the_scenarios_names() {
+        let mut ktap = String::from("KTAP version 1\n1..2\n# ue-begin 1 s/one taint=0\n");
+        for f in protocol::gcov::GcovFrame::split(1, "a.c", b"adcg*22B") {
+            ktap.push_str(&(f.format() + "\n"));
+        }
+        ktap.push_str("ok 1 s/one # time_ms=1 taint=0\n# ue-end 1 taint=0\n");
+        let s = read(&ktap);
+        assert_eq!(s.begun[&1], "s/one");
+        let snaps = protocol::gcov::assemble(&s.gcov);
+        assert_eq!(snaps[&(1, "a.c".to_string())].as_ref().unwrap(), b"adcg*22B");
+        assert!(s.scenarios[0].diagnostics.is_empty(), "frames are not diagnostics");
     }
 
     #[test]

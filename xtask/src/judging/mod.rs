@@ -4,10 +4,12 @@
 //! `results/` turns into the run model.
 //!
 //! - `console`: sans-IO scan of the kernel log for panics, Oops, WARNINGs, sanitizer reports;
-//! - `channel`: sans-IO reader of the result channel (KTAP v1 with `ue-` frames);
+//! - `channel`: sans-IO, the result channel's events (KTAP v1 with `ue-` frames, parsed once
+//!   by `vm::channel`) folded into per-scenario records;
 //! - `verdict`: sans-IO, the verdict from both, xfail and xpass counted;
 //! - `run_folder`: the run folder's layout and each boot's record (`verdict.json`), the one
-//!   place a boot's logs are read to be judged.
+//!   place a boot's logs are read to be judged (the result channel only for a recorded boot:
+//!   a live one hands over the events its VM's run parsed).
 
 pub mod channel;
 pub mod console;

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::judging::verdict::{BootResult, BootVerdict, Expected, Judgement, XfailMarks};
 use crate::support::exit::{error, Kind};
+use crate::vm::channel::Event;
 use crate::vm::qemu::{Accel, Ended, VmSpec};
 
 /// The link in the results folder to the newest run.
@@ -310,17 +311,36 @@ pub fn read_boot(folder: BootFolder) -> Result<JudgedBoot> {
 }
 
 impl JudgedBoot {
-    /// Judges a boot from its folder's logs, `planned` being the plan's scenario names in order;
-    /// the one place a boot's logs are read for a verdict.
+    /// Judges a recorded boot from its folder's logs, `planned` being the plan's scenario names
+    /// in order: its `results.ktap` read back through the channel's one parser.
     pub fn judge(folder: BootFolder, facts: BootFacts, planned: &[String]) -> Result<JudgedBoot> {
-        let read_log = |name: &str| -> Result<String> {
-            let p = folder.file(name);
-            let bytes = std::fs::read(&p).map_err(|e| error(Kind::BadInput, format!("{}: {e}", p.display())))?;
-            Ok(String::from_utf8_lossy(&bytes).into_owned())
-        };
-        let (console, results) = (read_log(CONSOLE_LOG)?, read_log(RESULTS_LOG)?);
-        let judgement = Judgement::of(planned, &facts.marks(), &console, &results, &facts.ended);
-        Ok(JudgedBoot { folder, facts, judgement })
+        let (console, results) = (read_log(&folder, CONSOLE_LOG)?, read_log(&folder, RESULTS_LOG)?);
+        let channel = crate::vm::channel::parse_all(&results);
+        Ok(JudgedBoot::judged(folder, facts, planned, &console, channel))
+    }
+
+    /// Judges a boot whose result channel its VM's run read (each line parsed once, as it came);
+    /// with [`JudgedBoot::judge`], the one place a boot's console log is read for a verdict.
+    pub fn judge_read(
+        folder: BootFolder,
+        facts: BootFacts,
+        planned: &[String],
+        channel: Vec<Event>,
+    ) -> Result<JudgedBoot> {
+        let console = read_log(&folder, CONSOLE_LOG)?;
+        Ok(JudgedBoot::judged(folder, facts, planned, &console, channel))
+    }
+
+    fn judged(
+        folder: BootFolder,
+        facts: BootFacts,
+        planned: &[String],
+        console: &str,
+        channel: Vec<Event>,
+    ) -> JudgedBoot {
+        let stream = crate::judging::channel::fold(channel);
+        let judgement = Judgement::of(planned, &facts.marks(), console, stream, &facts.ended);
+        JudgedBoot { folder, facts, judgement }
     }
 
     /// Writes `verdict.json` into the boot's folder.
@@ -336,6 +356,13 @@ impl JudgedBoot {
         };
         crate::support::files::write_atomic(&self.folder.file(VERDICT), &serde_json::to_vec_pretty(&written)?)
     }
+}
+
+/// A log of a boot's folder, as text.
+fn read_log(folder: &BootFolder, name: &str) -> Result<String> {
+    let p = folder.file(name);
+    let bytes = std::fs::read(&p).map_err(|e| error(Kind::BadInput, format!("{}: {e}", p.display())))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// A scenario left out of an arch's plan (`requires` not met), as `skipped.json` lists it.

@@ -25,24 +25,14 @@
 //! `worse` makes `--fail-on-metrics` exit 1.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::model::{Metric, Run, Status, SCHEMA_VERSION};
-use super::text::{cell, clean};
+use super::model::{Run, Status, SCHEMA_VERSION};
 use crate::support::exit::{error, Kind};
 
-/// Fewest samples per side for a metric's noise to count as measured.
-pub const MIN_SAMPLES: usize = 3;
-/// Fewest runs per side for a metric's change to be confirmed (and able to gate).
-pub const MIN_RUNS: usize = 2;
-/// How many noise widths (robust standard deviations) a change of medians must exceed.
-pub const NOISE_FACTOR: f64 = 3.0;
-/// MAD to standard deviation for normally distributed samples.
-const MAD_TO_SIGMA: f64 = 1.4826;
 /// The `schema_version` of `compare.json`.
 pub const COMPARE_SCHEMA_VERSION: u32 = 1;
 
@@ -114,57 +104,6 @@ pub struct Entry {
     /// Why, in words: the current side's reason or last log line for a failure, the rule that
     /// made it flaky.
     pub note: Option<String>,
-}
-
-/// A metric's samples on one side, summarised.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Stats {
-    pub n: usize,
-    pub median: f64,
-    /// Median absolute deviation from the median.
-    pub mad: f64,
-    pub q1: f64,
-    pub q3: f64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MetricVerdict {
-    Better,
-    Worse,
-    WithinNoise,
-    /// Fewer than [`MIN_SAMPLES`] samples on a side: no noise to judge against.
-    Unmeasured,
-}
-
-impl MetricVerdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MetricVerdict::Better => "better",
-            MetricVerdict::Worse => "worse",
-            MetricVerdict::WithinNoise => "within noise",
-            MetricVerdict::Unmeasured => "unmeasured",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MetricChange {
-    pub arch: String,
-    pub scenario: String,
-    pub metric: String,
-    pub unit: String,
-    pub higher_is_better: bool,
-    pub base: Stats,
-    pub current: Stats,
-    /// (current median - base median) / base median, in percent; `None` when the base is 0.
-    pub change_pct: Option<f64>,
-    /// The noise width the change was held against: NOISE_FACTOR x 1.4826 x the larger MAD.
-    pub threshold: f64,
-    pub verdict: MetricVerdict,
-    /// Each side pooled at least [`MIN_RUNS`] runs, so the noise includes the run-to-run
-    /// variation (host load under TCG moves whole runs); only a confirmed `worse` can gate.
-    pub confirmed: bool,
 }
 
 /// `compare.json`.
@@ -484,309 +423,6 @@ pub fn compare(base: &[(PathBuf, Run)], current: &[(PathBuf, Run)]) -> Compariso
     }
 }
 
-/// (arch, scenario, metric) -> (unit, higher_is_better, pooled samples, runs), in first-seen order.
-/// The last number is how many runs it came from.
-type Pooled = Vec<((String, String, String), (String, bool, Vec<f64>, usize))>;
-
-fn pool(runs: &[Run]) -> Pooled {
-    let mut out: Pooled = Vec::new();
-    for r in runs {
-        for a in &r.arches {
-            for s in &a.scenarios {
-                for (name, m) in &s.metrics {
-                    let key = (a.arch.clone(), s.name.clone(), name.clone());
-                    let samples = samples_of(m);
-                    match out.iter_mut().find(|(k, _)| *k == key) {
-                        Some((_, (_, _, v, runs))) => {
-                            v.extend(samples);
-                            *runs += 1;
-                        }
-                        None => out.push((key, (m.unit.clone(), m.higher_is_better, samples, 1))),
-                    }
-                }
-            }
-        }
-    }
-    out
-}
-
-fn samples_of(m: &Metric) -> Vec<f64> {
-    let finite: Vec<f64> = m.samples.iter().copied().filter(|x| x.is_finite()).collect();
-    if finite.is_empty() {
-        vec![m.value]
-    } else {
-        finite
-    }
-}
-
-fn metrics(base: &[Run], current: &[Run]) -> Vec<MetricChange> {
-    let b = pool(base);
-    let mut out = Vec::new();
-    for ((arch, scenario, metric), (unit, higher, cs, cruns)) in pool(current) {
-        let Some((_, (_, _, bs, bruns))) =
-            b.iter().find(|(k, _)| *k == (arch.clone(), scenario.clone(), metric.clone()))
-        else {
-            continue;
-        };
-        let (bst, cst) = (stats(bs), stats(&cs));
-        let threshold = NOISE_FACTOR * MAD_TO_SIGMA * bst.mad.max(cst.mad);
-        let delta = cst.median - bst.median;
-        let verdict = if bst.n < MIN_SAMPLES || cst.n < MIN_SAMPLES {
-            MetricVerdict::Unmeasured
-        } else if delta.abs() > threshold && (bst.q3 < cst.q1 || cst.q3 < bst.q1) {
-            if (delta > 0.0) == higher {
-                MetricVerdict::Better
-            } else {
-                MetricVerdict::Worse
-            }
-        } else {
-            MetricVerdict::WithinNoise
-        };
-        let change_pct = (bst.median != 0.0).then(|| delta / bst.median.abs() * 100.0);
-        out.push(MetricChange {
-            arch,
-            scenario,
-            metric,
-            unit,
-            higher_is_better: higher,
-            base: bst,
-            current: cst,
-            change_pct,
-            threshold,
-            verdict,
-            confirmed: *bruns >= MIN_RUNS && cruns >= MIN_RUNS,
-        });
-    }
-    out
-}
-
-/// The `q`-quantile of sorted samples, linearly interpolated (R's type 7, numpy's default).
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let pos = q * (sorted.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
-}
-
-pub fn stats(samples: &[f64]) -> Stats {
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    // The median is the figures' own (`protocol::median`, what the agent reports); the quartiles
-    // interpolate the same way.
-    let median = protocol::median(&sorted);
-    let dev: Vec<f64> = sorted.iter().map(|x| (x - median).abs()).collect();
-    Stats {
-        n: sorted.len(),
-        median,
-        mad: protocol::median(&dev),
-        q1: quantile(&sorted, 0.25),
-        q3: quantile(&sorted, 0.75),
-    }
-}
-
-fn sides_line(side: &SideInfo) -> String {
-    let ids: Vec<&str> = side.runs.iter().map(|r| r.run_id.as_str()).collect();
-    let repeats = if ids.len() > 1 { format!(" ({} repeats)", ids.len()) } else { String::new() };
-    format!("{}{repeats}", ids.join(", "))
-}
-
-fn metric_line(m: &MetricChange) -> String {
-    let pct = m.change_pct.map_or(String::new(), |p| format!(" ({p:+.1}%)"));
-    let noise = match m.verdict {
-        MetricVerdict::Unmeasured => format!("{} and {} samples: noise not measured", m.base.n, m.current.n),
-        MetricVerdict::Better | MetricVerdict::Worse if !m.confirmed => format!(
-            "noise threshold {} {}; unconfirmed: fewer than {MIN_RUNS} runs a side, so run-to-run noise is not in it",
-            num(m.threshold),
-            m.unit
-        ),
-        _ => format!("noise threshold {} {}", num(m.threshold), m.unit),
-    };
-    format!(
-        "{} {} {}: {} -> {} {}{pct}, {}; {noise}",
-        m.arch,
-        m.scenario,
-        m.metric,
-        num(m.base.median),
-        num(m.current.median),
-        m.unit,
-        m.verdict.as_str()
-    )
-}
-
-fn num(x: f64) -> String {
-    if x != 0.0 && (x.abs() >= 1e6 || x.abs() < 1e-3) {
-        format!("{x:.3e}")
-    } else {
-        format!("{}", (x * 1000.0).round() / 1000.0)
-    }
-}
-
-/// The report for a terminal, the answer first: the outcome line, then per arch the counts and
-/// every entry that is not `unchanged` (regressions, fixes, flaky and new first), then the
-/// figures that moved beyond noise and one line counting the rest (`verbose`: every figure).
-pub fn render_text(c: &Comparison, verbose: bool) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "base:    {}", sides_line(&c.base));
-    let _ = writeln!(out, "current: {}", sides_line(&c.current));
-    let mut arches: Vec<&str> = Vec::new();
-    for e in &c.entries {
-        if !arches.contains(&e.arch.as_str()) {
-            arches.push(&e.arch);
-        }
-    }
-    for arch in arches {
-        let mine: Vec<&Entry> = c.entries.iter().filter(|e| e.arch == arch).collect();
-        let counts: Vec<String> = Class::ALL
-            .iter()
-            .filter_map(|k| {
-                let n = mine.iter().filter(|e| e.class == *k).count();
-                (n > 0).then(|| format!("{n} {}", k.as_str()))
-            })
-            .collect();
-        let _ = writeln!(out, "\n{arch}: {}", counts.join(", "));
-        for side in [&c.base, &c.current] {
-            if let Some(k) = side.kernels.get(arch) {
-                let which = if std::ptr::eq(side, &c.base) { "base" } else { "current" };
-                let _ = writeln!(out, "  {which} kernel: {k}");
-            }
-        }
-        let rank = |k: Class| TEXT_ORDER.iter().position(|o| *o == k).unwrap_or(TEXT_ORDER.len());
-        let mut changed: Vec<&&Entry> = mine.iter().filter(|e| e.class != Class::Unchanged).collect();
-        changed.sort_by_key(|e| rank(e.class));
-        for e in changed {
-            let _ = writeln!(
-                out,
-                "  {:<14} {}: {} -> {}",
-                e.class.as_str().to_uppercase(),
-                e.scenario,
-                describe(&e.base),
-                describe(&e.current)
-            );
-            if let Some(n) = &e.note {
-                let _ = writeln!(out, "  {:<14}   {}", "", clean(n).replace('\n', " "));
-            }
-        }
-    }
-    if !c.metrics.is_empty() {
-        let moved: Vec<&MetricChange> = c
-            .metrics
-            .iter()
-            .filter(|m| verbose || matches!(m.verdict, MetricVerdict::Better | MetricVerdict::Worse))
-            .collect();
-        let count = |v: MetricVerdict| c.metrics.iter().filter(|m| m.verdict == v).count();
-        let _ = writeln!(
-            out,
-            "\nmetrics: {} figure(s) within noise, {} worse and {} better beyond noise ({} confirmed by repeats), \
-             {} unmeasured{}",
-            count(MetricVerdict::WithinNoise),
-            count(MetricVerdict::Worse),
-            count(MetricVerdict::Better),
-            c.metrics
-                .iter()
-                .filter(|m| m.confirmed && matches!(m.verdict, MetricVerdict::Better | MetricVerdict::Worse))
-                .count(),
-            count(MetricVerdict::Unmeasured),
-            if verbose { "" } else { " (--verbose lists every figure)" }
-        );
-        if !moved.is_empty() {
-            let _ =
-                writeln!(out, "  (a change counts beyond {NOISE_FACTOR} x the larger side's MAD-sigma, IQRs apart)");
-        }
-        for m in moved {
-            let _ = writeln!(out, "  {}", metric_line(m));
-        }
-    }
-    let r = c.regressions();
-    let verdict = format!(
-        "{}: {r} regressed, {} flaky, {} fixed, {} metric(s) worse beyond noise ({} confirmed by repeats)",
-        if r > 0 { "REGRESSED" } else { "NO REGRESSION" },
-        c.counts.get("flaky").copied().unwrap_or(0),
-        c.counts.get("fixed").copied().unwrap_or(0),
-        c.worse_metrics(),
-        c.confirmed_worse_metrics()
-    );
-    let verdict = match c.counts.get("collateral").copied().unwrap_or(0) {
-        0 => verdict,
-        n => format!("{verdict}; {n} not run because another scenario broke the kernel (collateral, not judged)"),
-    };
-    // The answer first, and again last, where a terminal leaves the eye.
-    let _ = writeln!(out, "\n{verdict}");
-    format!("{verdict}\n{out}")
-}
-
-/// The order the text report lists a changed scenario in: what a developer acts on first.
-const TEXT_ORDER: [Class; 6] =
-    [Class::Regressed, Class::Fixed, Class::Flaky, Class::New, Class::StillFailing, Class::Removed];
-
-/// `compare.md`: the same report as Markdown tables.
-pub fn render_markdown(c: &Comparison) -> Vec<u8> {
-    let mut out = String::new();
-    let r = c.regressions();
-    let icon = if r > 0 { "❌" } else { "✅" };
-    let _ = writeln!(out, "## {icon} user_events comparison: {r} regressed\n");
-    let _ = writeln!(out, "- base: {}", sides_line(&c.base));
-    let _ = writeln!(out, "- current: {}\n", sides_line(&c.current));
-    let _ = writeln!(out, "| arch | base kernel | current kernel | {} |", Class::ALL.map(|k| k.as_str()).join(" | "));
-    let _ = writeln!(out, "|---|---|---|{}", "---:|".repeat(Class::ALL.len()));
-    let mut arches: Vec<&str> = Vec::new();
-    for e in &c.entries {
-        if !arches.contains(&e.arch.as_str()) {
-            arches.push(&e.arch);
-        }
-    }
-    for arch in &arches {
-        let n: Vec<String> = Class::ALL
-            .iter()
-            .map(|k| c.entries.iter().filter(|e| e.arch == *arch && e.class == *k).count().to_string())
-            .collect();
-        let k = |s: &SideInfo| cell(s.kernels.get(*arch).map_or("—", |k| k.as_str()));
-        let _ = writeln!(out, "| {arch} | {} | {} | {} |", k(&c.base), k(&c.current), n.join(" | "));
-    }
-    let changed: Vec<&Entry> = c.entries.iter().filter(|e| e.class != Class::Unchanged).collect();
-    if !changed.is_empty() {
-        let _ = writeln!(out, "\n| class | arch | scenario | base | current | note |");
-        let _ = writeln!(out, "|---|---|---|---|---|---|");
-        for e in changed {
-            let _ = writeln!(
-                out,
-                "| {} | {} | `{}` | {} | {} | {} |",
-                e.class.as_str(),
-                e.arch,
-                e.scenario,
-                describe(&e.base),
-                describe(&e.current),
-                e.note.as_deref().map(cell).unwrap_or_default()
-            );
-        }
-    }
-    if !c.metrics.is_empty() {
-        let _ = writeln!(out, "\n| arch | scenario | metric | base median | current median | change | verdict |");
-        let _ = writeln!(out, "|---|---|---|---:|---:|---:|---|");
-        for m in &c.metrics {
-            let _ = writeln!(
-                out,
-                "| {} | `{}` | {} ({}) | {} | {} | {} | {} |",
-                m.arch,
-                m.scenario,
-                m.metric,
-                m.unit,
-                num(m.base.median),
-                num(m.current.median),
-                m.change_pct.map_or("—".to_string(), |p| format!("{p:+.1}%")),
-                match m.verdict {
-                    MetricVerdict::Better | MetricVerdict::Worse if !m.confirmed => {
-                        format!("{} (unconfirmed: one run a side)", m.verdict.as_str())
-                    }
-                    v => v.as_str().to_string(),
-                }
-            );
-        }
-    }
-    out.into_bytes()
-}
-
 /// Where `compare.json`/`compare.md` go by default: CURRENT itself when it is a folder, else
 /// the folder of its `run.json`.
 pub fn default_out(current: &Path) -> PathBuf {
@@ -825,6 +461,13 @@ pub fn report(b: &[(PathBuf, Run)], c: &[(PathBuf, Run)], out: &Path, metrics_ga
     crate::support::progress::line(format!("comparison written to {}", names.join(", ")));
     Ok(cmp.exit_code(metrics_gate))
 }
+
+mod metrics;
+mod render;
+
+use metrics::metrics;
+pub use metrics::{stats, MetricChange, MetricVerdict, Stats, MIN_RUNS, MIN_SAMPLES, NOISE_FACTOR};
+pub use render::{render_markdown, render_text};
 
 #[cfg(test)]
 mod tests;

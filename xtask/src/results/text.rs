@@ -2,9 +2,9 @@
 //! HTML text (`esc`) and a figure with the decimals its size deserves (`number`).
 
 /// Characters a report must not carry: ANSI escapes and control characters other than tab
-/// and newline (`console::strip_control`, the console scanner's own stripper).
+/// and newline (`support::text::strip_control`, the console scanner's own stripper).
 pub fn clean(text: &str) -> String {
-    crate::judging::console::strip_control(text, &['\t', '\n'])
+    crate::support::text::strip_control(text, &['\t', '\n'])
 }
 
 /// Text for one Markdown table cell or list item: one line, no pipes (`summary.md`,

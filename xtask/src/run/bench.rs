@@ -124,8 +124,7 @@ pub fn boot(built: &[Built], runs: usize, accel: AccelChoice) -> Result<Vec<Boot
                     ));
                 }
                 if which == "agent" {
-                    let ktap = std::fs::read_to_string(spec.results_log())?;
-                    if crate::judging::channel::read(&ktap).sentinel.is_none() {
+                    if crate::judging::channel::fold(vm.channel).sentinel.is_none() {
                         return Err(error(
                             Kind::Infra,
                             format!("{} agent boot ended without its sentinel", b.arch.name),

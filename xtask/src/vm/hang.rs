@@ -83,21 +83,6 @@ impl Watch {
     }
 }
 
-/// Splits newly read bytes of the result log into whole lines, keeping a cut line for later.
-#[derive(Debug, Default)]
-pub struct Lines {
-    partial: Vec<u8>,
-}
-
-impl Lines {
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<ResultLine> {
-        self.partial.extend_from_slice(bytes);
-        let Some(last) = self.partial.iter().rposition(|b| *b == b'\n') else { return vec![] };
-        let whole: Vec<u8> = self.partial.drain(..=last).collect();
-        String::from_utf8_lossy(&whole).lines().filter_map(ResultLine::parse).collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,13 +115,5 @@ mod tests {
         w.feed(&ResultLine::Abort { after: 2, reason: String::new() }, t0 + Duration::from_secs(14));
         assert_eq!(w.overdue(t0 + Duration::from_secs(33)), None);
         assert!(w.overdue(t0 + Duration::from_secs(35)).unwrap().contains("did not power off"));
-    }
-
-    #[test]
-    fn lines_are_cut_only_at_newlines() {
-        let mut l = Lines::default();
-        assert_eq!(l.push(b"KTAP version 1\n# ue-beg"), vec![ResultLine::Header]);
-        assert_eq!(l.push(b"in 1 a/b taint=0"), vec![]);
-        assert_eq!(l.push(b"\n"), vec![ResultLine::Begin { index: 1, name: "a/b".into(), taint: 0 }]);
     }
 }

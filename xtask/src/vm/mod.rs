@@ -8,8 +8,10 @@
 //!   lines, kill reasons;
 //! - `virtiofsd`: the shared folders' daemons, sandboxed (namespace, else chroot);
 //! - `children`: the child process groups, killed on drop, on a signal or at `--timeout`;
+//! - `channel`: sans-IO, the result channel's lines parsed once per boot into events;
 //! - `hang`: sans-IO, when a silent guest counts as hung.
 
+pub mod channel;
 pub mod children;
 pub mod hang;
 pub mod initramfs;

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::arch::Arch;
 use crate::support::exit::{error, Kind};
+use crate::vm::channel::{self, Lines};
 use crate::vm::children::{interrupted, stop_reason, Group, WORKDIRS};
 use crate::vm::virtiofsd::{self, Sandbox, SandboxChoice, Share};
 
@@ -206,6 +207,8 @@ pub struct VmRun {
     pub boot: Option<Duration>,
     /// The sandbox virtiofsd ran in; `None` when nothing was shared.
     pub sandbox: Option<Sandbox>,
+    /// The result channel, every line parsed once as it came (`results.ktap` holds its text).
+    pub channel: Vec<channel::Event>,
 }
 
 impl VmSpec {
@@ -261,10 +264,13 @@ pub fn run(spec: &VmSpec, virtiofsd: Option<&Path>) -> Result<VmRun> {
     run_live(spec, virtiofsd, &|_| {})
 }
 
-/// [`run`], handing each result-channel line to `live` as it arrives.
+/// [`run`], handing each result-channel line to `live` as it arrives: the channel is read and
+/// parsed here, once, and its events kept in [`VmRun::channel`].
 pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol::ResultLine)) -> Result<VmRun> {
     std::fs::create_dir_all(&spec.workdir)?;
     std::fs::create_dir_all(&spec.logs)?;
+    // QEMU truncates the log as it opens it; gone before, the tail cannot read an old one.
+    let _ = std::fs::remove_file(spec.results_log());
     if let Ok(mut dirs) = WORKDIRS.lock() {
         dirs.push(spec.workdir.clone());
     }
@@ -298,9 +304,9 @@ pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol
             seen.note(ev, started);
         }
         for line in tail.read(&spec.results_log()) {
-            live(&line);
+            live(line);
             if let Some(w) = watch.as_mut() {
-                w.feed(&line, Instant::now());
+                w.feed(line, Instant::now());
             }
         }
         if let Some(status) = vm.child.try_wait()? {
@@ -318,13 +324,14 @@ pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol
     };
     let wall = started.elapsed();
     for line in tail.read(&spec.results_log()) {
-        live(&line);
+        live(line);
     }
+    let channel = tail.finish();
     let sandbox = daemons.sandbox;
     drop(vm);
     drop(daemons);
     reader.join().map_err(|_| anyhow::anyhow!("console reader panicked"))?.context("reading the console")?;
-    Ok(VmRun { ended, command_line, wall, boot: seen.boot, sandbox })
+    Ok(VmRun { ended, command_line, wall, boot: seen.boot, sandbox, channel })
 }
 
 /// Tees QEMU's stdout (the console) into `log`, telling the VM's loop when the kernel reached
@@ -432,26 +439,37 @@ fn killed(started: Instant, reason: String, kind: KillKind) -> Ended {
     Ended::Killed { after_ms: started.elapsed().as_millis() as u64, reason, kind }
 }
 
-/// The result log read as it grows (QEMU appends to it), in whole lines.
+/// The result log read as it grows (QEMU appends to it), in whole lines, each parsed once: the
+/// protocol lines handed on, every event kept.
 #[derive(Default)]
 struct ResultsTail {
     /// Opened once QEMU has created it; reads go on from where the last one stopped.
     file: Option<std::fs::File>,
-    lines: crate::vm::hang::Lines,
+    lines: Lines,
+    events: Vec<channel::Event>,
 }
 
 impl ResultsTail {
-    fn read(&mut self, path: &Path) -> Vec<protocol::ResultLine> {
+    /// The protocol lines read since the last call.
+    fn read(&mut self, path: &Path) -> impl Iterator<Item = &protocol::ResultLine> {
         use std::io::Read;
+        let from = self.events.len();
         if self.file.is_none() {
             self.file = std::fs::File::open(path).ok();
         }
-        let Some(f) = self.file.as_mut() else { return vec![] };
-        let mut buf = Vec::new();
-        if f.read_to_end(&mut buf).is_err() || buf.is_empty() {
-            return vec![];
+        if let Some(f) = self.file.as_mut() {
+            let mut buf = Vec::new();
+            if f.read_to_end(&mut buf).is_ok() && !buf.is_empty() {
+                self.events.extend(self.lines.push(&buf));
+            }
         }
-        self.lines.push(&buf)
+        self.events[from..].iter().filter_map(channel::Event::line)
+    }
+
+    /// Every event of the log, its last line too when the stream was cut in it.
+    fn finish(mut self) -> Vec<channel::Event> {
+        self.events.extend(self.lines.finish());
+        self.events
     }
 }
 
@@ -467,6 +485,26 @@ mod tests {
         assert!(dies("kernel BUG at kernel/trace/trace_events_user.c:123!"));
         assert!(!dies("[    1.000000] WARNING: CPU: 0 PID: 1 at kernel/x.c:1 f+0x1/0x2"));
         assert!(!dies("[    1.000000] ue: a line that mentions Oops: in the middle"));
+    }
+
+    /// The log read as it grows hands on each protocol line once and keeps every event, the
+    /// cut last line too: what reading the finished log whole gives.
+    #[test]
+    fn the_tail_reads_the_log_once_as_a_whole_read_would() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(RESULTS_LOG);
+        let mut tail = ResultsTail::default();
+        assert_eq!(tail.read(&path).count(), 0, "no log yet");
+        let mut log = std::fs::File::create(&path).unwrap();
+        let whole = "KTAP version 1\n1..1\nnoise\n# ue-begin 1 a/b taint=0\nok 1 a/b # time_ms=2 taint=0";
+        let (first, rest) = whole.split_at(30);
+        log.write_all(first.as_bytes()).unwrap();
+        let seen: Vec<protocol::ResultLine> = tail.read(&path).cloned().collect();
+        assert_eq!(seen, [protocol::ResultLine::Header, protocol::ResultLine::Plan { count: 1 }]);
+        log.write_all(rest.as_bytes()).unwrap();
+        assert_eq!(tail.read(&path).count(), 1, "the begin line; the result has no newline yet");
+        assert_eq!(tail.finish(), channel::parse_all(whole));
     }
 
     #[test]

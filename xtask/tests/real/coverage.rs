@@ -11,6 +11,7 @@
 //! entry names a line of the source as built, and none is executed by the three scenarios.
 
 use std::path::Path;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 
@@ -19,6 +20,8 @@ use xtask::coverage::lcov;
 use xtask::kernel::build::Built;
 use xtask::kernel::gcov::DEFAULT_FILE;
 use xtask::support::cmd::{cmd, sh, stdout};
+
+use crate::{record, Outcome};
 
 pub const ARCH: &str = "x86_64";
 /// Deletes an event with `DIAG_IOCSDEL` (and gets EBUSY and ENOENT).
@@ -250,4 +253,51 @@ pub fn affected(results: &Path) -> Result<()> {
     let why = format!("validate --affected: the change touches {h}: a header");
     anyhow::ensure!(text.contains(&why) && !text.contains("booting"), "no `{why}` before any boot:\n{text}");
     Ok(())
+}
+
+/// The coverage checks, each recorded: the build, the run and its tracefiles, a blind spot,
+/// `validate --affected`.
+pub(crate) fn checks(opts: &xtask::run::boot::Options, base: &KernelArgs, scratch: &Path, outcomes: &mut Vec<Outcome>) {
+    let arch = ARCH;
+    let started = Instant::now();
+    let built = build(base);
+    let result = built.as_ref().map(|_| ()).map_err(|e| anyhow::anyhow!("{e:#}"));
+    record(
+        outcomes,
+        &format!("{arch} (coverage): the kernel builds with GCOV on trace_events_user.c, under a cache key of its own"),
+        started,
+        result,
+    );
+    let Ok(built) = built else { return };
+    let started = Instant::now();
+    let result = run_and_check(&built, opts, scratch);
+    record(
+        outcomes,
+        &format!(
+            "{arch} (coverage): lcov --summary reads the tracefiles; a deleting scenario covers user_events_ioctl_del(), \
+             one that never deletes does not, the fault-in worker is counted; lines.tsv agrees, and the tracked \
+             unexecuted lines name lines of the source that none of them runs"
+        ),
+        started,
+        result,
+    );
+    let started = Instant::now();
+    let result = blind_spot(scratch);
+    record(
+        outcomes,
+        &format!("{arch} (coverage): a patch's line no scenario runs is named first as a blind spot; --fail-on-blind-spots exits 2"),
+        started,
+        result,
+    );
+    let started = Instant::now();
+    let result = affected(scratch);
+    record(
+        outcomes,
+        &format!(
+            "{arch} (coverage): validate --affected runs only the scenario that ran the changed line and names its \
+             regression first; a header change is refused"
+        ),
+        started,
+        result,
+    );
 }

@@ -1,10 +1,14 @@
 //! Provisioning's tests: what each verb and its flags need, the probes, the reports with their
 //! Debian and Fedora packages, and what gets installed where.
 
-use super::backports::{backports_notice, backports_source};
+use super::backports::{backports_notice, backports_source, BACKPORTS_FILE};
+use super::install::commands;
+use super::probe::present;
 use super::*;
 use crate::cli::{Cmd, Xtask};
+use crate::results::tools::{ACTIONLINT, KCIDB_IO};
 use clap::Parser;
+use std::sync::OnceLock;
 
 fn parse(argv: &[&str]) -> Cmd {
     let mut all = vec!["x"];
