@@ -265,7 +265,7 @@ fn hygiene_check(vm: &VmArgs, base: &KernelArgs, args: &TestArgs) -> Result<()> 
         &built,
         &plan,
         &[],
-        &xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?,
+        &xtask::run::boot::Options::of(vm, args.cache_dir.as_deref())?,
     )?;
     let r = judged[0].result();
     let got: Vec<(&str, Status)> = r.scenarios.iter().map(|s| (s.name.as_str(), s.status)).collect();
@@ -298,7 +298,7 @@ fn enable_bit_branches(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, results:
     let chosen = xtask::run::pipeline::choose(&select, results)?;
     let built = crate::kernels(&KernelArgs { arch: "s390x,riscv64".into(), ..base.clone() })?;
     let judged =
-        xtask::run::pipeline::run(&chosen, &built, &xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?)?;
+        xtask::run::pipeline::run(&chosen, &built, &xtask::run::boot::Options::of(vm, args.cache_dir.as_deref())?)?;
     let every: Vec<String> =
         chosen.suites.iter().flat_map(|s| s.scenarios.iter().map(move |c| format!("{}/{}", s.suite, c.name))).collect();
     // Scenarios that assert what the code means where the kernel has a known bug: XFAIL.
@@ -415,7 +415,7 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
             &built[0],
             &cmd,
             60,
-            &xtask::run::boot::Options::of(&vm, args.cache_dir.as_deref())?,
+            &xtask::run::boot::Options::of(vm, args.cache_dir.as_deref())?,
         )?;
         anyhow::ensure!(code == 7, "{}: exec returned {code}, expected 7", arch.name);
     }

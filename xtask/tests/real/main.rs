@@ -110,7 +110,10 @@ fn main() -> std::process::ExitCode {
 }
 
 /// A group of checks alone (`--only`), sharing one scratch folder.
-fn only(checks: &[(&str, &dyn Fn(&Path) -> Result<()>)]) -> Result<u8> {
+/// A named check run in a scratch folder.
+type Check<'a> = (&'a str, &'a dyn Fn(&Path) -> Result<()>);
+
+fn only(checks: &[Check]) -> Result<u8> {
     let scratch = tempfile::tempdir()?;
     let mut outcomes = Vec::new();
     for (name, check) in checks {
