@@ -2,37 +2,15 @@
 //! systems, runs the plan's scenarios under a supervisor that reports KTAP on a virtio port,
 //! optionally opens a shell, and reboots; `--scenario N` is the child that runs one scenario.
 
-mod bpf;
-mod faults;
-mod files;
-mod format;
-mod fuzz;
-mod gcov;
-mod hygiene;
-mod kallsyms;
-mod kmemleak;
-mod kmsg;
-mod leak;
-mod measure;
-mod memory;
-mod mounts;
-mod outcome;
-mod perf;
-mod ringbuf;
-mod shell;
-mod state;
+mod runtime;
 mod steps;
-mod stuck;
-mod supervisor;
-mod sync;
-mod sys;
-mod uevents;
-mod userfault;
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use runtime::{mounts, shell, stuck, supervisor, sys};
 
 use supervisor::Paths;
 use sys::console;

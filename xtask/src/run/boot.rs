@@ -569,7 +569,7 @@ pub fn exec(built: &Built, command: &[String], timeout_s: u64, opts: &Options) -
     plan.scenarios.push(protocol::Scenario {
         name: format!("exec/{}", name.replace(char::is_whitespace, "_")),
         deadline_ms: timeout_s * 1000,
-        steps: vec![protocol::Step::Exec { argv, expect_exit: 0 }],
+        steps: vec![protocol::Step::Exec(protocol::steps::Exec { argv, expect_exit: 0 })],
     });
     let judged = run_plan_on(std::slice::from_ref(built), &plan, &[(guest, bytes)], opts)?;
     // A signal before the VM started leaves no boot to read a status from.
@@ -790,13 +790,15 @@ mod tests {
     /// Only a plan that writes into /artifacts shares it (and wants virtiofsd).
     #[test]
     fn only_plans_naming_artifacts_share_them() {
-        let write = |path: &str| protocol::Step::WriteFile {
-            path: path.into(),
-            data: "x".into(),
-            create: true,
-            append: false,
-            expect: Default::default(),
-            within_ms: 0,
+        let write = |path: &str| {
+            protocol::Step::WriteFile(protocol::steps::WriteFile {
+                path: path.into(),
+                data: "x".into(),
+                create: true,
+                append: false,
+                expect: Default::default(),
+                within_ms: 0,
+            })
         };
         let plan = |path: &str| {
             let mut p = protocol::Plan::empty("x86_64");

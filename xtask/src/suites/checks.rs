@@ -6,7 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
 
-use protocol::{Step, Value};
+use protocol::steps::{
+    Barrier, CheckBit, Close, Delete, Dup, ExecAgent, FailEach, FailEachFork, FailIn, FailNth, Fork, KernelLog,
+    Kmemleak, Measure, Memory, Open, PerfRead, Pin, ReadFile, Register, RegisterUntil, Repeat, Stat, Thread, TraceRead,
+    Unregister, Write,
+};
+use protocol::{Area, Step, Value};
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_saphyr::{Location, Spanned};
@@ -258,11 +263,11 @@ impl Checker<'_> {
             self.placeholders(&base, step, context);
             self.step(&base, step, scope, context);
             self.nested(&base, step, scope, context);
-            if let Step::FailNth { nth, .. } = step {
+            if let Step::FailNth(FailNth { nth, .. }) = step {
                 self.fail_nth(&base, *nth, steps.get(j + 1));
             }
             // A sweep arms its first step's call as a `fail_nth` would.
-            if let Step::FailEach { steps: inner, .. } = step {
+            if let Step::FailEach(FailEach { steps: inner, .. }) = step {
                 let mut at = base.clone();
                 at.extend_from_slice(&[Only, Key("steps")]);
                 self.fail_nth(&at, 1, inner.first());
@@ -278,7 +283,7 @@ impl Checker<'_> {
             at.extend_from_slice(&[Only, Key("nth")]);
             self.error(&at, "`nth` counts fault-injection points from 1");
         }
-        let kind = next.map(step_kind);
+        let kind = next.map(Step::kind);
         if !kind.as_deref().is_some_and(|k| FAULT_TARGETS.contains(&k)) {
             let what = kind.map_or("nothing".to_string(), |k| format!("`{k}`"));
             self.error(
@@ -318,44 +323,34 @@ impl Checker<'_> {
                 );
             }
         }
-        match step {
-            Step::Register { .. }
-            | Step::RegisterUntil { .. }
-            | Step::Memory { .. }
-            | Step::CheckBit { .. }
-            | Step::Write { .. } => self.user_events_step(base, step, scope, context),
-            Step::ReadFile { .. } => self.read_file_step(base, step, scope),
-            Step::PerfRead { .. } | Step::TraceRead { .. } => self.record_reads_step(base, step),
-            Step::Measure { .. } => self.measure_step(base, step),
-            Step::Threads(_) | Step::Repeat { .. } | Step::Kmemleak { .. } | Step::KernelLog { .. } => {
-                self.nesting_step(base, step)
-            }
-            Step::Barrier { .. } | Step::Pin { .. } => self.sync_step(base, step),
-            Step::Stat { mode: Some(mode), .. } if protocol::octal_mode(mode).is_none() => self.error(
-                &under(base, &[Only, Key("mode")]),
-                format!("mode {mode:?}: permission bits in octal, 3 or 4 digits 0-7 (\"0640\")"),
-            ),
-            _ => {}
+        match step.area() {
+            Area::UserEvents | Area::Words => self.user_events_step(base, step, scope, context),
+            Area::Files => self.files_step(base, step, scope),
+            Area::Perf | Area::Trace => self.record_reads_step(base, step),
+            Area::Measure => self.measure_step(base, step),
+            Area::Nesting => self.nesting_step(base, step),
+            Area::Sync => self.sync_step(base, step),
+            Area::Program | Area::Faults | Area::Bpf => {}
         }
     }
 
     /// A step's `fd` must be open: `open` puts it in the scope, the others that name one use it.
     fn fd_in_scope<'s>(&mut self, base: &[Seg<'static>], step: &'s Step, scope: &mut Scope<'s>) {
         let used_fd = match step {
-            Step::Open { fd, .. } => {
+            Step::Open(Open { fd, .. }) => {
                 scope.fds.insert(fd);
                 None
             }
-            Step::Dup { fd, to } => {
+            Step::Dup(Dup { fd, to }) => {
                 let used = (!scope.fds.contains(fd.as_str())).then_some(fd);
                 scope.fds.insert(to);
                 used
             }
-            Step::Close { fd }
-            | Step::Register { fd, .. }
-            | Step::Unregister { fd, .. }
-            | Step::Delete { fd, .. }
-            | Step::Write { fd, .. } => Some(fd),
+            Step::Close(Close { fd })
+            | Step::Register(Register { fd, .. })
+            | Step::Unregister(Unregister { fd, .. })
+            | Step::Delete(Delete { fd, .. })
+            | Step::Write(Write { fd, .. }) => Some(fd),
             _ => None,
         };
         if let Some(fd) = used_fd.filter(|fd| !scope.fds.contains(fd.as_str())) {
@@ -372,7 +367,7 @@ impl Checker<'_> {
     fn user_events_step<'s>(&mut self, base: &[Seg<'static>], step: &'s Step, scope: &mut Scope<'s>, context: Context) {
         let at = |rest: &[Seg<'static>]| under(base, rest);
         match step {
-            Step::Register { index_as, .. } => {
+            Step::Register(Register { index_as, .. }) => {
                 if let Some(kind) = node_at(self.tree, &at(&[Only, Key("format")])).and_then(non_string) {
                     self.error(
                         &at(&[Only, Key("format")]),
@@ -385,13 +380,13 @@ impl Checker<'_> {
                     scope.indexes.insert(name);
                 }
             }
-            Step::RegisterUntil { hold_until_reboot: true, .. } if !context.isolated => {
+            Step::RegisterUntil(RegisterUntil { hold_until_reboot: true, .. }) if !context.isolated => {
                 self.error(
                     &at(&[Only, Key("hold_until_reboot")]),
                     "only an `isolated: true` scenario may leave its events to the reboot",
                 );
             }
-            Step::RegisterUntil { format, expect, .. } => {
+            Step::RegisterUntil(RegisterUntil { format, expect, .. }) => {
                 if !format.contains("{i}") {
                     self.error(&at(&[Only, Key("format")]), "needs `{i}` where the count goes, so each event is new");
                 }
@@ -399,13 +394,13 @@ impl Checker<'_> {
                     self.error(&at(&[Only, Key("expect")]), "states the errno that ends the registrations");
                 }
             }
-            Step::Memory { op, file } if (*op == protocol::MemoryOp::ShareFile) != file.is_some() => {
+            Step::Memory(Memory { op, file }) if (*op == protocol::MemoryOp::ShareFile) != file.is_some() => {
                 self.error(&at(&[Only]), "`file` goes with `op: share_file`, and `share_file` needs a `file`");
             }
-            Step::CheckBit { bit, .. } if *bit >= 64 => {
+            Step::CheckBit(CheckBit { bit, .. }) if *bit >= 64 => {
                 self.error(&at(&[Only, Key("bit")]), format!("an enable word has 64 bits: there is no bit {bit}"));
             }
-            Step::Write { index, index_value, fields, .. } => {
+            Step::Write(Write { index, index_value, fields, .. }) => {
                 match (index, index_value) {
                     (None, None) => self
                         .error(&at(&[]), "a write needs `index` (a name from an earlier `index_as`) or `index_value`"),
@@ -431,9 +426,18 @@ impl Checker<'_> {
         }
     }
 
-    /// `read_file`: its hex, what it compares with and the name it keeps the contents as.
-    fn read_file_step<'s>(&mut self, base: &[Seg<'static>], step: &'s Step, scope: &mut Scope<'s>) {
-        let Step::ReadFile { head_hex, equals, keep_as, equals_kept, .. } = step else { return };
+    /// The files steps: a `stat`'s mode; `read_file`'s hex, what it compares with and the name
+    /// it keeps the contents as.
+    fn files_step<'s>(&mut self, base: &[Seg<'static>], step: &'s Step, scope: &mut Scope<'s>) {
+        if let Step::Stat(Stat { mode: Some(mode), .. }) = step {
+            if protocol::octal_mode(mode).is_none() {
+                self.error(
+                    &under(base, &[Only, Key("mode")]),
+                    format!("mode {mode:?}: permission bits in octal, 3 or 4 digits 0-7 (\"0640\")"),
+                );
+            }
+        }
+        let Step::ReadFile(ReadFile { head_hex, equals, keep_as, equals_kept, .. }) = step else { return };
         let at = |rest: &[Seg<'static>]| under(base, rest);
         if let Some(Err(e)) = head_hex.as_deref().map(protocol::decode_hex) {
             self.error(&at(&[Only, Key("head_hex")]), format!("bad hex: {e}"));
@@ -455,7 +459,7 @@ impl Checker<'_> {
     fn record_reads_step(&mut self, base: &[Seg<'static>], step: &Step) {
         let at = |rest: &[Seg<'static>]| under(base, rest);
         match step {
-            Step::PerfRead { samples, records, .. } => {
+            Step::PerfRead(PerfRead { samples, records, .. }) => {
                 if samples.is_some() == records.is_some() {
                     self.error(
                         &at(&[Only]),
@@ -464,7 +468,7 @@ impl Checker<'_> {
                 }
                 self.records(&at(&[Only, Key("records")]), records.as_deref().unwrap_or_default());
             }
-            Step::TraceRead { event, instance, records, every, at_most } => {
+            Step::TraceRead(TraceRead { event, instance, records, every, at_most }) => {
                 let parts: Vec<&str> = event.split('/').collect();
                 if parts.len() != 2 || parts.iter().any(|p| p.is_empty()) {
                     self.error(
@@ -498,7 +502,7 @@ impl Checker<'_> {
 
     /// `measure`: enough repetitions for a median.
     fn measure_step(&mut self, base: &[Seg<'static>], step: &Step) {
-        let Step::Measure { reps, .. } = step else { return };
+        let Step::Measure(Measure { reps, .. }) = step else { return };
         if *reps < protocol::MIN_REPS {
             self.error(
                 &under(base, &[Only, Key("reps")]),
@@ -529,7 +533,7 @@ impl Checker<'_> {
                     }
                 }
             }
-            Step::Repeat { count, steps, for_ms, leak_at_most } => {
+            Step::Repeat(Repeat { count, steps, for_ms, leak_at_most }) => {
                 if *count == 0 {
                     self.error(&at(&[Only, Key("count")]), "`repeat` needs a count of at least 1");
                 }
@@ -549,10 +553,10 @@ impl Checker<'_> {
                     self.error(&at(&[Only, Key("steps")]), "`repeat` needs at least one step");
                 }
             }
-            Step::KernelLog { expect, forbid, .. } if expect.is_empty() && forbid.is_empty() => {
+            Step::KernelLog(KernelLog { expect, forbid, .. }) if expect.is_empty() && forbid.is_empty() => {
                 self.error(&at(&[Only]), "`kernel_log` needs a line to `expect` or to `forbid`");
             }
-            Step::KernelLog { expect, forbid, within_ms, since_boot, .. }
+            Step::KernelLog(KernelLog { expect, forbid, within_ms, since_boot, .. })
                 if !forbid.is_empty() && *within_ms == 0 && expect.is_empty() && !since_boot =>
             {
                 self.error(
@@ -560,7 +564,7 @@ impl Checker<'_> {
                     "`kernel_log` with only `forbid` needs `within_ms`: how long a late message is waited for",
                 );
             }
-            Step::Kmemleak { steps } if steps.is_empty() => {
+            Step::Kmemleak(Kmemleak { steps }) if steps.is_empty() => {
                 self.error(&at(&[Only, Key("steps")]), "`kmemleak` needs at least one step to watch");
             }
             _ => {}
@@ -571,7 +575,7 @@ impl Checker<'_> {
     fn sync_step(&mut self, base: &[Seg<'static>], step: &Step) {
         let at = |rest: &[Seg<'static>]| under(base, rest);
         match step {
-            Step::Barrier { name, parties, .. } => {
+            Step::Barrier(Barrier { name, parties, .. }) => {
                 if name.is_empty() || name.len() > protocol::MAX_BARRIER_NAME {
                     self.error(
                         &at(&[Only, Key("name")]),
@@ -582,7 +586,7 @@ impl Checker<'_> {
                     self.error(&at(&[Only, Key("parties")]), "a barrier needs at least one party");
                 }
             }
-            Step::Pin { cpu } if *cpu >= MAX_CPU => {
+            Step::Pin(Pin { cpu }) if *cpu >= MAX_CPU => {
                 self.error(
                     &at(&[Only, Key("cpu")]),
                     format!("CPU {cpu}: a thread can be pinned to CPUs 0 to {}", MAX_CPU - 1),
@@ -603,18 +607,18 @@ impl Checker<'_> {
             p
         };
         match step {
-            Step::Fork { steps, .. } | Step::FailEachFork { steps, .. } => {
+            Step::Fork(Fork { steps, .. }) | Step::FailEachFork(FailEachFork { steps, .. }) => {
                 self.steps(&path(&[Only, Key("steps")]), steps, &mut scope.clone(), context);
             }
-            Step::Thread { steps }
-            | Step::Kmemleak { steps }
-            | Step::KernelLog { steps, .. }
-            | Step::FailIn { steps, .. } => self.steps(&path(&[Only, Key("steps")]), steps, scope, context),
-            Step::Repeat { steps, .. } | Step::FailEach { steps, .. } => {
+            Step::Thread(Thread { steps })
+            | Step::Kmemleak(Kmemleak { steps })
+            | Step::KernelLog(KernelLog { steps, .. })
+            | Step::FailIn(FailIn { steps, .. }) => self.steps(&path(&[Only, Key("steps")]), steps, scope, context),
+            Step::Repeat(Repeat { steps, .. }) | Step::FailEach(FailEach { steps, .. }) => {
                 let context = Context { in_repeat: true, ..context };
                 self.steps(&path(&[Only, Key("steps")]), steps, scope, context);
             }
-            Step::ExecAgent { steps } => {
+            Step::ExecAgent(ExecAgent { steps }) => {
                 self.steps(&path(&[Only, Key("steps")]), steps, &mut Scope::fresh(), context);
             }
             Step::Threads(groups) => {
@@ -637,16 +641,16 @@ impl Checker<'_> {
     fn placeholders(&mut self, base: &[Seg<'static>], step: &Step, context: Context) {
         // A step that runs steps is looked at for its own fields only: its steps come in turn.
         let own = match step {
-            Step::Fork { name, .. } => name.clone(),
-            Step::Thread { .. }
+            Step::Fork(Fork { name, .. }) => name.clone(),
+            Step::Thread(_)
             | Step::Threads(_)
-            | Step::Repeat { .. }
-            | Step::Kmemleak { .. }
-            | Step::KernelLog { .. }
-            | Step::FailEachFork { .. }
-            | Step::FailIn { .. }
-            | Step::FailEach { .. }
-            | Step::ExecAgent { .. } => String::new(),
+            | Step::Repeat(_)
+            | Step::Kmemleak(_)
+            | Step::KernelLog(_)
+            | Step::FailEachFork(_)
+            | Step::FailIn(_)
+            | Step::FailEach(_)
+            | Step::ExecAgent(_) => String::new(),
             other => serde_json::to_string(other).unwrap_or_default(),
         };
         for (key, given, by) in [
@@ -704,15 +708,6 @@ const MAX_THREADS: u64 = 64;
 /// The steps a `fail_nth` can arm: their first call is an `ioctl`, a `write(2)` or an
 /// `openat(2)`.
 const FAULT_TARGETS: [&str; 5] = ["register", "unregister", "delete", "write_file", "open"];
-
-/// A step's kind as the YAML names it (its one key).
-fn step_kind(step: &Step) -> String {
-    match serde_json::to_value(step) {
-        Ok(serde_json::Value::Object(m)) => m.keys().next().cloned().unwrap_or_default(),
-        Ok(serde_json::Value::String(s)) => s,
-        _ => String::new(),
-    }
-}
 
 /// One past the highest CPU `pin` takes (`CPU_SETSIZE`).
 const MAX_CPU: u32 = 1024;

@@ -95,6 +95,7 @@ mod tests {
     use super::*;
     use compile::Skipped;
     use model::DEFAULT_DEADLINE_MS;
+    use protocol::steps::{Delete, TraceRead, Write};
     use protocol::{Step, Value};
 
     fn fixture(path: &str) -> (String, String) {
@@ -296,10 +297,10 @@ mod tests {
             (basic.covers.as_slice(), basic.upstream.as_slice()),
             (&["A1".to_string(), "A15".into()][..], &["abi_test.c:enablement".to_string()][..])
         );
-        let Step::Write { index, fields, fd, .. } = &basic.steps[2] else { panic!("{:?}", basic.steps[2]) };
+        let Step::Write(Write { index, fields, fd, .. }) = &basic.steps[2] else { panic!("{:?}", basic.steps[2]) };
         assert_eq!((index.as_deref(), fd.as_str()), (Some("i"), "data"));
         assert_eq!(fields, &[Value::U32(7), Value::Bytes("de ad".into())]);
-        let Step::Delete { expect, .. } = &basic.steps[3] else { panic!() };
+        let Step::Delete(Delete { expect, .. }) = &basic.steps[3] else { panic!() };
         assert_eq!(*expect, protocol::Expect::Errno(16));
         let perf = &suite.scenarios[2];
         assert_eq!(perf.requires.kernel.as_deref(), Some(">=6.4, <6.13"));
@@ -312,7 +313,7 @@ mod tests {
         let text = "suite: t\nscenarios:\n  - name: a\n    steps:\n      - trace_read: { event: user_events/x, \
                     records: [{ common_pid: self, a: 0xffffffffffffffff, b: -5, s: \"hi\", v: { bytes: \"0a\" } }] }\n";
         let suite = parse("t.yaml", text).unwrap();
-        let Step::TraceRead { records, instance: None, .. } = &suite.scenarios[0].steps[0] else { panic!() };
+        let Step::TraceRead(TraceRead { records, instance: None, .. }) = &suite.scenarios[0].steps[0] else { panic!() };
         let want: protocol::Record = [
             ("common_pid", Text("self".into())),
             ("a", Unsigned(u64::MAX)),

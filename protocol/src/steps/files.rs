@@ -1,0 +1,113 @@
+//! The files steps: writes and reads of tracefs, sysctl and ordinary files, `stat`, directories.
+
+use serde::{Deserialize, Serialize};
+
+use crate::expect::Expect;
+
+/// Writes bytes to a file in one write(2). Without `create` the file must exist and is
+/// neither created nor truncated (tracefs control files, sysctls: O_TRUNC clears `trace`
+/// or every dynamic event); with it, an ordinary file is created or replaced. `append`
+/// opens with O_APPEND (the `>>` that `dynamic_events` wants).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFile {
+    pub path: String,
+    pub data: String,
+    #[serde(default)]
+    pub create: bool,
+    #[serde(default)]
+    pub append: bool,
+    #[serde(default)]
+    pub expect: Expect,
+    /// While the result differs from `expect`, write again every millisecond, up to this
+    /// long (for a state the kernel reaches asynchronously, such as a `-:` delete that is
+    /// `EBUSY` until an RCU-deferred put has run). Only the attempt that counts is said,
+    /// with the number of retries.
+    #[serde(default)]
+    pub within_ms: u64,
+}
+
+/// Reads a whole file and compares it: exactly (`equals`), lines it must hold (`contains`)
+/// and must not hold (`lacks`), each compared as a whole line (`{any}` in one stands for
+/// any text: a timestamp, a pid), and text it must and must not include anywhere
+/// (`includes`, `excludes`).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFile {
+    pub path: String,
+    #[serde(default)]
+    pub equals: Option<String>,
+    #[serde(default)]
+    pub contains: Vec<String>,
+    #[serde(default)]
+    pub lacks: Vec<String>,
+    /// Text that must occur somewhere (in any line, or across lines).
+    #[serde(default)]
+    pub includes: Vec<String>,
+    /// Text that must not occur anywhere.
+    #[serde(default)]
+    pub excludes: Vec<String>,
+    /// The file's first bytes, in hex (`"01000000"`), for binary files.
+    #[serde(default)]
+    pub head_hex: Option<String>,
+    #[serde(default)]
+    pub expect: Expect,
+    /// Retry every millisecond until the expectation and every check hold, up to this long
+    /// (for effects the kernel applies asynchronously, such as auto-delete).
+    #[serde(default)]
+    pub within_ms: u64,
+    /// Keeps the content read (once every check holds) under this name, for a later
+    /// `equals_kept` of the same scenario (an event's `id` before the event is deleted).
+    #[serde(default)]
+    pub keep_as: Option<String>,
+    /// The content must be exactly the one kept under this name (as `equals`).
+    #[serde(default)]
+    pub equals_kept: Option<String>,
+}
+
+/// stat(2) of a path (links followed), checking what is given: `mode`, the permission
+/// bits in octal as text (`"0640"`), and the owner's `uid` and `gid`. `expect` judges the
+/// stat call itself (`ENOENT` for a path that must not exist).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stat {
+    pub path: String,
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub uid: Option<u32>,
+    #[serde(default)]
+    pub gid: Option<u32>,
+    #[serde(default)]
+    pub expect: Expect,
+}
+
+/// Makes a directory (a tracing instance under `/sys/kernel/tracing/instances/`).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mkdir {
+    pub path: String,
+    #[serde(default)]
+    pub expect: Expect,
+}
+
+/// Removes a directory (a tracing instance; `EBUSY` while one of its events is in use).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rmdir {
+    pub path: String,
+    #[serde(default)]
+    pub expect: Expect,
+}
+
+/// A `stat` step's `mode`: permission bits as 3 or 4 octal digits (`"640"`, `"0640"`), or
+/// `None` for any other text. The host checks suites with it, the agent reads the value.
+pub fn octal_mode(text: &str) -> Option<u32> {
+    let digits = (3..=4).contains(&text.len()) && text.bytes().all(|b| (b'0'..=b'7').contains(&b));
+    digits.then(|| u32::from_str_radix(text, 8).expect("octal digits"))
+}
