@@ -11,7 +11,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
 use protocol::{median, Consumers, MeasureKind, Metric, MIN_REPS};
@@ -19,11 +18,16 @@ use protocol::{median, Consumers, MeasureKind, Metric, MIN_REPS};
 use crate::steps::outcome::{errno, errno_text, ioctl, StepOutcome};
 use crate::steps::uevents::DIAG_IOCSDEL;
 
+mod clock;
+mod ring;
+
+pub use clock::clock_tick;
+use clock::{FineClock, Timer};
+use ring::Ring;
+
 /// The largest fixed `char[N]` field the kernel accepts (MAX_FIELD_ARRAY_SIZE); bigger payloads
 /// are split over several fields of at most this size.
 const FIELD_CHUNK: u32 = 1024;
-/// Data pages of the perf ring buffer (a 4096-byte sample fits many times over).
-const PERF_PAGES: usize = 64;
 /// How long a bit may take to show an enable change before the step gives up.
 const PROPAGATION_LIMIT: Duration = Duration::from_secs(1);
 const TRACEFS: &str = "/sys/kernel/tracing";
@@ -68,134 +72,6 @@ fn in_unit(what: MeasureKind, ns_per_op: f64) -> f64 {
 pub fn mad(samples: &[f64]) -> f64 {
     let m = median(samples);
     median(&samples.iter().map(|v| (v - m).abs()).collect::<Vec<_>>())
-}
-
-/// The clock's resolution: the smallest step between readings seen (x86_64 under TCG has no
-/// usable TSC and falls back to jiffies, 4 ms; arm64's generic timer gives tens of ns).
-pub fn clock_tick() -> Duration {
-    (0..3)
-        .map(|_| {
-            let a = Instant::now();
-            loop {
-                let b = Instant::now();
-                if b != a {
-                    return b - a;
-                }
-            }
-        })
-        .min()
-        .expect("three readings")
-}
-
-/// A clock fine enough to time one operation. Where the kernel's clock is coarse on x86_64
-/// (jiffies, because under TCG the kernel cannot calibrate the TSC), it is the time-stamp
-/// counter, which still counts, scaled by a rate measured against the kernel's clock over ten
-/// whole ticks; elsewhere it is the kernel's clock itself.
-#[derive(Debug, Clone, Copy)]
-pub struct FineClock {
-    ns_per_count: f64,
-    tsc: bool,
-}
-
-impl FineClock {
-    pub fn new(tick: Duration) -> FineClock {
-        if !(cfg!(target_arch = "x86_64") && tick > Duration::from_micros(1)) {
-            return FineClock { ns_per_count: 1.0, tsc: false };
-        }
-        let edge = |after: Instant| loop {
-            let now = Instant::now();
-            if now != after {
-                return now;
-            }
-        };
-        let a = edge(Instant::now());
-        let c0 = tsc();
-        let mut b = a;
-        while b - a < tick * 10 {
-            b = edge(b);
-        }
-        let c1 = tsc();
-        FineClock { ns_per_count: (b - a).as_nanos() as f64 / c1.wrapping_sub(c0).max(1) as f64, tsc: true }
-    }
-
-    /// Nanoseconds since an arbitrary start.
-    pub fn now_ns(&self) -> f64 {
-        if self.tsc {
-            tsc() as f64 * self.ns_per_count
-        } else {
-            static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-            EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as f64
-        }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn tsc() -> u64 {
-    // SAFETY: RDTSC has no preconditions (user space may run it unless CR4.TSD is set, which
-    // Linux does not do by default).
-    unsafe { std::arch::x86_64::_rdtsc() }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn tsc() -> u64 {
-    0
-}
-
-/// Times repetitions of an operation so that a coarse clock does not matter: each starts right
-/// after the clock ticks and ends right after it ticks again past `duration`, with the clock
-/// read only between batches of operations sized to a small part of a tick.
-#[derive(Debug, Clone, Copy)]
-pub struct Timer {
-    pub tick: Duration,
-}
-
-impl Timer {
-    /// How long a batch of operations should take: short against a tick and the repetition,
-    /// long against a clock read (a system call when the clock is jiffies).
-    fn batch_time(&self) -> Duration {
-        (self.tick / 32).max(Duration::from_micros(100))
-    }
-
-    /// One repetition: the mean cost per operation in ns.
-    pub fn run(&self, duration: Duration, mut op: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
-        let t0 = {
-            let a = Instant::now();
-            loop {
-                let b = Instant::now();
-                if b != a {
-                    break b;
-                }
-            }
-        };
-        let (mut done, mut batch) = (0u64, 1u64);
-        let mut sized = false;
-        let mut past: Option<Instant> = None;
-        loop {
-            for _ in 0..batch {
-                op()?;
-            }
-            done += batch;
-            let now = Instant::now();
-            let elapsed = now - t0;
-            match past {
-                // The first tick past the duration ends the repetition.
-                Some(p) if now != p => return Ok(elapsed.as_nanos() as f64 / done as f64),
-                Some(_) => {}
-                None if elapsed >= duration => past = Some(now),
-                None => {}
-            }
-            if !sized {
-                if elapsed >= self.tick.max(self.batch_time()) {
-                    // A rate is known: batches of about `batch_time` from now on.
-                    let per_op = elapsed.as_nanos() as f64 / done as f64;
-                    batch = ((self.batch_time().as_nanos() as f64 / per_op) as u64).max(1);
-                    sized = true;
-                } else if elapsed.is_zero() || elapsed < self.batch_time() {
-                    batch *= 2;
-                }
-            }
-        }
-    }
 }
 
 /// Runs the step; the figure and its ratio go out as `ue-metric` lines on stdout.
@@ -677,158 +553,5 @@ fn fork_and_wait() -> Result<(), String> {
     }
 }
 
-/// A perf tracepoint event on the measured event, its ring buffer drained after every write
-/// as a consumer that keeps up would.
-struct Ring {
-    _fd: OwnedFd,
-    base: *mut u8,
-    len: usize,
-    drained: std::cell::Cell<u64>,
-}
-
-impl Ring {
-    fn open(event: &str) -> Result<Ring, String> {
-        let id_path = format!("{TRACEFS}/events/user_events/{event}/id");
-        let id: u64 = std::fs::read_to_string(&id_path)
-            .map_err(|e| format!("{id_path}: {}", crate::runtime::sys::error_name(&e)))?
-            .trim()
-            .parse()
-            .map_err(|_| format!("{id_path}: not an id"))?;
-        use crate::steps::perf::RingError;
-        match crate::steps::perf::open_ring(id, false, PERF_PAGES) {
-            Ok((fd, base, len, _)) => Ok(Ring { _fd: fd, base, len, drained: std::cell::Cell::new(0) }),
-            Err(RingError::Open(e)) => Err(format!("perf_event_open on {event}: {}", errno_text(e))),
-            Err(RingError::Map(e)) => Err(format!("mmap of the perf ring: {}", errno_text(e))),
-        }
-    }
-
-    /// Consumes everything written so far (data_tail = data_head).
-    fn drain(&self) {
-        // SAFETY: the first page is the kernel's perf_event_mmap_page: data_head at 1024,
-        // data_tail at 1032.
-        unsafe {
-            let head = std::ptr::read_volatile(self.base.add(1024).cast::<u64>());
-            fence(Ordering::Acquire);
-            let tail_ptr = self.base.add(1032).cast::<u64>();
-            self.drained.set(self.drained.get() + head.saturating_sub(std::ptr::read_volatile(tail_ptr)));
-            fence(Ordering::Release);
-            std::ptr::write_volatile(tail_ptr, head);
-        }
-    }
-
-    /// Bytes of samples consumed so far.
-    fn drained(&self) -> u64 {
-        self.drained.get()
-    }
-}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: mapped in `open` with this length, unmapped only here.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn medians_and_spread() {
-        assert_eq!(median(&[5.0, 1.0, 3.0]), 3.0);
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
-        assert!(median(&[]).is_nan());
-        assert_eq!(mad(&[1.0, 2.0, 3.0, 4.0, 100.0]), 1.0);
-    }
-
-    #[test]
-    fn timer_runs_past_the_duration_and_divides_by_the_operations() {
-        for tick in [Duration::from_nanos(50), Duration::from_millis(4)] {
-            let started = Instant::now();
-            let mut n = 0u32;
-            let cost = Timer { tick }.run(Duration::from_millis(20), || {
-                n += 1;
-                std::thread::sleep(Duration::from_micros(200));
-                Ok(())
-            });
-            let cost = cost.unwrap();
-            let elapsed = started.elapsed();
-            assert!(elapsed >= Duration::from_millis(20), "{tick:?}");
-            // Each operation sleeps 200 us at least, and the timed window lies inside this
-            // test's, give or take a tick: bounds that hold however loaded the host is.
-            let most = (elapsed + tick).as_nanos() as f64 / f64::from(n);
-            assert!((200_000.0..=most).contains(&cost), "{tick:?}: {cost} ns per operation, at most {most}");
-            assert!(n >= 1, "{n} operations");
-        }
-        let failing = Timer { tick: clock_tick() }.run(Duration::from_millis(5), || Err("no".to_string()));
-        assert_eq!(failing, Err("no".to_string()));
-    }
-
-    #[test]
-    fn the_fine_clock_keeps_time_with_the_kernel_clock() {
-        // A 4 ms tick makes x86_64 calibrate the TSC; elsewhere it is the kernel clock.
-        for tick in [Duration::ZERO, Duration::from_millis(4)] {
-            let clock = FineClock::new(tick);
-            let (t, i) = (clock.now_ns(), Instant::now());
-            std::thread::sleep(Duration::from_millis(20));
-            let (fine, kernel) = (clock.now_ns() - t, i.elapsed().as_nanos() as f64);
-            assert!((fine / kernel - 1.0).abs() < 0.1, "{tick:?}: {fine} ns against {kernel} ns");
-        }
-    }
-
-    #[test]
-    fn formats_split_large_payloads() {
-        assert_eq!(event_format("e", 0), "e");
-        assert_eq!(event_format("e", 16), "e char[16] f0");
-        assert_eq!(event_format("e", 4096), "e char[1024] f0; char[1024] f1; char[1024] f2; char[1024] f3");
-        assert_eq!(event_format("e", 1500), "e char[1024] f0; char[476] f1");
-    }
-
-    #[test]
-    fn units_turn_costs_into_figures() {
-        assert_eq!(in_unit(MeasureKind::Write, 1000.0), 1e6);
-        assert_eq!(in_unit(MeasureKind::Fork, 250_000.0), 250.0);
-        assert_eq!(in_unit(MeasureKind::EnableCheck, 2.0), 2.0);
-    }
-
-    /// Real calls on the host: the baselines measure, and a fork with no enablers runs.
-    #[test]
-    fn baselines_measure_real_calls() {
-        let req = Request {
-            name: "t",
-            what: MeasureKind::NullWrite,
-            payload: 16,
-            consumers: Consumers::None,
-            vectored: true,
-            enablers: 0,
-            reps: 5,
-            duration: Duration::from_millis(2),
-        };
-        let (figure, ratio) = Bench::new(&req).measure(&req).unwrap();
-        assert_eq!((figure.samples.len(), figure.unit.as_str()), (5, "writes/s"));
-        assert!(figure.value > 0.0 && figure.samples.iter().all(|s| *s > 0.0), "{figure:?}");
-        let ratio = ratio.unwrap();
-        assert_eq!((ratio.name.as_str(), ratio.samples.len()), ("t.ratio", 5));
-        let fork = Request { what: MeasureKind::Fork, ..req };
-        let (figure, ratio) = Bench::new(&fork).measure(&fork).unwrap();
-        assert_eq!(figure.unit, "us");
-        assert!(figure.value > 0.0 && ratio.unwrap().value > 0.0);
-    }
-
-    #[test]
-    fn too_few_repetitions_fail() {
-        let req = Request {
-            name: "t",
-            what: MeasureKind::Syscall,
-            payload: 0,
-            consumers: Consumers::None,
-            vectored: false,
-            enablers: 0,
-            reps: 4,
-            duration: Duration::from_millis(1),
-        };
-        let mut said = vec![];
-        assert_eq!(run(&req, &mut |t| said.push(t.to_string())), StepOutcome::Fail);
-        assert!(said[0].contains("at least 5"), "{said:?}");
-    }
-}
+mod tests;

@@ -3,11 +3,13 @@
 //! or two u32s in the CPU's byte order (the module docs of `uevents.rs`).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use protocol::steps::{FailEach, FailEachFork, FailIn, Fork, KernelLog, Kmemleak, Register, Repeat, Thread};
 use protocol::Step;
 
 use super::{numbered, UserEvents};
+use crate::steps::outcome::{Done, StepOutcome};
 
 impl UserEvents {
     /// Learns each named word's width from the first `register` step naming it, in step order
@@ -96,6 +98,76 @@ impl UserEvents {
             " (4-byte: u32 at +0 | u32 at +4 << 32)"
         } else {
             ""
+        }
+    }
+}
+
+/// The steps on the words: `set_word`, `check_word` (polled), `check_bit` (polled).
+impl UserEvents {
+    pub fn set_word(&self, name: &str, value: u64, say: &mut dyn FnMut(&str)) -> Done {
+        if self.names().words_read_only {
+            return Err(format!("set word {name}: the words page is read-only"));
+        }
+        self.store(name, value)?;
+        say(&format!("set word {name}{} = {value:#x}: ok", self.view(name)));
+        Ok(StepOutcome::Pass)
+    }
+
+    pub fn check_word(&self, name: &str, value: u64, or: &[u64], within_ms: u64, say: &mut dyn FnMut(&str)) -> Done {
+        let view = self.view(name);
+        let start = Instant::now();
+        let limit = Duration::from_millis(within_ms);
+        let expected = std::iter::once(value).chain(or.iter().copied()).map(|v| format!("{v:#x}")).collect::<Vec<_>>();
+        let expected = expected.join(" or ");
+        loop {
+            let seen = self.load(name)?;
+            let waited = start.elapsed();
+            if seen == value || waited >= limit {
+                let line = if within_ms == 0 {
+                    format!("check word {name}{view}: {seen:#x} (expected {expected})")
+                } else {
+                    let still = if seen == value { "" } else { "still " };
+                    format!(
+                        "check word {name}{view}: {still}{seen:#x} after {} ms (expected {expected} within {within_ms} ms)",
+                        waited.as_millis()
+                    )
+                };
+                say(&line);
+                return Ok(StepOutcome::passed_if(seen == value || or.contains(&seen)));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    pub fn check_bit(&self, name: &str, bit: u8, set: bool, within_ms: u64, say: &mut dyn FnMut(&str)) -> Done {
+        let what = format!("check word {name} bit {bit}");
+        if bit >= 64 {
+            return Err(format!("{what}: an enable word has bits 0..63"));
+        }
+        let state = |s: bool| if s { "set" } else { "clear" };
+        let start = Instant::now();
+        let limit = Duration::from_millis(within_ms);
+        loop {
+            let seen = self.load(name)?;
+            let is_set = seen & (1 << bit) != 0;
+            let waited = start.elapsed();
+            if is_set == set || waited >= limit {
+                let (outcome, still) =
+                    if is_set == set { (StepOutcome::Pass, "") } else { (StepOutcome::Fail, "still ") };
+                let line = if within_ms == 0 {
+                    format!("{what}: {}, word {seen:#x} (expected {})", state(is_set), state(set))
+                } else {
+                    format!(
+                        "{what}: {still}{} after {} ms, word {seen:#x} (expected {} within {within_ms} ms)",
+                        state(is_set),
+                        waited.as_millis(),
+                        state(set)
+                    )
+                };
+                say(&line);
+                return Ok(outcome);
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 }
