@@ -1,18 +1,19 @@
-//! The fault-injection steps: the kernel's `fail-nth` armed for one call, swept over every point of a call or of fork(), and failslab aimed at a kernel function.
+//! The fault-injection steps: the kernel's `fail-nth` armed for one call, swept over every point of
+//! a call or of fork(), and failslab aimed at a kernel function.
 
 use serde::{Deserialize, Serialize};
 
 use super::defaults::{default_each_max, default_sweep_max, yes};
 use super::Step;
 
-/// Arms the kernel's own fault injection (`/proc/thread-self/fail-nth`, with failslab
-/// counting sleeping allocations) for the first call of the next step (a `register`,
-/// `unregister`, `delete` or `write_file`): the `nth` fault-injection point (a slab
-/// allocation, or a page allocation that cannot sleep) that call reaches fails. Afterwards
-/// the step checks that the fault was injected (`injected: false`: that the call reached
-/// fewer than `nth` points) and, with `unchanged` (the default), that `user_events_status`,
-/// `dynamic_events` and the scenario's enable words read exactly as before the call. Needs
-/// a kernel with CONFIG_FAULT_INJECTION, CONFIG_FAILSLAB and
+/// Arms the kernel's own fault injection (`/proc/thread-self/fail-nth`, with failslab counting
+/// sleeping allocations) for the first call of the next step (a `register`, `unregister` or
+/// `delete`: its ioctl; a `write_file`: its write(2); an `open`: its openat(2)): the `nth`
+/// fault-injection point (a slab allocation, or a page allocation that cannot sleep) that call
+/// reaches fails. Afterwards the step checks that the fault was injected (`injected: false`:
+/// that the call reached fewer than `nth` points) and, with `unchanged` (the default), that
+/// `user_events_status`, `dynamic_events` and the scenario's enable words read exactly as
+/// before the call. Needs a kernel with CONFIG_FAULT_INJECTION, CONFIG_FAILSLAB and
 /// CONFIG_FAULT_INJECTION_DEBUG_FS (`--profile faults`).
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -75,7 +75,8 @@ pub enum Step {
     /// words and write indexes with each other and with the scenario, as threads of one process
     /// do (not its perf events, eBPF programs or forked children). The step passes when every
     /// thread's steps passed, and skips when one skipped and none failed. No `fork`,
-    /// `exec_agent`, `memory` or `credentials` inside: they act on the whole process.
+    /// `fail_each_fork`, `exec_agent`, `memory` or `credentials` inside: they act on the whole
+    /// process.
     Threads(Vec<ThreadGroup>),
     Repeat(Repeat),
     Kmemleak(Kmemleak),

@@ -1,4 +1,5 @@
-//! The steps that run steps: in a child process, in an exec'd agent, in threads, repeated, or watched by the leak detector or the kernel log.
+//! The steps that run steps: in a child process, in an exec'd agent, in threads, repeated, or
+//! watched by the leak detector or the kernel log.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,5 @@
-//! The user_events steps: descriptors, the `DIAG_IOCS*` ioctls and their raw overrides, writes of events, and the seeded `fuzz` stream of them.
+//! The user_events steps: descriptors, the `DIAG_IOCS*` ioctls and their raw overrides, writes of
+//! events, and the seeded `fuzz` stream of them.
 
 use serde::{Deserialize, Serialize};
 
