@@ -63,6 +63,7 @@ fn runs_a_plan_end_to_end() {
                     Step::WriteFile(WriteFile {
                         path: target.display().to_string(),
                         data: "written".into(),
+                        bytes: None,
                         create: false,
                         append: false,
                         expect: Expect::default(),
@@ -201,6 +202,7 @@ fn fork_thread_and_exec_agent_steps() {
         Step::WriteFile(WriteFile {
             path: path.display().to_string(),
             data: data.into(),
+            bytes: None,
             create: true,
             append: false,
             expect: Expect::default(),

@@ -9,7 +9,7 @@ use std::time::Duration;
 use protocol::steps::{
     Barrier, BpfAttach, BpfCount, BpfProg, BpfRawTracepoint, CheckBit, CheckWord, Close, Credentials, Delete, Dup,
     Fuzz, Measure, Memory, Mkdir, Open, PageFaultsHeld, PerfControl, PerfFilter, PerfOpen, PerfRead, Pin, ReadFile,
-    Register, RegisterUntil, Rmdir, SetWord, Stat, TraceRead, Unregister, Write, WriteFile,
+    Register, RegisterUntil, Rmdir, SetWord, Stat, TraceRead, Unregister, Write,
 };
 use protocol::Step;
 
@@ -24,9 +24,9 @@ use crate::steps::uevents::{self, Del, Payload, Reg, Unreg, UserEvents};
 /// contents kept by name.
 pub fn files(step: &Step, kept: &mut HashMap<String, String>, say: &mut dyn FnMut(&str)) -> StepOutcome {
     match step {
-        Step::WriteFile(WriteFile { path, data, create, append, expect, within_ms }) => {
-            let mode = Mode { create: *create, append: *append };
-            files::write_file(Path::new(path), data, mode, expect, *within_ms, say)
+        Step::WriteFile(w) => {
+            let mode = Mode { create: w.create, append: w.append };
+            files::write_file(Path::new(&w.path), w.payload(), mode, &w.expect, w.within_ms, say)
         }
         Step::ReadFile(ReadFile {
             path,

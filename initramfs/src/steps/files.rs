@@ -25,7 +25,7 @@ pub struct Mode {
 /// `within_ms`. Only the last attempt's lines are said, then how many retries it took.
 pub fn write_file(
     path: &Path,
-    data: &str,
+    data: &[u8],
     mode: Mode,
     expect: &Expect,
     within_ms: u64,
@@ -58,8 +58,8 @@ pub fn write_file(
 /// One write(2) of all of `data`, as tracefs control files want: no create, no truncate
 /// (O_TRUNC has side effects there, clearing `trace` or every dynamic event), unless `create`,
 /// which creates or replaces an ordinary file (or, with `append`, creates or appends).
-pub fn write_once(path: &Path, data: &str, mode: Mode, expect: &Expect, say: &mut dyn FnMut(&str)) -> StepOutcome {
-    let mut what = format!("write {data:?} to {}", path.display());
+pub fn write_once(path: &Path, data: &[u8], mode: Mode, expect: &Expect, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    let mut what = format!("write {} to {}", shown(data), path.display());
     for (on, word) in [(mode.create, " (create)"), (mode.append, " (append)")] {
         if on {
             what.push_str(word);
@@ -79,7 +79,7 @@ pub fn write_once(path: &Path, data: &str, mode: Mode, expect: &Expect, say: &mu
                 return StepOutcome::Fail;
             }
         },
-        Ok(mut file) => match crate::steps::faults::around(|| file.write(data.as_bytes())) {
+        Ok(mut file) => match crate::steps::faults::around(|| file.write(data)) {
             Ok(n) if n == data.len() => (Ok(n as i64), "ok".to_string()),
             Ok(n) => (Ok(n as i64), format!("short write of {n} of {} bytes", data.len())),
             Err(e) => {
@@ -94,6 +94,15 @@ pub fn write_once(path: &Path, data: &str, mode: Mode, expect: &Expect, say: &mu
         return StepOutcome::Fail;
     }
     outcome
+}
+
+/// Bytes as a line shows them: text quoted (`"u:ev u32 a"`) when they are UTF-8, else each
+/// byte in hex (`bytes [75 3a 00 ff]`).
+fn shown(data: &[u8]) -> String {
+    match std::str::from_utf8(data) {
+        Ok(text) => format!("{text:?}"),
+        Err(_) => format!("bytes [{}]", data.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")),
+    }
 }
 
 /// `mkdir(2)` or `rmdir(2)` of `path` (mode 0755).

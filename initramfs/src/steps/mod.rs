@@ -145,10 +145,15 @@ fn small_step(step: &Step, say: &mut dyn FnMut(&str)) -> StepOutcome {
             // Said first: a PANIC or BUG may not let the write return.
             say(&format!("lkdtm {point}: triggering"));
             let mut text = String::new();
-            let outcome =
-                files::write_once(Path::new(LKDTM_DIRECT), point, Mode::default(), &Expect::default(), &mut |t| {
+            let outcome = files::write_once(
+                Path::new(LKDTM_DIRECT),
+                point.as_bytes(),
+                Mode::default(),
+                &Expect::default(),
+                &mut |t| {
                     text = t.to_string();
-                });
+                },
+            );
             say(&format!("lkdtm {point}: returned: {text}"));
             outcome
         }

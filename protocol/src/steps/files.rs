@@ -7,13 +7,18 @@ use crate::expect::Expect;
 /// Writes bytes to a file in one write(2). Without `create` the file must exist and is
 /// neither created nor truncated (tracefs control files, sysctls: O_TRUNC clears `trace`
 /// or every dynamic event); with it, an ordinary file is created or replaced. `append`
-/// opens with O_APPEND (the `>>` that `dynamic_events` wants).
+/// opens with O_APPEND (the `>>` that `dynamic_events` wants). The bytes are `data` (text, sent
+/// as its UTF-8) or `bytes` (raw, for a NUL or bytes that are not UTF-8), one of them.
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WriteFile {
     pub path: String,
+    #[serde(default)]
     pub data: String,
+    /// The bytes to write instead of `data`, each a number (`[0x75, 0x3a, 0x00]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<Vec<u8>>,
     #[serde(default)]
     pub create: bool,
     #[serde(default)]
@@ -26,6 +31,13 @@ pub struct WriteFile {
     /// with the number of retries.
     #[serde(default)]
     pub within_ms: u64,
+}
+
+impl WriteFile {
+    /// The bytes the step writes: `bytes` when given, else `data`'s.
+    pub fn payload(&self) -> &[u8] {
+        self.bytes.as_deref().unwrap_or(self.data.as_bytes())
+    }
 }
 
 /// Reads a whole file and compares it: exactly (`equals`), lines it must hold (`contains`)

@@ -794,6 +794,7 @@ mod tests {
             protocol::Step::WriteFile(protocol::steps::WriteFile {
                 path: path.into(),
                 data: "x".into(),
+                bytes: None,
                 create: true,
                 append: false,
                 expect: Default::default(),

@@ -174,6 +174,8 @@ mod tests {
                 "test_data/suites/bad/misused-steps.yaml:7:67: states the errno that ends the registrations",
                 "test_data/suites/bad/misused-steps.yaml:8:17: `file` goes with `op: share_file`, and `share_file` needs a `file`",
                 "test_data/suites/bad/misused-steps.yaml:9:67: mode \"0689\": permission bits in octal, 3 or 4 digits 0-7 (\"0640\")",
+                "test_data/suites/bad/misused-steps.yaml:10:55: write_file takes `data` (text) or `bytes` (raw), not both",
+                "test_data/suites/bad/misused-steps.yaml:11:21: write_file needs `data` (text) or `bytes` (raw)",
             ]
         );
         assert_eq!(

@@ -544,6 +544,7 @@ pub fn ctrl_c_leaves_nothing(results: &Path) -> Result<()> {
     let artifact = Step::WriteFile(WriteFile {
         path: format!("{}/before-the-hang", protocol::ARTIFACTS_DIR),
         data: "x".into(),
+        bytes: None,
         create: true,
         append: false,
         expect: Default::default(),

@@ -550,6 +550,7 @@ fn hygiene_check(vm: &VmArgs, base: &KernelArgs, args: &TestArgs) -> Result<()> 
                 Step::WriteFile(WriteFile {
                     path: "/sys/kernel/tracing/events/user_events/hy_left/enable".into(),
                     data: "1".into(),
+                    bytes: None,
                     create: false,
                     append: false,
                     expect: Default::default(),
@@ -732,6 +733,7 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
             Step::WriteFile(WriteFile {
                 path: "/mnt/host/from-guest.txt".into(),
                 data: "written in the guest\n".into(),
+                bytes: None,
                 create: true,
                 append: false,
                 expect: Default::default(),
@@ -740,6 +742,7 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
             Step::WriteFile(WriteFile {
                 path: format!("{}/raw.dat", protocol::ARTIFACTS_DIR),
                 data: "artifact bytes".into(),
+                bytes: None,
                 create: true,
                 append: false,
                 expect: Default::default(),

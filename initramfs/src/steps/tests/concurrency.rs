@@ -203,6 +203,7 @@ fn write_file_retries_within_its_time() {
         Step::WriteFile(WriteFile {
             path: path.display().to_string(),
             data: "x".into(),
+            bytes: None,
             create: false,
             append: true,
             expect: Expect::default(),

@@ -54,6 +54,7 @@ fn write_file(path: &Path, data: &str, create: bool, append: bool, expect: &str)
     Step::WriteFile(WriteFile {
         path,
         data: data.into(),
+        bytes: None,
         create,
         append,
         expect: expect.parse().unwrap(),
@@ -194,6 +195,29 @@ fn write_file_writes_without_truncating() {
     fs::write(&path, "longer old content").unwrap();
     assert_eq!(run(&[created]).0, 0);
     assert_eq!(fs::read_to_string(&path).unwrap(), "new", "create replaces the content");
+    fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn write_file_writes_raw_bytes() {
+    let path = temp_path("write-bytes");
+    fs::write(&path, "0123456789").unwrap();
+    let raw = |bytes: &[u8], expect: &str| {
+        let Step::WriteFile(mut w) = write_file(&path, "", false, false, expect) else { unreachable!() };
+        w.bytes = Some(bytes.to_vec());
+        Step::WriteFile(w)
+    };
+    // A NUL and a byte that is not UTF-8 go out as given, all in one write(2).
+    let (status, lines) = run(&[raw(&[0x61, 0x00, 0xff], "3")]);
+    assert_eq!(status, 0, "{lines:?}");
+    assert_eq!(lines, [format!("step 1: write bytes [61 00 ff] to {}: ok (expected 3)", path.display())]);
+    assert_eq!(fs::read(&path).unwrap(), b"a\0\xff3456789");
+    // UTF-8 bytes are shown as text, as `data` is.
+    let (status, lines) = run(&[raw(b"u:", "ok")]);
+    assert_eq!(
+        (status, lines[0].as_str()),
+        (0, format!("step 1: write \"u:\" to {}: ok (expected ok)", path.display()).as_str())
+    );
     fs::remove_file(&path).unwrap();
 }
 

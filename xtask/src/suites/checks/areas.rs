@@ -91,9 +91,20 @@ impl Checker<'_> {
         }
     }
 
-    /// The files steps: a `stat`'s mode; `read_file`'s hex, what it compares with and the name
-    /// it keeps the contents as.
+    /// The files steps: `write_file`'s `data` or `bytes`; a `stat`'s mode; `read_file`'s hex,
+    /// what it compares with and the name it keeps the contents as.
     pub(super) fn files_step<'s>(&mut self, base: &[Seg<'static>], step: &'s Step, scope: &mut Scope<'s>) {
+        if let Step::WriteFile(w) = step {
+            let has_data = node_at(self.tree, &under(base, &[Only, Key("data")])).is_some();
+            match (has_data, &w.bytes) {
+                (true, Some(_)) => self.error(
+                    &under(base, &[Only, Key("bytes")]),
+                    "write_file takes `data` (text) or `bytes` (raw), not both",
+                ),
+                (false, None) => self.error(&under(base, &[Only]), "write_file needs `data` (text) or `bytes` (raw)"),
+                _ => {}
+            }
+        }
         if let Step::Stat(Stat { mode: Some(mode), .. }) = step {
             if protocol::octal_mode(mode).is_none() {
                 self.error(
