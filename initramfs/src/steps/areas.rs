@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use protocol::steps::{
     Barrier, BpfAttach, BpfCount, BpfProg, BpfRawTracepoint, CheckBit, CheckWord, Close, Credentials, Delete, Dup,
-    Fuzz, Measure, Memory, Mkdir, Open, PageFaultsHeld, PerfControl, PerfFilter, PerfOpen, PerfRead, Pin, ReadFile,
-    Register, RegisterUntil, Rmdir, SetWord, Stat, TraceRead, Unregister, Write,
+    Dup2, Fuzz, Measure, Memory, Mkdir, Open, PageFaultsHeld, PerfControl, PerfFilter, PerfOpen, PerfRead, Pin,
+    ReadFile, Register, RegisterUntil, Rmdir, SetWord, Stat, TraceRead, Unregister, Write,
 };
 use protocol::Step;
 
@@ -82,6 +82,9 @@ pub fn user_events(step: &Step, events: &mut UserEvents, say: &mut dyn FnMut(&st
         Step::Open(Open { fd, path, read_only, expect }) => finish(events.open(fd, path, *read_only, expect, say), say),
         Step::Close(Close { fd }) => finish(events.close(fd, say), say),
         Step::Dup(Dup { fd, to }) => finish(events.dup(fd, to, say), say),
+        Step::Dup2(Dup2 { fd, number, to, expect }) => {
+            finish(events.dup2(fd, *number, to.as_deref(), expect, say), say)
+        }
         Step::Register(Register {
             fd,
             format,

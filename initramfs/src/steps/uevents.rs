@@ -174,6 +174,42 @@ impl UserEvents {
         Ok(StepOutcome::Pass)
     }
 
+    /// `dup2(2)` of the descriptor named `name` onto `number`; on success the new descriptor
+    /// (close-on-exec) is kept under `to`, and a name that held `number` is forgotten (the
+    /// kernel closed its descriptor).
+    pub fn dup2(&self, name: &str, number: i32, to: Option<&str>, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
+        let what = format!("dup2 fd {name} onto {number}");
+        let mut names = self.names();
+        let fd = names.fd(name, &self.data_path).map_err(|e| format!("{what}: {e}"))?;
+        // SAFETY: dup2 on a descriptor this state owns; a descriptor at `number` is closed by
+        // the kernel, and any name that held it is forgotten below without closing it again.
+        let r = unsafe { libc::dup2(fd, number) };
+        let result = if r < 0 { Err(errno()) } else { Ok(i64::from(r)) };
+        let outcome = check_result(&what, &result_text(result), result, expect, say);
+        if r < 0 || r == fd {
+            if let (Some(to), true) = (to, r == fd) {
+                say(&format!("{what}: the descriptor's own number: `{to}` would name it twice"));
+                return Ok(StepOutcome::Fail);
+            }
+            return Ok(outcome);
+        }
+        // SAFETY: F_SETFD on the descriptor the call just made.
+        unsafe { libc::fcntl(r, libc::F_SETFD, libc::FD_CLOEXEC) };
+        let gone: Vec<String> = names.fds.iter().filter(|(_, f)| f.as_raw_fd() == r).map(|(n, _)| n.clone()).collect();
+        for n in gone {
+            if let Some(f) = names.fds.remove(&n) {
+                let _ = f.into_raw_fd();
+                say(&format!("{what}: fd {n} was {r}: the kernel closed it, the name is gone"));
+            }
+        }
+        if let Some(to) = to {
+            // SAFETY: a descriptor the call just made, owned by nothing else now.
+            let file = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(r) };
+            names.fds.insert(to.to_string(), file);
+        }
+        Ok(outcome)
+    }
+
     pub fn close(&self, name: &str, say: &mut dyn FnMut(&str)) -> Done {
         let fd = self.names().fds.remove(name).ok_or_else(|| format!("close fd {name}: no such fd"))?;
         // SAFETY: the descriptor is ours and is no longer kept anywhere.

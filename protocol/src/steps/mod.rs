@@ -52,6 +52,7 @@ pub enum Step {
     Open(Open),
     Close(Close),
     Dup(Dup),
+    Dup2(Dup2),
     Register(Register),
     Unregister(Unregister),
     Delete(Delete),
@@ -132,6 +133,7 @@ impl Step {
             Step::Open(_)
             | Step::Close(_)
             | Step::Dup(_)
+            | Step::Dup2(_)
             | Step::Register(_)
             | Step::Unregister(_)
             | Step::Delete(_)

@@ -41,6 +41,25 @@ pub struct Dup {
     pub to: String,
 }
 
+/// dup2(2) of the descriptor named `fd` (`data` opens by itself first) onto the descriptor
+/// number `number`, which the kernel closes first when it is open (a descriptor another name
+/// held is then gone, and so is that name). `expect` judges the call: on success it returns
+/// `number`. The new descriptor is kept under the name `to` when one is given (made
+/// close-on-exec afterwards, as every descriptor of the agent): the same open file as `fd`, as
+/// `dup`'s. 0, 1 and 2 are refused: they carry the scenario's lines.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dup2 {
+    #[serde(default = "data_fd")]
+    pub fd: String,
+    pub number: i32,
+    #[serde(default)]
+    pub to: Option<String>,
+    #[serde(default)]
+    pub expect: Expect,
+}
+
 /// `ioctl(fd, DIAG_IOCSREG, &struct user_reg)`. `word` names an enable word in the
 /// scenario's memory (made on first use, zeroed, 8-byte aligned); `raw` overrides any
 /// field of the struct as sent, for malformed input. On success the returned

@@ -176,6 +176,7 @@ mod tests {
                 "test_data/suites/bad/misused-steps.yaml:9:67: mode \"0689\": permission bits in octal, 3 or 4 digits 0-7 (\"0640\")",
                 "test_data/suites/bad/misused-steps.yaml:10:55: write_file takes `data` (text) or `bytes` (raw), not both",
                 "test_data/suites/bad/misused-steps.yaml:11:21: write_file needs `data` (text) or `bytes` (raw)",
+                "test_data/suites/bad/misused-steps.yaml:12:25: dup2 onto 1: 0, 1 and 2 carry the scenario's lines",
             ]
         );
         assert_eq!(

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use protocol::steps::{
-    Barrier, CheckBit, CheckWord, Close, Delete, Exec, FailNth, Fork, Memory, Mkdir, Open, ReadFile, Register, Repeat,
-    Rmdir, SetWord, Sleep, Unregister, Write, WriteFile,
+    Barrier, CheckBit, CheckWord, Close, Delete, Dup2, Exec, FailNth, Fork, Memory, Mkdir, Open, ReadFile, Register,
+    Repeat, Rmdir, SetWord, Sleep, Unregister, Write, WriteFile,
 };
 use protocol::{Addr, Expect, RawReg, RawUnreg, Step, Value};
 

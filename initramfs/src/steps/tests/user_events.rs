@@ -208,6 +208,51 @@ fn named_fds_open_close_and_read_only_writes_fail() {
 }
 
 #[test]
+fn dup2_keeps_the_same_file_at_a_number_under_a_name() {
+    let path = temp_file("dup2", b"");
+    let p = path.display().to_string();
+    let mut s = ScenarioState::default();
+    let open = Step::Open(Open { fd: "f".into(), path: p.clone(), read_only: false, expect: expect("ok") });
+    assert_eq!(run1(&mut s, open).0, StepOutcome::Pass);
+    let dup2 = |number, to: Option<&str>, e: &str| {
+        Step::Dup2(Dup2 { fd: "f".into(), number, to: to.map(String::from), expect: expect(e) })
+    };
+    // A number far above what the test harness's threads open.
+    let (outcome, lines) = run1(&mut s, dup2(987, Some("g"), "987"));
+    assert_eq!(
+        (outcome, lines),
+        (StepOutcome::Pass, vec!["dup2 fd f onto 987: ok, returned 987 (expected 987)".into()])
+    );
+    // SAFETY: F_GETFD on the descriptor the step made.
+    assert_eq!(unsafe { libc::fcntl(987, libc::F_GETFD) } & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
+    // The same open file: a write through either name moves one file position.
+    let write = |fd: &str| {
+        Step::Write(Write {
+            fd: fd.into(),
+            index: None,
+            index_value: Some(7),
+            fields: vec![],
+            vectored: false,
+            offset: None,
+            payload_from: None,
+            expect: expect("4"),
+        })
+    };
+    assert_eq!(run1(&mut s, write("f")).0, StepOutcome::Pass);
+    assert_eq!(run1(&mut s, write("g")).0, StepOutcome::Pass);
+    assert_eq!(fs::read(&path).unwrap().len(), 8);
+    // Onto the number a name holds: the kernel closed that descriptor, and the name goes.
+    let (outcome, lines) = run1(&mut s, dup2(987, Some("k"), "987"));
+    assert_eq!(outcome, StepOutcome::Pass);
+    assert_eq!(lines[1], "dup2 fd f onto 987: fd g was 987: the kernel closed it, the name is gone");
+    assert_eq!(run1(&mut s, Step::Close(Close { fd: "g".into() })).0, StepOutcome::Fail);
+    let (outcome, lines) = run1(&mut s, dup2(-1, None, "EBADF"));
+    assert_eq!((outcome, lines), (StepOutcome::Pass, vec!["dup2 fd f onto -1: EBADF (expected EBADF)".into()]));
+    assert_eq!(run1(&mut s, Step::Close(Close { fd: "k".into() })).0, StepOutcome::Pass);
+    fs::remove_file(&path).unwrap();
+}
+
+#[test]
 fn the_data_fd_opens_lazily_and_its_failure_fails_the_step() {
     let mut s = ScenarioState::with_data_path("/nonexistent/user_events_data".into());
     let (outcome, lines) = run1(&mut s, register(Some("w"), RawReg::default(), "ok"));

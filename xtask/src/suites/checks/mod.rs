@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use protocol::steps::{
-    Close, Delete, Dup, ExecAgent, FailEach, FailEachFork, FailIn, FailNth, Fork, KernelLog, Kmemleak, Open, Register,
-    Repeat, Thread, Unregister, Write,
+    Close, Delete, Dup, Dup2, ExecAgent, FailEach, FailEachFork, FailIn, FailNth, Fork, KernelLog, Kmemleak, Open,
+    Register, Repeat, Thread, Unregister, Write,
 };
 use protocol::{Area, Step};
 use serde_saphyr::Spanned;
@@ -223,6 +223,17 @@ impl Checker<'_> {
             Step::Dup(Dup { fd, to }) => {
                 let used = (!scope.fds.contains(fd.as_str())).then_some(fd);
                 scope.fds.insert(to);
+                used
+            }
+            Step::Dup2(Dup2 { fd, number, to, .. }) => {
+                if (0..=2).contains(number) {
+                    self.error(
+                        &under(base, &[Only, Key("number")]),
+                        format!("dup2 onto {number}: 0, 1 and 2 carry the scenario's lines"),
+                    );
+                }
+                let used = (!scope.fds.contains(fd.as_str())).then_some(fd);
+                scope.fds.extend(to.as_deref());
                 used
             }
             Step::Close(Close { fd })
