@@ -245,7 +245,7 @@ fn fork_thread_and_exec_agent_steps() {
         Step::Wait(Wait { name: "bad".into(), expect_exit: 1, within_ms: 5000 }),
         Step::Thread(Thread { steps: vec![Step::SetWord(SetWord { word: "w".into(), value: 3 })] }),
         Step::CheckWord(CheckWord { word: "w".into(), value: 3, or: vec![], within_ms: 0 }),
-        Step::ExecAgent(ExecAgent { steps: vec![write(&dir.join("after-exec"), "fresh")] }),
+        Step::ExecAgent(ExecAgent { steps: vec![write(&dir.join("after-exec"), "fresh")], keep: vec![] }),
     ];
     let plan = Plan {
         version: protocol::PROTOCOL_VERSION,
@@ -266,6 +266,67 @@ fn fork_thread_and_exec_agent_steps() {
     assert!(diags.contains(&"fork c step 2: set word w = 0x2: ok"), "{diags:#?}");
     assert!(diags.contains(&"step 7: wait bad: exit 1 (expected exit 1)"), "{diags:#?}");
     assert!(diags.iter().any(|d| d.starts_with("exec step 1: write \"fresh\"")), "{diags:#?}");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An exec'd agent starts with the descriptors `keep` names, under their names and numbers:
+/// the same open file, so its writes go on from the old image's file position.
+#[test]
+fn exec_agent_keeps_the_named_descriptors() {
+    let dir = temp_dir("keep");
+    let file = dir.join("kept");
+    fs::write(&file, "").unwrap();
+    let write = |fd: &str, index: u32| {
+        Step::Write(Write {
+            fd: fd.into(),
+            index: None,
+            index_value: Some(index),
+            fields: vec![],
+            vectored: false,
+            offset: None,
+            payload_from: None,
+            expect: "4".parse().unwrap(),
+        })
+    };
+    let open = Step::Open(Open {
+        fd: "out".into(),
+        path: file.display().to_string(),
+        read_only: false,
+        expect: Expect::default(),
+    });
+    let exec = |keep: &[&str]| {
+        Step::ExecAgent(ExecAgent { steps: vec![write("out", 2)], keep: keep.iter().map(|k| k.to_string()).collect() })
+    };
+    let plan = |steps| Plan {
+        version: protocol::PROTOCOL_VERSION,
+        label: "host".into(),
+        scenarios: vec![Scenario { name: "proc/keep".into(), deadline_ms: 10_000, steps }],
+        share: None,
+        artifacts_virtiofs: false,
+        shell: false,
+        gcov: None,
+        stop_at_first_failure: false,
+        expected_failures: vec![],
+    };
+    fs::write(
+        dir.join("plan.json"),
+        serde_json::to_string(&plan(vec![open.clone(), write("out", 1), exec(&["out"])])).unwrap(),
+    )
+    .unwrap();
+    let (code, lines) = agent(&dir.join("plan.json"));
+    assert_eq!(code, 0, "{lines:#?}");
+    let bytes: Vec<u8> = [1u32, 2].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    assert_eq!(fs::read(&file).unwrap(), bytes, "the exec'd image wrote on after the old one");
+    let said = diags(&lines);
+    assert!(
+        said.iter().any(|d| d.starts_with("step 3: exec agent: 1 step(s) in a fresh image, keeping fd out (")),
+        "{said:#?}"
+    );
+    // Without `keep`, the name is not open in the new image.
+    fs::write(dir.join("plan.json"), serde_json::to_string(&plan(vec![open, exec(&[])])).unwrap()).unwrap();
+    let (code, lines) = agent(&dir.join("plan.json"));
+    assert_eq!(code, 1, "{lines:#?}");
+    assert!(diags(&lines).iter().any(|d| d.ends_with("on fd out: no fd named out")), "{lines:#?}");
     fs::remove_dir_all(&dir).unwrap();
 }
 

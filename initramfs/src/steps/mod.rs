@@ -33,7 +33,7 @@ pub mod leak;
 pub mod measure;
 pub mod memory;
 mod nesting;
-pub use nesting::STEPS_ARG;
+pub use nesting::{FD_ARG, STEPS_ARG};
 pub mod outcome;
 pub mod perf;
 pub mod ringbuf;
@@ -63,8 +63,14 @@ pub fn child_main(plan: &Path, index: usize) -> i32 {
 }
 
 /// The exec'd agent's main: steps with a fresh state, their lines marked as after the exec.
-pub fn run_nested_main(steps: &[Step]) -> i32 {
+pub fn run_nested_main(steps: &[Step], kept: &[(String, i32)]) -> i32 {
     let mut state = ScenarioState::default();
+    for (name, fd) in kept {
+        if let Err(e) = state.events.adopt(name, *fd) {
+            println!("{}", protocol::step_line("exec ", 0, &format!("kept fd {name} ({fd}): {e}")));
+            return 1;
+        }
+    }
     state.events.learn_widths(steps);
     run_nested(&mut state, steps, &mut io::stdout(), "exec ")
 }

@@ -34,7 +34,7 @@ pub(super) fn nesting_step(
     match step {
         Step::Fork(Fork { name, steps }) => fork(name, steps, state, say, run),
         Step::Wait(Wait { name, expect_exit, within_ms }) => wait(name, *expect_exit, *within_ms, state, say),
-        Step::ExecAgent(ExecAgent { steps }) => exec_agent(steps, say),
+        Step::ExecAgent(ExecAgent { steps, keep }) => exec_agent(steps, keep, state, say),
         Step::Thread(Thread { steps }) => {
             let code =
                 std::thread::scope(|s| s.spawn(|| run(state, steps, &mut io::stdout(), "thread ")).join().unwrap_or(1));
@@ -347,9 +347,13 @@ fn substitute(steps: &[Step], key: &str, value: u32) -> Result<Vec<Step>, String
 /// The argument that makes the agent run steps given as JSON (see `main.rs`).
 pub const STEPS_ARG: &str = "--steps";
 
+/// The argument that hands a kept descriptor to the exec'd agent: `--fd NAME=NUMBER`.
+pub const FD_ARG: &str = "--fd";
+
 /// `execve()` of the agent itself with `steps` as JSON: the enablers this process had are
-/// dropped by the exec, and the new image runs the steps with an empty state.
-fn exec_agent(steps: &[Step], say: &mut dyn FnMut(&str)) -> StepOutcome {
+/// dropped by the exec, and the new image runs the steps with an empty state but for the
+/// descriptors named in `keep`, which stay open across the exec and are handed over by name.
+fn exec_agent(steps: &[Step], keep: &[String], state: &ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
     use std::os::unix::process::CommandExt;
     let json = match serde_json::to_string(steps) {
         Ok(j) => j,
@@ -358,10 +362,26 @@ fn exec_agent(steps: &[Step], say: &mut dyn FnMut(&str)) -> StepOutcome {
             return StepOutcome::Fail;
         }
     };
-    say(&format!("exec agent: {} step(s) in a fresh image", steps.len()));
+    let mut command = Command::new("/proc/self/exe");
+    command.arg0("ue-agent").arg(STEPS_ARG).arg(json);
+    let mut kept = Vec::new();
+    for name in keep {
+        match state.events.inherit(name) {
+            Ok(fd) => {
+                command.arg(FD_ARG).arg(format!("{name}={fd}"));
+                kept.push(format!("{name} ({fd})"));
+            }
+            Err(e) => {
+                say(&format!("exec agent: keep fd {name}: {e}"));
+                return StepOutcome::Fail;
+            }
+        }
+    }
+    let keeping = if kept.is_empty() { String::new() } else { format!(", keeping fd {}", kept.join(", ")) };
+    say(&format!("exec agent: {} step(s) in a fresh image{keeping}", steps.len()));
     let _ = io::stdout().flush();
     // On success exec does not return: the new image's exit status is the scenario's.
-    let e = Command::new("/proc/self/exe").arg0("ue-agent").arg(STEPS_ARG).arg(json).exec();
+    let e = command.exec();
     say(&format!("exec agent: {}", sys::error_name(&e)));
     StepOutcome::Fail
 }

@@ -125,6 +125,29 @@ impl UserEvents {
         self.names().fd(name, &self.data_path)
     }
 
+    /// The number of the descriptor named `name` (`data` opens first), made to survive an
+    /// exec (FD_CLOEXEC cleared), for `exec_agent`'s `keep`.
+    pub fn inherit(&self, name: &str) -> Result<RawFd, String> {
+        let fd = self.fd(name)?;
+        // SAFETY: F_SETFD on a descriptor this state owns.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } < 0 {
+            return Err(errno_text(errno()));
+        }
+        Ok(fd)
+    }
+
+    /// Takes the descriptor `fd` an exec left open under the name `name` (close-on-exec again).
+    pub fn adopt(&self, name: &str, fd: RawFd) -> Result<(), String> {
+        // SAFETY: F_SETFD only sets a flag; on a number that is not open it fails with EBADF.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
+            return Err(errno_text(errno()));
+        }
+        // SAFETY: a descriptor the exec left open for this image, named by nothing else.
+        let file = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        self.names().fds.insert(name.to_string(), file);
+        Ok(())
+    }
+
     /// The address of enable word `name`, made (zeroed, 8-byte aligned) on first use;
     /// `None` gives a new private scratch word.
     pub fn word(&self, name: Option<&str>) -> Result<u64, String> {

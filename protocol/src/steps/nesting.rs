@@ -32,11 +32,16 @@ pub struct Wait {
 
 /// Replaces this process's image with a fresh agent (execve of itself) that runs `steps`
 /// with an empty state; the scenario's result is theirs. Steps after this one never run.
+/// The descriptors named in `keep` survive the exec: the new image starts with each under
+/// the same name and number (the same open file, its write indexes included), the rest are
+/// closed (every descriptor of the agent is close-on-exec).
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExecAgent {
     pub steps: Vec<Step>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keep: Vec<String>,
 }
 
 /// Runs `steps` in a new thread (sharing memory and descriptors) and joins it; the step

@@ -177,6 +177,7 @@ mod tests {
                 "test_data/suites/bad/misused-steps.yaml:10:55: write_file takes `data` (text) or `bytes` (raw), not both",
                 "test_data/suites/bad/misused-steps.yaml:11:21: write_file needs `data` (text) or `bytes` (raw)",
                 "test_data/suites/bad/misused-steps.yaml:12:25: dup2 onto 1: 0, 1 and 2 carry the scenario's lines",
+                "test_data/suites/bad/misused-steps.yaml:13:36: keep: fd `nope` is not open: no earlier `open` step names it (only `data` opens by itself)",
             ]
         );
         assert_eq!(

@@ -102,7 +102,7 @@ fn words_are_as_wide_as_their_first_registration() {
         Step::Thread(Thread { steps: vec![reg("t", 4)] }),
         Step::Threads(vec![protocol::ThreadGroup { count: 2, steps: vec![reg("w{thread}", 4)] }]),
         Step::Repeat(Repeat { count: 2, steps: vec![reg("r{iteration}x", 4)], for_ms: 0, leak_at_most: None }),
-        Step::ExecAgent(ExecAgent { steps: vec![reg("fresh", 8)] }),
+        Step::ExecAgent(ExecAgent { steps: vec![reg("fresh", 8)], keep: vec![] }),
     ]);
     assert_eq!((s.width("four"), s.width("eight"), s.width("t")), (4, 8, 4));
     assert_eq!((s.width("w0"), s.width("w17"), s.width("r3x")), (4, 4, 4), "placeholders stand for numbers");

@@ -254,7 +254,7 @@ impl Checker<'_> {
     /// The steps inside a step, checked in the scope it gives them: a `fork` child and the
     /// threads of `threads` start from the names made so far (the threads' names are shared with
     /// the scenario, so they stay); `thread` and `repeat` run in the scenario's own state; an
-    /// `exec_agent` image starts with nothing but `data`.
+    /// `exec_agent` image starts with nothing but `data` and the descriptors it keeps.
     fn nested<'s>(&mut self, base: &[Seg<'static>], step: &'s Step, scope: &mut Scope<'s>, context: Context) {
         let path = |rest: &[Seg<'static>]| -> Vec<Seg<'static>> {
             let mut p = base.to_vec();
@@ -273,8 +273,18 @@ impl Checker<'_> {
                 let context = Context { in_repeat: true, ..context };
                 self.steps(&path(&[Only, Key("steps")]), steps, scope, context);
             }
-            Step::ExecAgent(ExecAgent { steps }) => {
-                self.steps(&path(&[Only, Key("steps")]), steps, &mut Scope::fresh(), context);
+            Step::ExecAgent(ExecAgent { steps, keep }) => {
+                let mut image = Scope::fresh();
+                for (k, name) in keep.iter().enumerate() {
+                    if !scope.fds.contains(name.as_str()) {
+                        self.error(
+                            &path(&[Only, Key("keep"), Index(k)]),
+                            format!("keep: fd `{name}` is not open: no earlier `open` step names it (only `data` opens by itself)"),
+                        );
+                    }
+                    image.fds.insert(name);
+                }
+                self.steps(&path(&[Only, Key("steps")]), steps, &mut image, context);
             }
             Step::Threads(groups) => {
                 let context = Context { in_threads: true, ..context };
