@@ -8,7 +8,7 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use protocol::steps::{ExecAgent, Fork, KernelLog, Kmemleak, Repeat, Thread, Wait};
+use protocol::steps::{ExecAgent, Fork, KernelLog, Kmemleak, Repeat, Requires, Thread, Wait};
 use protocol::{Step, ThreadGroup, ITERATION, THREAD_INDEX};
 
 use super::kmemleak;
@@ -47,6 +47,15 @@ pub(super) fn nesting_step(
         }
         Step::Repeat(Repeat { count, steps, for_ms, leak_at_most: Some(each) }) => {
             leak::repeat_without_leaks(*count, *each, say, |range, say| repeat(range, *for_ms, steps, state, say, run))
+        }
+        Step::Requires(Requires { unmet: Some(why), .. }) => {
+            say(&format!("requires: not met ({why}): its steps are left out"));
+            StepOutcome::Pass
+        }
+        Step::Requires(Requires { steps, config, kernel, unmet: None }) => {
+            let needs: Vec<&str> = kernel.iter().map(String::as_str).chain(config.iter().map(String::as_str)).collect();
+            say(&format!("requires: met ({}): {} step(s)", needs.join(", "), steps.len()));
+            in_place(steps, state, say, run)
         }
         Step::Kmemleak(Kmemleak { steps }) => kmemleak::watch(say, |say| in_place(steps, state, say, run)),
         Step::KernelLog(KernelLog { steps, expect, forbid, within_ms, since_boot }) => {

@@ -82,6 +82,7 @@ pub enum Step {
     Repeat(Repeat),
     Kmemleak(Kmemleak),
     KernelLog(KernelLog),
+    Requires(Requires),
     // faults.rs
     FailNth(FailNth),
     FailEach(FailEach),
@@ -150,7 +151,8 @@ impl Step {
             | Step::Threads(_)
             | Step::Repeat(_)
             | Step::Kmemleak(_)
-            | Step::KernelLog(_) => Area::Nesting,
+            | Step::KernelLog(_)
+            | Step::Requires(_) => Area::Nesting,
             Step::FailNth(_) | Step::FailEach(_) | Step::FailEachFork(_) | Step::FailIn(_) => Area::Faults,
             Step::Barrier(_) | Step::Pin(_) => Area::Sync,
             Step::Credentials(_)
@@ -170,6 +172,25 @@ impl Step {
             Ok(serde_json::Value::Object(m)) => m.keys().next().cloned().unwrap_or_default(),
             Ok(serde_json::Value::String(s)) => s,
             _ => String::new(),
+        }
+    }
+
+    /// The lists of steps this step runs (none for a leaf step), to walk a plan's steps at any
+    /// depth.
+    pub fn nested_mut(&mut self) -> Vec<&mut Vec<Step>> {
+        match self {
+            Step::Fork(Fork { steps, .. })
+            | Step::FailEachFork(FailEachFork { steps, .. })
+            | Step::FailEach(FailEach { steps, .. })
+            | Step::FailIn(FailIn { steps, .. })
+            | Step::ExecAgent(ExecAgent { steps, .. })
+            | Step::Thread(Thread { steps })
+            | Step::Repeat(Repeat { steps, .. })
+            | Step::Kmemleak(Kmemleak { steps })
+            | Step::KernelLog(KernelLog { steps, .. })
+            | Step::Requires(Requires { steps, .. }) => vec![steps],
+            Step::Threads(groups) => groups.iter_mut().map(|g| &mut g.steps).collect(),
+            _ => vec![],
         }
     }
 

@@ -138,3 +138,24 @@ pub const THREAD_INDEX: &str = "{thread}";
 
 /// The text that stands for the iteration's number in a `repeat` step's steps.
 pub const ITERATION: &str = "{iteration}";
+
+/// Runs `steps` only on a kernel that meets what it requires, as a scenario's `requires` says
+/// it (`kernel`: comma-separated bounds such as `>=6.4`; `config`: `CONFIG_X`, built in or a
+/// module, or `CONFIG_X=value`, where `=n` also holds when the option is absent). The host
+/// decides it when it compiles the plan for a kernel: on one that does not meet it, the steps
+/// are left out and the step says why, and passes; on one that does, they run in place (their
+/// names are the scenario's).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requires {
+    #[serde(default)]
+    pub kernel: Option<String>,
+    #[serde(default)]
+    pub config: Vec<String>,
+    pub steps: Vec<Step>,
+    /// Set by the host for a kernel that does not meet it: why (the steps are then left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schemars", schemars(skip))]
+    pub unmet: Option<String>,
+}

@@ -434,6 +434,41 @@ mod tests {
         );
     }
 
+    /// A `requires` step, at any depth, is decided per kernel: met, its steps stay; unmet, the
+    /// step keeps why and none of its steps. Bad input is placed at its field.
+    #[test]
+    fn a_requires_step_is_decided_per_kernel() {
+        let text = "suite: s\ndescription: d\nscenarios:\n  - name: a\n    steps:\n      - requires: { config: [CONFIG_FAILSLAB], steps: [{ sleep: { ms: 1 } }] }\n      - fork: { name: c, steps: [{ requires: { kernel: \">=6.12\", steps: [{ sleep: { ms: 2 } }] } }] }\n";
+        let suite = parse("s.yaml", text).unwrap();
+        let decided = |release: &str, cfg: &[(&str, &str)]| -> Vec<Step> {
+            let cfg = config(cfg);
+            let c = compile(std::slice::from_ref(&suite), &KernelFacts { release, config: &cfg }, "x86_64");
+            c.plan.scenarios[0].steps.clone()
+        };
+        let met = decided("6.12.117", &[("CONFIG_FAILSLAB", "y")]);
+        assert_eq!(met, suite.scenarios[0].steps, "a kernel that meets both keeps every step");
+        let unmet = decided("6.1.0", &[]);
+        let Step::Requires(r) = &unmet[0] else { panic!("{unmet:?}") };
+        assert_eq!(
+            (r.unmet.as_deref(), r.steps.len()),
+            (Some("needs CONFIG_FAILSLAB (y or m), the kernel has it absent"), 0)
+        );
+        let Step::Fork(f) = &unmet[1] else { panic!() };
+        let Step::Requires(r) = &f.steps[0] else { panic!() };
+        assert_eq!((r.unmet.as_deref(), r.steps.len()), (Some("needs kernel >=6.12, this is 6.1.0"), 0));
+        let bad = "suite: s\ndescription: d\nscenarios:\n  - name: a\n    steps:\n      - requires: { config: [FAILSLAB], steps: [{ sleep: { ms: 1 } }] }\n      - requires: { steps: [], unmet: x }\n";
+        let errors: Vec<String> = parse("s.yaml", bad).unwrap_err().0.iter().map(Diagnostic::headline).collect();
+        assert_eq!(
+            errors,
+            [
+                "s.yaml:6:30: `FAILSLAB` is not a Kconfig option: write CONFIG_NAME or CONFIG_NAME=value",
+                "s.yaml:7:19: a `requires` step needs a `kernel` range or `config` options",
+                "s.yaml:7:28: a `requires` step needs at least one step",
+                "s.yaml:7:39: `unmet` is the host's: why a kernel does not meet the step",
+            ]
+        );
+    }
+
     #[test]
     fn two_files_may_not_hold_one_suite() {
         let dir = tempfile::tempdir().unwrap();

@@ -199,6 +199,34 @@ fn write_file_writes_without_truncating() {
 }
 
 #[test]
+fn a_requires_step_runs_its_steps_only_when_the_host_found_it_met() {
+    let requires = |unmet: Option<&str>| {
+        Step::Requires(protocol::steps::Requires {
+            kernel: None,
+            config: vec!["CONFIG_X".into()],
+            steps: if unmet.is_some() { vec![] } else { vec![Step::Sleep(Sleep { ms: 1 })] },
+            unmet: unmet.map(String::from),
+        })
+    };
+    let (status, lines) = run(&[requires(None)]);
+    assert_eq!(
+        (status, lines),
+        (0, vec!["step 1: requires: met (CONFIG_X): 1 step(s)".into(), "step 1: step 1: sleep 1 ms".into()])
+    );
+    let (status, lines) = run(&[requires(Some("needs CONFIG_X (y or m), the kernel has it absent"))]);
+    assert_eq!(
+        (status, lines),
+        (
+            0,
+            vec![
+                "step 1: requires: not met (needs CONFIG_X (y or m), the kernel has it absent): its steps are left out"
+                    .into()
+            ]
+        )
+    );
+}
+
+#[test]
 fn write_file_writes_raw_bytes() {
     let path = temp_path("write-bytes");
     fs::write(&path, "0123456789").unwrap();

@@ -192,6 +192,22 @@ impl Checker<'_> {
     pub(super) fn nesting_step(&mut self, base: &[Seg<'static>], step: &Step) {
         let at = |rest: &[Seg<'static>]| under(base, rest);
         match step {
+            Step::Requires(r) => {
+                if r.unmet.is_some() {
+                    self.error(
+                        &at(&[Only, Key("unmet")]),
+                        "`unmet` is the host's: why a kernel does not meet the step",
+                    );
+                }
+                if r.kernel.is_none() && r.config.is_empty() {
+                    self.error(&at(&[Only]), "a `requires` step needs a `kernel` range or `config` options");
+                }
+                if r.steps.is_empty() {
+                    self.error(&at(&[Only, Key("steps")]), "a `requires` step needs at least one step");
+                }
+                let need = crate::suites::model::Requires { kernel: r.kernel.clone(), config: r.config.clone() };
+                self.requires(base, &need);
+            }
             Step::Threads(groups) => {
                 if groups.is_empty() {
                     self.error(&at(&[Only]), "`threads` needs at least one group (`- { count: N, steps: [...] }`)");

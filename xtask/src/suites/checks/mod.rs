@@ -268,7 +268,10 @@ impl Checker<'_> {
             Step::Thread(Thread { steps })
             | Step::Kmemleak(Kmemleak { steps })
             | Step::KernelLog(KernelLog { steps, .. })
-            | Step::FailIn(FailIn { steps, .. }) => self.steps(&path(&[Only, Key("steps")]), steps, scope, context),
+            | Step::FailIn(FailIn { steps, .. })
+            | Step::Requires(protocol::steps::Requires { steps, .. }) => {
+                self.steps(&path(&[Only, Key("steps")]), steps, scope, context)
+            }
             Step::Repeat(Repeat { steps, .. }) | Step::FailEach(FailEach { steps, .. }) => {
                 let context = Context { in_repeat: true, ..context };
                 self.steps(&path(&[Only, Key("steps")]), steps, scope, context);
@@ -315,7 +318,8 @@ impl Checker<'_> {
             | Step::FailEachFork(_)
             | Step::FailIn(_)
             | Step::FailEach(_)
-            | Step::ExecAgent(_) => String::new(),
+            | Step::ExecAgent(_)
+            | Step::Requires(_) => String::new(),
             other => serde_json::to_string(other).unwrap_or_default(),
         };
         for (key, given, by) in [
