@@ -164,6 +164,7 @@ fn user_events_steps_run_in_the_child() {
             within_ms: 0,
             keep_as: None,
             equals_kept: None,
+            keep_match: None,
         }),
     ];
     let scenario = |name: &str, steps| Scenario { name: name.into(), deadline_ms: 5000, steps };
@@ -222,6 +223,7 @@ fn fork_thread_and_exec_agent_steps() {
             within_ms: 0,
             keep_as: None,
             equals_kept: None,
+            keep_match: None,
         })
     };
     let steps = vec![

@@ -28,45 +28,7 @@ pub fn files(step: &Step, kept: &mut HashMap<String, String>, say: &mut dyn FnMu
             let mode = Mode { create: w.create, append: w.append };
             files::write_file(Path::new(&w.path), w.payload(), mode, &w.expect, w.within_ms, say)
         }
-        Step::ReadFile(ReadFile {
-            path,
-            equals,
-            contains,
-            lacks,
-            includes,
-            excludes,
-            head_hex,
-            expect,
-            within_ms,
-            keep_as,
-            equals_kept,
-        }) => {
-            let equals = match (equals, equals_kept) {
-                (_, Some(name)) => match kept.get(name) {
-                    Some(text) => Some(text.as_str()),
-                    None => {
-                        say(&format!("read {path}: nothing was kept as {name}"));
-                        return StepOutcome::Fail;
-                    }
-                },
-                (equals, None) => equals.as_deref(),
-            };
-            let want = files::Want { head_hex: head_hex.as_deref(), equals, contains, lacks, includes, excludes };
-            let outcome = files::read(path, &want, expect, *within_ms, say);
-            if let (StepOutcome::Pass, Some(name)) = (outcome, keep_as) {
-                match std::fs::read_to_string(path) {
-                    Ok(text) => {
-                        say(&format!("read {path}: kept as {name}: {text:?}"));
-                        kept.insert(name.clone(), text);
-                    }
-                    Err(e) => {
-                        say(&format!("read {path}: reading it again to keep: {}", crate::runtime::sys::error_name(&e)));
-                        return StepOutcome::Fail;
-                    }
-                }
-            }
-            outcome
-        }
+        Step::ReadFile(r) => read_file(r, kept, say),
         Step::Stat(Stat { path, mode, uid, gid, expect }) => {
             files::stat(path, &files::Owner { mode: mode.as_deref(), uid: *uid, gid: *gid }, expect, say)
         }
@@ -74,6 +36,52 @@ pub fn files(step: &Step, kept: &mut HashMap<String, String>, say: &mut dyn FnMu
         Step::Rmdir(Rmdir { path, expect }) => files::dir_call("rmdir", path, expect, say),
         _ => unreachable!("not a files step"),
     }
+}
+
+/// `read_file`: compared with `equals` or a kept content; once every check holds, the content,
+/// or the part of a line `keep_match` names, kept under `keep_as`.
+fn read_file(r: &ReadFile, kept: &mut HashMap<String, String>, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    let path = &r.path;
+    let equals = match (&r.equals, &r.equals_kept) {
+        (_, Some(name)) => match kept.get(name) {
+            Some(text) => Some(text.as_str()),
+            None => {
+                say(&format!("read {path}: nothing was kept as {name}"));
+                return StepOutcome::Fail;
+            }
+        },
+        (equals, None) => equals.as_deref(),
+    };
+    let want = files::Want {
+        head_hex: r.head_hex.as_deref(),
+        equals,
+        contains: &r.contains,
+        lacks: &r.lacks,
+        includes: &r.includes,
+        excludes: &r.excludes,
+    };
+    let outcome = files::read(path, &want, &r.expect, r.within_ms, say);
+    let (StepOutcome::Pass, Some(name)) = (outcome, &r.keep_as) else { return outcome };
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => {
+            say(&format!("read {path}: reading it again to keep: {}", crate::runtime::sys::error_name(&e)));
+            return StepOutcome::Fail;
+        }
+    };
+    let text = match &r.keep_match {
+        None => text,
+        Some(template) => match text.lines().find_map(|l| protocol::steps::match_template(template, l)) {
+            Some(value) => value.to_string(),
+            None => {
+                say(&format!("read {path}: no line is `{template}`, nothing to keep as {name}"));
+                return StepOutcome::Fail;
+            }
+        },
+    };
+    say(&format!("read {path}: kept as {name}: {text:?}"));
+    kept.insert(name.clone(), text);
+    outcome
 }
 
 /// The user_events steps: descriptors, registrations, enable words, writes, the `fuzz` stream.

@@ -6,6 +6,8 @@
 //! INDEX`) runs one scenario's steps in order, one line per step on stdout, and exits 0 (pass), 1
 //! (a step failed) or EXIT_SKIP.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -96,6 +98,14 @@ pub(super) fn run_nested(state: &mut ScenarioState, steps: &[Step], out: &mut dy
             // Before a program or a crash point runs, everything said so far must be out.
             let _ = out.flush();
         };
+        let step = match with_kept(step, &state.kept) {
+            Ok(step) => step,
+            Err(e) => {
+                say(&e);
+                return 1;
+            }
+        };
+        let step = step.as_ref();
         // A `fail_nth` just before arms this step's first call.
         let fault = state.fault.take();
         let before = fault.map(|f| f.arm(state.events.words_snapshot()));
@@ -118,6 +128,31 @@ pub(super) fn run_nested(state: &mut ScenarioState, steps: &[Step], out: &mut dy
         }
     }
     0
+}
+
+/// A leaf step with each `{kept:NAME}` in its text replaced by the content kept under NAME
+/// (without its trailing newline). A step that runs steps is left as it is: its steps are
+/// replaced as they run, after the names their earlier steps keep.
+fn with_kept<'s>(step: &'s Step, kept: &HashMap<String, String>) -> Result<Cow<'s, Step>, String> {
+    fn walk(v: &mut serde_json::Value, kept: &HashMap<String, String>) -> Result<(), String> {
+        match v {
+            serde_json::Value::String(s) => {
+                let known = |name: &str| kept.get(name).map(|t| t.trim_end_matches('\n').to_string());
+                *s = protocol::steps::with_kept(s, &known)
+                    .map_err(|name| format!("{{kept:{name}}}: nothing was kept as {name}"))?;
+            }
+            serde_json::Value::Array(items) => items.iter_mut().try_for_each(|x| walk(x, kept))?,
+            serde_json::Value::Object(map) => map.values_mut().try_for_each(|x| walk(x, kept))?,
+            _ => {}
+        }
+        Ok(())
+    }
+    let mut json = serde_json::to_value(step).map_err(|e| format!("the step as JSON: {e}"))?;
+    if !json.to_string().contains(protocol::steps::KEPT) || !step.clone().nested_mut().is_empty() {
+        return Ok(Cow::Borrowed(step));
+    }
+    walk(&mut json, kept)?;
+    serde_json::from_value(json).map(Cow::Owned).map_err(|e| format!("the step with its kept values: {e}"))
 }
 
 /// Runs one step: the dispatcher sends each area's steps, in one line per area, to the

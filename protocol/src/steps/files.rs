@@ -71,9 +71,16 @@ pub struct ReadFile {
     #[serde(default)]
     pub within_ms: u64,
     /// Keeps the content read (once every check holds) under this name, for a later
-    /// `equals_kept` of the same scenario (an event's `id` before the event is deleted).
+    /// `equals_kept` of the same scenario (an event's `id` before the event is deleted), and
+    /// for `{kept:NAME}` in the text of any later step of the scenario, which stands for it
+    /// without its trailing newline.
     #[serde(default)]
     pub keep_as: Option<String>,
+    /// With `keep_as`: keeps, instead of the whole content, the text that stands for `{value}`
+    /// in the first line this template matches (`user_events_multi:mf_ev.{value}`: the id of a
+    /// multi-format event's tracepoint, from `available_events`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_match: Option<String>,
     /// The content must be exactly the one kept under this name (as `equals`).
     #[serde(default)]
     pub equals_kept: Option<String>,
@@ -122,4 +129,62 @@ pub struct Rmdir {
 pub fn octal_mode(text: &str) -> Option<u32> {
     let digits = (3..=4).contains(&text.len()) && text.bytes().all(|b| (b'0'..=b'7').contains(&b));
     digits.then(|| u32::from_str_radix(text, 8).expect("octal digits"))
+}
+
+/// The text that stands, in a `keep_match` template, for the part of the line to keep.
+pub const VALUE: &str = "{value}";
+/// How a step's text names a kept content: `{kept:NAME}`.
+pub const KEPT: &str = "{kept:";
+
+/// The part of `line` that stands for `{value}` in `template`, when the line matches it (the
+/// text around `{value}` is the same).
+pub fn match_template<'l>(template: &str, line: &'l str) -> Option<&'l str> {
+    let (before, after) = template.split_once(VALUE)?;
+    let rest = line.strip_prefix(before)?;
+    rest.strip_suffix(after)
+}
+
+/// The names `{kept:NAME}` refers to in `text`, in order.
+pub fn kept_names(text: &str) -> Vec<&str> {
+    text.split(KEPT).skip(1).filter_map(|rest| rest.split_once('}').map(|(name, _)| name)).collect()
+}
+
+/// `text` with each `{kept:NAME}` replaced by what `kept` gives for NAME; the first name it
+/// does not know is the error.
+pub fn with_kept(text: &str, kept: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(KEPT) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + KEPT.len()..];
+        let Some((name, tail)) = after.split_once('}') else { break };
+        out.push_str(&kept(name).ok_or_else(|| name.to_string())?);
+        rest = tail;
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_template_keeps_the_text_in_place_of_value() {
+        let t = "user_events_multi:mf.{value}";
+        assert_eq!(match_template(t, "user_events_multi:mf.42"), Some("42"));
+        assert_eq!(match_template(t, "user_events:mf"), None);
+        assert_eq!(match_template("a{value}b", "a12b"), Some("12"));
+        assert_eq!(match_template("a{value}b", "a12c"), None);
+        assert_eq!(match_template("no value", "no value"), None);
+    }
+
+    #[test]
+    fn kept_names_are_replaced_or_named() {
+        assert_eq!(kept_names("x/{kept:id}/y{kept:b}"), ["id", "b"]);
+        let kept = |n: &str| (n == "id").then(|| "7".to_string());
+        assert_eq!(with_kept("mf.{kept:id}/enable", &kept), Ok("mf.7/enable".into()));
+        assert_eq!(with_kept("plain", &kept), Ok("plain".into()));
+        assert_eq!(with_kept("{kept:nope}", &kept), Err("nope".into()));
+    }
 }

@@ -178,6 +178,9 @@ mod tests {
                 "test_data/suites/bad/misused-steps.yaml:11:21: write_file needs `data` (text) or `bytes` (raw)",
                 "test_data/suites/bad/misused-steps.yaml:12:25: dup2 onto 1: 0, 1 and 2 carry the scenario's lines",
                 "test_data/suites/bad/misused-steps.yaml:13:36: keep: fd `nope` is not open: no earlier `open` step names it (only `data` opens by itself)",
+                "test_data/suites/bad/misused-steps.yaml:14:55: `keep_match` says what `keep_as` keeps: add the `keep_as`",
+                "test_data/suites/bad/misused-steps.yaml:15:67: `keep_match` \"Linux\" needs `{value}` once, where the text to keep is",
+                "test_data/suites/bad/misused-steps.yaml:16:9: `{kept:nope}`: no earlier `read_file` step has `keep_as: nope`",
             ]
         );
         assert_eq!(

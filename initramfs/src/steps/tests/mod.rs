@@ -76,6 +76,7 @@ fn read_file(path: &Path, equals: Option<&str>, contains: &[&str], lacks: &[&str
         within_ms: 0,
         keep_as: None,
         equals_kept: None,
+        keep_match: None,
     })
 }
 
@@ -120,6 +121,7 @@ fn read_file_includes_and_excludes_text_anywhere() {
             within_ms: 0,
             keep_as: None,
             equals_kept: None,
+            keep_match: None,
         })
     };
     assert_eq!(run(&[step(&["ev: a=5 b=6"], &["a=7"])]).0, 0);
@@ -159,6 +161,7 @@ fn mkdir_rmdir_and_head_hex() {
             within_ms: 0,
             keep_as: None,
             equals_kept: None,
+            keep_match: None,
         })
     };
     assert_eq!(run(&[head("0100ff")]).0, 0);
@@ -224,6 +227,34 @@ fn a_requires_step_runs_its_steps_only_when_the_host_found_it_met() {
             ]
         )
     );
+}
+
+#[test]
+fn a_line_part_kept_stands_for_kept_name_in_later_steps() {
+    let path = temp_path("keep-match");
+    fs::write(&path, "user_events:ev\nuser_events_multi:mf.17\n").unwrap();
+    let mut keep = read_file(&path, None, &[], &[], "ok");
+    if let Step::ReadFile(r) = &mut keep {
+        (r.keep_as, r.keep_match) = (Some("id".into()), Some("user_events_multi:mf.{value}".into()));
+    }
+    let target = temp_path("kept-17");
+    let write = write_file(&temp_path("kept-{kept:id}"), "x", true, false, "ok");
+    let (status, lines) = run(&[keep.clone(), write]);
+    assert_eq!(status, 0, "{lines:?}");
+    assert_eq!(lines[1], format!("step 1: read {}: kept as id: \"17\"", path.display()));
+    assert_eq!(fs::read_to_string(&target).unwrap(), "x", "the path held {{kept:id}}");
+    // A name nothing kept fails the step that uses it; a template no line matches fails the read.
+    let (status, lines) = run(&[write_file(&temp_path("{kept:nope}"), "x", true, false, "ok")]);
+    assert_eq!((status, lines), (1, vec!["step 1: {kept:nope}: nothing was kept as nope".into()]));
+    fs::write(&path, "user_events:ev\n").unwrap();
+    let (status, lines) = run(&[keep]);
+    assert_eq!(status, 1);
+    assert_eq!(
+        lines.last().unwrap(),
+        &format!("step 1: read {}: no line is `user_events_multi:mf.{{value}}`, nothing to keep as id", path.display())
+    );
+    fs::remove_file(&path).unwrap();
+    fs::remove_file(&target).unwrap();
 }
 
 #[test]

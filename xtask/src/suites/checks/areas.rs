@@ -113,7 +113,20 @@ impl Checker<'_> {
                 );
             }
         }
-        let Step::ReadFile(ReadFile { head_hex, equals, keep_as, equals_kept, .. }) = step else { return };
+        let Step::ReadFile(ReadFile { head_hex, equals, keep_as, equals_kept, keep_match, .. }) = step else { return };
+        if let Some(template) = keep_match {
+            if keep_as.is_none() {
+                self.error(
+                    &under(base, &[Only, Key("keep_match")]),
+                    "`keep_match` says what `keep_as` keeps: add the `keep_as`",
+                );
+            } else if template.matches(protocol::steps::VALUE).count() != 1 {
+                self.error(
+                    &under(base, &[Only, Key("keep_match")]),
+                    format!("`keep_match` {template:?} needs `{{value}}` once, where the text to keep is"),
+                );
+            }
+        }
         let at = |rest: &[Seg<'static>]| under(base, rest);
         if let Some(Err(e)) = head_hex.as_deref().map(protocol::decode_hex) {
             self.error(&at(&[Only, Key("head_hex")]), format!("bad hex: {e}"));

@@ -140,6 +140,7 @@ impl Checker<'_> {
             base.push(Index(j));
             self.raw_nulls(&base);
             self.placeholders(&base, step, context);
+            self.kept_refs(&base, step, scope);
             self.step(&base, step, scope, context);
             self.nested(&base, step, scope, context);
             if let Step::FailNth(FailNth { nth, .. }) = step {
@@ -301,6 +302,20 @@ impl Checker<'_> {
                 *scope = made;
             }
             _ => {}
+        }
+    }
+
+    /// `{kept:NAME}` in a leaf step's text only after a `read_file` that keeps a content under
+    /// NAME (a step that runs steps is looked at through its steps).
+    fn kept_refs(&mut self, base: &[Seg<'static>], step: &Step, scope: &Scope) {
+        if !step.clone().nested_mut().is_empty() {
+            return;
+        }
+        let text = serde_json::to_string(step).unwrap_or_default();
+        for name in protocol::steps::kept_names(&text) {
+            if !scope.kept.contains(name) {
+                self.error(base, format!("`{{kept:{name}}}`: no earlier `read_file` step has `keep_as: {name}`"));
+            }
         }
     }
 
