@@ -124,8 +124,8 @@ pub fn user_events(step: &Step, events: &mut UserEvents, say: &mut dyn FnMut(&st
             let unreg = Unreg { fd, word: word.as_deref(), bit: *bit, raw, minor_faults: *minor_faults };
             finish(events.unregister(&unreg, expect, say), say)
         }
-        Step::Delete(Delete { fd, name, expect, within_ms, confirm }) => {
-            let del = Del { fd, name, within_ms: *within_ms, confirm: *confirm };
+        Step::Delete(Delete { fd, name, expect, within_ms, confirm, unterminated }) => {
+            let del = Del { fd, name, within_ms: *within_ms, confirm: *confirm, unterminated: *unterminated };
             finish(events.delete(&del, expect, say), say)
         }
         Step::SetWord(SetWord { word, value }) => finish(events.set_word(word, *value, say), say),

@@ -82,6 +82,29 @@ impl Drop for Page {
     }
 }
 
+/// A page whose last bytes are `bytes` and after which nothing is mapped (two pages mapped, the
+/// second unmapped again), and the address of those bytes: a string that runs into a hole.
+pub fn at_page_end(bytes: &[u8]) -> Result<(Page, u64), String> {
+    let len = page_size();
+    if bytes.len() > len {
+        return Err(format!("{} bytes do not fit in a page", bytes.len()));
+    }
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    // SAFETY: a new anonymous mapping; no existing memory is affected.
+    let ptr =
+        unsafe { libc::mmap(std::ptr::null_mut(), 2 * len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+    if ptr == libc::MAP_FAILED {
+        return Err(format!("mmap: {}", errno_text(errno())));
+    }
+    let page = Page { ptr, len };
+    // SAFETY: the second page of the mapping just made, which nothing refers to.
+    unsafe { libc::munmap(ptr.cast::<u8>().add(len).cast(), len) };
+    let at = page.addr() + (len - bytes.len()) as u64;
+    // SAFETY: `at` and the `bytes.len()` bytes after it lie in the first page, mapped writable.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len()) };
+    Ok((page, at))
+}
+
 /// An address resolved for a struct field: known now, or the unmapped hole, which is made
 /// only right before the call so no other mapping can land on it in between.
 #[derive(Debug, Clone, Copy)]

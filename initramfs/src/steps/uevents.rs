@@ -284,12 +284,22 @@ impl UserEvents {
         let fd = self.fd(d.fd).map_err(|e| format!("{what}: {e}"))?;
         let mut text = d.name.as_bytes().to_vec();
         text.push(0);
+        let mut arg = text.as_ptr() as u64;
+        // Kept until the calls are done: the page the unterminated name ends.
+        let _page = if d.unterminated {
+            what.push_str(" (unterminated, at a page's end)");
+            let (page, at) = memory::at_page_end(d.name.as_bytes()).map_err(|e| format!("{what}: {e}"))?;
+            arg = at;
+            Some(page)
+        } else {
+            None
+        };
         let started = std::time::Instant::now();
-        let mut result = ioctl(fd, DIAG_IOCSDEL, text.as_ptr() as u64);
+        let mut result = ioctl(fd, DIAG_IOCSDEL, arg);
         let mut retries = 0;
         while !expect.met_by(result) && started.elapsed() < Duration::from_millis(d.within_ms) {
             std::thread::sleep(Duration::from_millis(1));
-            result = ioctl(fd, DIAG_IOCSDEL, text.as_ptr() as u64);
+            result = ioctl(fd, DIAG_IOCSDEL, arg);
             retries += 1;
         }
         if d.within_ms > 0 {
@@ -482,6 +492,8 @@ pub struct Del<'a> {
     pub name: &'a str,
     pub within_ms: u64,
     pub confirm: bool,
+    /// The name's bytes without a NUL, at the end of a page an unmapped page follows.
+    pub unterminated: bool,
 }
 
 /// Where the single-format user events' folders are.

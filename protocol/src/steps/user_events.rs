@@ -134,6 +134,10 @@ pub struct Delete {
     /// `EBUSY`. For a persistent single-format event, which nothing else removes.
     #[serde(default)]
     pub confirm: bool,
+    /// Send `name`'s bytes without a NUL, as the last bytes of a page that an unmapped page
+    /// follows: the kernel's copy of the name runs into the hole.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unterminated: bool,
 }
 
 /// Registers `format` with `{i}` replaced by 0, 1, 2, ... until one registration fails,

@@ -317,6 +317,7 @@ fn ioctls_on_another_file_give_enotty() {
             expect: expect(e),
             within_ms: 0,
             confirm: false,
+            unterminated: false,
         })
     };
     assert_eq!(
@@ -325,5 +326,24 @@ fn ioctls_on_another_file_give_enotty() {
     );
     assert_eq!(run1(&mut s, del("ok")), (StepOutcome::Fail, vec!["delete \"ev\": ENOTTY (expected ok)".into()]));
     assert_eq!(run1(&mut s, del("EBUSY")).0, StepOutcome::Fail);
+    let Step::Delete(mut unterminated) = del("ENOTTY") else { unreachable!() };
+    unterminated.unterminated = true;
+    assert_eq!(
+        run1(&mut s, Step::Delete(unterminated)),
+        (StepOutcome::Pass, vec!["delete \"ev\" (unterminated, at a page's end): ENOTTY (expected ENOTTY)".into()])
+    );
     fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn bytes_at_a_page_end_run_into_a_hole() {
+    let (page, at) = crate::steps::memory::at_page_end(b"abc").unwrap();
+    assert_eq!((at + 3) % page.len() as u64, 0, "the bytes end the page");
+    // SAFETY: reads the 3 bytes just placed.
+    assert_eq!(unsafe { std::slice::from_raw_parts(at as *const u8, 3) }, b"abc");
+    // The kernel's copy of a string from there runs into the hole: access(2) of it as a path is
+    // EFAULT, as the DIAG_IOCSDEL of such a name is.
+    // SAFETY: the kernel checks the user pointer; the call cannot touch our memory.
+    let r = unsafe { libc::access(at as *const libc::c_char, libc::F_OK) };
+    assert_eq!((r, std::io::Error::last_os_error().raw_os_error()), (-1, Some(libc::EFAULT)));
 }
