@@ -2,37 +2,15 @@
 //! systems, runs the plan's scenarios under a supervisor that reports KTAP on a virtio port,
 //! optionally opens a shell, and reboots; `--scenario N` is the child that runs one scenario.
 
-mod bpf;
-mod faults;
-mod files;
-mod format;
-mod fuzz;
-mod gcov;
-mod hygiene;
-mod kallsyms;
-mod kmemleak;
-mod kmsg;
-mod leak;
-mod measure;
-mod memory;
-mod mounts;
-mod outcome;
-mod perf;
-mod ringbuf;
-mod shell;
-mod state;
+mod runtime;
 mod steps;
-mod stuck;
-mod supervisor;
-mod sync;
-mod sys;
-mod uevents;
-mod userfault;
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use runtime::{mounts, shell, stuck, supervisor, sys};
 
 use supervisor::Paths;
 use sys::console;
@@ -47,9 +25,19 @@ const PORT_WAIT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, PartialEq)]
 enum Mode {
-    Agent { plan: PathBuf, results: Option<PathBuf> },
-    Scenario { plan: PathBuf, index: usize },
-    Steps { json: String },
+    Agent {
+        plan: PathBuf,
+        results: Option<PathBuf>,
+    },
+    Scenario {
+        plan: PathBuf,
+        index: usize,
+    },
+    /// Steps as JSON, and the descriptors an `exec_agent` kept, by name.
+    Steps {
+        json: String,
+        kept: Vec<(String, i32)>,
+    },
 }
 
 fn parse_args(args: &[String]) -> Result<Mode, String> {
@@ -57,10 +45,11 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
     let mut results = None;
     let mut scenario = None;
     if args.first().map(String::as_str) == Some(steps::STEPS_ARG) {
-        return match args {
-            [_, json] => Ok(Mode::Steps { json: json.clone() }),
-            _ => Err(format!("{} takes exactly one JSON argument", steps::STEPS_ARG)),
+        let [_, json, rest @ ..] = args else {
+            return Err(format!("{} takes one JSON argument, then `{} NAME=NUMBER`s", steps::STEPS_ARG, steps::FD_ARG));
         };
+        let kept = rest.chunks(2).map(kept_fd).collect::<Result<_, _>>()?;
+        return Ok(Mode::Steps { json: json.clone(), kept });
     }
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -82,6 +71,16 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
     }
 }
 
+/// One `--fd NAME=NUMBER` pair of the arguments after `--steps JSON`.
+fn kept_fd(pair: &[String]) -> Result<(String, i32), String> {
+    let [flag, value] = pair else { return Err(format!("{} needs NAME=NUMBER", steps::FD_ARG)) };
+    let kept = value.split_once('=').and_then(|(name, n)| Some((name.to_string(), n.parse().ok()?)));
+    match kept {
+        Some(kept) if flag == steps::FD_ARG => Ok(kept),
+        _ => Err(format!("{flag} {value}: not `{} NAME=NUMBER`", steps::FD_ARG)),
+    }
+}
+
 fn main() {
     if std::process::id() == 1 {
         init();
@@ -89,8 +88,8 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = match parse_args(&args) {
         Ok(Mode::Scenario { plan, index }) => steps::child_main(&plan, index),
-        Ok(Mode::Steps { json }) => match serde_json::from_str::<Vec<protocol::Step>>(&json) {
-            Ok(list) => steps::run_nested_main(&list),
+        Ok(Mode::Steps { json, kept }) => match serde_json::from_str::<Vec<protocol::Step>>(&json) {
+            Ok(list) => steps::run_nested_main(&list, &kept),
             Err(e) => {
                 println!("exec agent: bad steps: {e}");
                 1

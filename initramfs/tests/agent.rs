@@ -6,6 +6,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use protocol::steps::{
+    CheckBit, CheckWord, Exec, ExecAgent, Fork, Open, ReadFile, Register, SetWord, Sleep, Thread, Wait, Write,
+    WriteFile,
+};
 use protocol::{Expect, Outcome, Plan, ResultLine, Scenario, Step, Value};
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -16,7 +20,7 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn exec(argv: &[&str], expect_exit: i32) -> Step {
-    Step::Exec { argv: argv.iter().map(|s| s.to_string()).collect(), expect_exit }
+    Step::Exec(Exec { argv: argv.iter().map(|s| s.to_string()).collect(), expect_exit })
 }
 
 /// The diagnostic lines of a result stream, in order.
@@ -56,18 +60,19 @@ fn runs_a_plan_end_to_end() {
                 vec![
                     exec(&["/bin/true"], 0),
                     exec(&["/bin/false"], 1),
-                    Step::WriteFile {
+                    Step::WriteFile(WriteFile {
                         path: target.display().to_string(),
                         data: "written".into(),
+                        bytes: None,
                         create: false,
                         append: false,
                         expect: Expect::default(),
                         within_ms: 0,
-                    },
+                    }),
                 ],
             ),
             scenario("e2e/fail", 5000, vec![exec(&["/bin/false"], 0)]),
-            scenario("e2e/timeout", 300, vec![Step::Sleep { ms: 30_000 }]),
+            scenario("e2e/timeout", 300, vec![Step::Sleep(Sleep { ms: 30_000 })]),
             scenario("e2e/skip", 5000, vec![exec(&["/bin/sh", "-c", "echo no feature; exit 4"], 0)]),
         ],
         share: None,
@@ -116,26 +121,28 @@ fn user_events_steps_run_in_the_child() {
     let file = dir.join("file");
     fs::write(&file, "").unwrap();
     let path = file.display().to_string();
-    let open = Step::Open { fd: "f".into(), path: path.clone(), read_only: false, expect: Expect::default() };
-    let register = |expect: &str| Step::Register {
-        fd: "f".into(),
-        format: "ev u32 a".into(),
-        word: Some("w".into()),
-        bit: 0,
-        size: 4,
-        flags: 0,
-        index_as: None,
-        expect_index: None,
-        raw: Default::default(),
-        minor_faults: None,
-        expect: expect.parse().unwrap(),
+    let open = Step::Open(Open { fd: "f".into(), path: path.clone(), read_only: false, expect: Expect::default() });
+    let register = |expect: &str| {
+        Step::Register(Register {
+            fd: "f".into(),
+            format: "ev u32 a".into(),
+            word: Some("w".into()),
+            bit: 0,
+            size: 4,
+            flags: 0,
+            index_as: None,
+            expect_index: None,
+            raw: Default::default(),
+            minor_faults: None,
+            expect: expect.parse().unwrap(),
+        })
     };
     let steps = vec![
         open.clone(),
         register("ENOTTY"),
-        Step::SetWord { word: "w".into(), value: 1 },
-        Step::CheckBit { word: "w".into(), bit: 0, set: true, within_ms: 10 },
-        Step::Write {
+        Step::SetWord(SetWord { word: "w".into(), value: 1 }),
+        Step::CheckBit(CheckBit { word: "w".into(), bit: 0, set: true, within_ms: 10 }),
+        Step::Write(Write {
             fd: "f".into(),
             index: None,
             index_value: Some(0x6968_6968),
@@ -144,8 +151,8 @@ fn user_events_steps_run_in_the_child() {
             offset: None,
             payload_from: None,
             expect: Expect::Value(9),
-        },
-        Step::ReadFile {
+        }),
+        Step::ReadFile(ReadFile {
             path: path.clone(),
             equals: None,
             contains: vec!["hihi".into(), "line".into()],
@@ -157,7 +164,8 @@ fn user_events_steps_run_in_the_child() {
             within_ms: 0,
             keep_as: None,
             equals_kept: None,
-        },
+            keep_match: None,
+        }),
     ];
     let scenario = |name: &str, steps| Scenario { name: name.into(), deadline_ms: 5000, steps };
     let plan = Plan {
@@ -191,49 +199,55 @@ fn user_events_steps_run_in_the_child() {
 fn fork_thread_and_exec_agent_steps() {
     let dir = temp_dir("fork");
     let marker = dir.join("from-child");
-    let write = |path: &std::path::Path, data: &str| Step::WriteFile {
-        path: path.display().to_string(),
-        data: data.into(),
-        create: true,
-        append: false,
-        expect: Expect::default(),
-        within_ms: 0,
+    let write = |path: &std::path::Path, data: &str| {
+        Step::WriteFile(WriteFile {
+            path: path.display().to_string(),
+            data: data.into(),
+            bytes: None,
+            create: true,
+            append: false,
+            expect: Expect::default(),
+            within_ms: 0,
+        })
     };
-    let read = |path: &std::path::Path, equals: &str| Step::ReadFile {
-        path: path.display().to_string(),
-        equals: Some(equals.into()),
-        contains: vec![],
-        lacks: vec![],
-        includes: vec![],
-        excludes: vec![],
-        head_hex: None,
-        expect: Expect::default(),
-        within_ms: 0,
-        keep_as: None,
-        equals_kept: None,
+    let read = |path: &std::path::Path, equals: &str| {
+        Step::ReadFile(ReadFile {
+            path: path.display().to_string(),
+            equals: Some(equals.into()),
+            contains: vec![],
+            lacks: vec![],
+            includes: vec![],
+            excludes: vec![],
+            head_hex: None,
+            expect: Expect::default(),
+            within_ms: 0,
+            keep_as: None,
+            equals_kept: None,
+            keep_match: None,
+        })
     };
     let steps = vec![
-        Step::SetWord { word: "w".into(), value: 1 },
-        Step::Fork {
+        Step::SetWord(SetWord { word: "w".into(), value: 1 }),
+        Step::Fork(Fork {
             name: "c".into(),
             steps: vec![
-                Step::CheckWord { word: "w".into(), value: 1, or: vec![], within_ms: 0 },
-                Step::SetWord { word: "w".into(), value: 2 },
+                Step::CheckWord(CheckWord { word: "w".into(), value: 1, or: vec![], within_ms: 0 }),
+                Step::SetWord(SetWord { word: "w".into(), value: 2 }),
                 write(&marker, "child"),
             ],
-        },
-        Step::Wait { name: "c".into(), expect_exit: 0, within_ms: 5000 },
+        }),
+        Step::Wait(Wait { name: "c".into(), expect_exit: 0, within_ms: 5000 }),
         // The child's store went to its own copy.
-        Step::CheckWord { word: "w".into(), value: 1, or: vec![], within_ms: 0 },
+        Step::CheckWord(CheckWord { word: "w".into(), value: 1, or: vec![], within_ms: 0 }),
         read(&marker, "child"),
-        Step::Fork {
+        Step::Fork(Fork {
             name: "bad".into(),
-            steps: vec![Step::CheckWord { word: "w".into(), value: 9, or: vec![], within_ms: 0 }],
-        },
-        Step::Wait { name: "bad".into(), expect_exit: 1, within_ms: 5000 },
-        Step::Thread { steps: vec![Step::SetWord { word: "w".into(), value: 3 }] },
-        Step::CheckWord { word: "w".into(), value: 3, or: vec![], within_ms: 0 },
-        Step::ExecAgent { steps: vec![write(&dir.join("after-exec"), "fresh")] },
+            steps: vec![Step::CheckWord(CheckWord { word: "w".into(), value: 9, or: vec![], within_ms: 0 })],
+        }),
+        Step::Wait(Wait { name: "bad".into(), expect_exit: 1, within_ms: 5000 }),
+        Step::Thread(Thread { steps: vec![Step::SetWord(SetWord { word: "w".into(), value: 3 })] }),
+        Step::CheckWord(CheckWord { word: "w".into(), value: 3, or: vec![], within_ms: 0 }),
+        Step::ExecAgent(ExecAgent { steps: vec![write(&dir.join("after-exec"), "fresh")], keep: vec![] }),
     ];
     let plan = Plan {
         version: protocol::PROTOCOL_VERSION,
@@ -254,6 +268,67 @@ fn fork_thread_and_exec_agent_steps() {
     assert!(diags.contains(&"fork c step 2: set word w = 0x2: ok"), "{diags:#?}");
     assert!(diags.contains(&"step 7: wait bad: exit 1 (expected exit 1)"), "{diags:#?}");
     assert!(diags.iter().any(|d| d.starts_with("exec step 1: write \"fresh\"")), "{diags:#?}");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An exec'd agent starts with the descriptors `keep` names, under their names and numbers:
+/// the same open file, so its writes go on from the old image's file position.
+#[test]
+fn exec_agent_keeps_the_named_descriptors() {
+    let dir = temp_dir("keep");
+    let file = dir.join("kept");
+    fs::write(&file, "").unwrap();
+    let write = |fd: &str, index: u32| {
+        Step::Write(Write {
+            fd: fd.into(),
+            index: None,
+            index_value: Some(index),
+            fields: vec![],
+            vectored: false,
+            offset: None,
+            payload_from: None,
+            expect: "4".parse().unwrap(),
+        })
+    };
+    let open = Step::Open(Open {
+        fd: "out".into(),
+        path: file.display().to_string(),
+        read_only: false,
+        expect: Expect::default(),
+    });
+    let exec = |keep: &[&str]| {
+        Step::ExecAgent(ExecAgent { steps: vec![write("out", 2)], keep: keep.iter().map(|k| k.to_string()).collect() })
+    };
+    let plan = |steps| Plan {
+        version: protocol::PROTOCOL_VERSION,
+        label: "host".into(),
+        scenarios: vec![Scenario { name: "proc/keep".into(), deadline_ms: 10_000, steps }],
+        share: None,
+        artifacts_virtiofs: false,
+        shell: false,
+        gcov: None,
+        stop_at_first_failure: false,
+        expected_failures: vec![],
+    };
+    fs::write(
+        dir.join("plan.json"),
+        serde_json::to_string(&plan(vec![open.clone(), write("out", 1), exec(&["out"])])).unwrap(),
+    )
+    .unwrap();
+    let (code, lines) = agent(&dir.join("plan.json"));
+    assert_eq!(code, 0, "{lines:#?}");
+    let bytes: Vec<u8> = [1u32, 2].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    assert_eq!(fs::read(&file).unwrap(), bytes, "the exec'd image wrote on after the old one");
+    let said = diags(&lines);
+    assert!(
+        said.iter().any(|d| d.starts_with("step 3: exec agent: 1 step(s) in a fresh image, keeping fd out (")),
+        "{said:#?}"
+    );
+    // Without `keep`, the name is not open in the new image.
+    fs::write(dir.join("plan.json"), serde_json::to_string(&plan(vec![open, exec(&[])])).unwrap()).unwrap();
+    let (code, lines) = agent(&dir.join("plan.json"));
+    assert_eq!(code, 1, "{lines:#?}");
+    assert!(diags(&lines).iter().any(|d| d.ends_with("on fd out: no fd named out")), "{lines:#?}");
     fs::remove_dir_all(&dir).unwrap();
 }
 

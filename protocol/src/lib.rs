@@ -1,8 +1,9 @@
 //! The contract between host and guest, shared by both sides. Sans-IO: types, encoders and line
-//! parsers only. `plan`: what the agent runs; `expect`: what a call must return; `result`: the
-//! KTAP lines of the result channel and the step lines the host reads back; `markers`: the
-//! kernel-log lines that frame each scenario; `gcov`: the coverage counters a coverage kernel's
-//! scenarios send back; `value`: the payload fields a step writes or compares.
+//! parsers only. `plan`: what the agent runs; `steps`: the step kinds, one file per area;
+//! `expect`: what a call must return; `result`: the KTAP lines of the result channel and the
+//! step lines the host reads back; `markers`: the kernel-log lines that frame each scenario;
+//! `gcov`: the coverage counters a coverage kernel's scenarios send back; `value`: the payload
+//! fields a step writes or compares.
 
 pub mod expect;
 pub mod gcov;
@@ -10,17 +11,19 @@ pub mod kmsg;
 pub mod markers;
 pub mod plan;
 pub mod result;
+pub mod steps;
 pub mod value;
 
 pub use expect::{closest_errno, errno_name, errno_number, Expect, ERRNOS};
 pub use kmsg::{kmsg_matches, KMSG_ANY};
 pub use markers::Marker;
-pub use plan::{
-    octal_mode, Addr, BpfKind, Consumers, FieldValue, MeasureKind, MemoryOp, PerfAction, Plan, RawReg, RawUnreg,
-    Record, Scenario, Step, ThreadGroup, DATA_FD, ITERATION, MAX_BARRIER_NAME, MIN_REPS, SELF_TID, THREAD_INDEX,
+pub use plan::{Plan, Scenario};
+pub use result::{median, step_line, step_text, ExecEnd, ExitStatus, Metric, Outcome, ResultLine, METRIC_PREFIX};
+pub use steps::{
+    octal_mode, Addr, Area, BpfKind, Consumers, FieldValue, MeasureKind, MemoryOp, PerfAction, RawReg, RawUnreg,
+    Record, Step, ThreadGroup, DATA_FD, ITERATION, MAX_BARRIER_NAME, MIN_REPS, SELF_TID, THREAD_INDEX,
     USER_EVENTS_DATA,
 };
-pub use result::{median, step_line, step_text, ExecEnd, ExitStatus, Metric, Outcome, ResultLine, METRIC_PREFIX};
 pub use value::{decode_hex, Value};
 
 /// Bumped when the plan or the result lines change incompatibly.

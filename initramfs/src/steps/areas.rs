@@ -6,78 +6,106 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
+use protocol::steps::{
+    Barrier, BpfAttach, BpfCount, BpfProg, BpfRawTracepoint, CheckBit, CheckWord, Close, Credentials, Delete, Dup,
+    Dup2, Fuzz, Measure, Memory, Mkdir, Open, PageFaultsHeld, PerfControl, PerfFilter, PerfOpen, PerfRead, Pin,
+    ReadFile, Register, RegisterUntil, Rmdir, SetWord, Stat, TraceRead, Unregister, Write,
+};
 use protocol::Step;
 
-use crate::files::{self, Mode};
-use crate::outcome::{finish, StepOutcome};
-use crate::perf::PerfEvents;
-use crate::state::ScenarioState;
-use crate::uevents::{self, Del, Payload, Reg, Unreg, UserEvents};
-use crate::{bpf, measure, perf, ringbuf, sync};
+use super::{bpf, measure, perf, ringbuf, sync};
+use crate::steps::files::{self, Mode};
+use crate::steps::outcome::{finish, StepOutcome};
+use crate::steps::perf::PerfEvents;
+use crate::steps::state::ScenarioState;
+use crate::steps::uevents::{self, Del, Payload, Reg, Unreg, UserEvents};
 
 /// `write_file`, `read_file`, `stat`, `mkdir`, `rmdir`; `read_file` may compare with, or keep, the
 /// contents kept by name.
 pub fn files(step: &Step, kept: &mut HashMap<String, String>, say: &mut dyn FnMut(&str)) -> StepOutcome {
     match step {
-        Step::WriteFile { path, data, create, append, expect, within_ms } => {
-            let mode = Mode { create: *create, append: *append };
-            files::write_file(Path::new(path), data, mode, expect, *within_ms, say)
+        Step::WriteFile(w) => {
+            let mode = Mode { create: w.create, append: w.append };
+            files::write_file(Path::new(&w.path), w.payload(), mode, &w.expect, w.within_ms, say)
         }
-        Step::ReadFile {
-            path,
-            equals,
-            contains,
-            lacks,
-            includes,
-            excludes,
-            head_hex,
-            expect,
-            within_ms,
-            keep_as,
-            equals_kept,
-        } => {
-            let equals = match (equals, equals_kept) {
-                (_, Some(name)) => match kept.get(name) {
-                    Some(text) => Some(text.as_str()),
-                    None => {
-                        say(&format!("read {path}: nothing was kept as {name}"));
-                        return StepOutcome::Fail;
-                    }
-                },
-                (equals, None) => equals.as_deref(),
-            };
-            let want = files::Want { head_hex: head_hex.as_deref(), equals, contains, lacks, includes, excludes };
-            let outcome = files::read(path, &want, expect, *within_ms, say);
-            if let (StepOutcome::Pass, Some(name)) = (outcome, keep_as) {
-                match std::fs::read_to_string(path) {
-                    Ok(text) => {
-                        say(&format!("read {path}: kept as {name}: {text:?}"));
-                        kept.insert(name.clone(), text);
-                    }
-                    Err(e) => {
-                        say(&format!("read {path}: reading it again to keep: {}", crate::sys::error_name(&e)));
-                        return StepOutcome::Fail;
-                    }
-                }
-            }
-            outcome
-        }
-        Step::Stat { path, mode, uid, gid, expect } => {
+        Step::ReadFile(r) => read_file(r, kept, say),
+        Step::Stat(Stat { path, mode, uid, gid, expect }) => {
             files::stat(path, &files::Owner { mode: mode.as_deref(), uid: *uid, gid: *gid }, expect, say)
         }
-        Step::Mkdir { path, expect } => files::dir_call("mkdir", path, expect, say),
-        Step::Rmdir { path, expect } => files::dir_call("rmdir", path, expect, say),
+        Step::Mkdir(Mkdir { path, expect }) => files::dir_call("mkdir", path, expect, say),
+        Step::Rmdir(Rmdir { path, expect }) => files::dir_call("rmdir", path, expect, say),
         _ => unreachable!("not a files step"),
     }
 }
 
-/// The user_events steps: descriptors, registrations, enable words, writes.
+/// `read_file`: compared with `equals` or a kept content; once every check holds, the content,
+/// or the part of a line `keep_match` names, kept under `keep_as`.
+fn read_file(r: &ReadFile, kept: &mut HashMap<String, String>, say: &mut dyn FnMut(&str)) -> StepOutcome {
+    let path = &r.path;
+    let equals = match (&r.equals, &r.equals_kept) {
+        (_, Some(name)) => match kept.get(name) {
+            Some(text) => Some(text.as_str()),
+            None => {
+                say(&format!("read {path}: nothing was kept as {name}"));
+                return StepOutcome::Fail;
+            }
+        },
+        (equals, None) => equals.as_deref(),
+    };
+    let want = files::Want {
+        head_hex: r.head_hex.as_deref(),
+        equals,
+        contains: &r.contains,
+        lacks: &r.lacks,
+        includes: &r.includes,
+        excludes: &r.excludes,
+    };
+    let outcome = files::read(path, &want, &r.expect, r.within_ms, say);
+    let (StepOutcome::Pass, Some(name)) = (outcome, &r.keep_as) else { return outcome };
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => {
+            say(&format!("read {path}: reading it again to keep: {}", crate::runtime::sys::error_name(&e)));
+            return StepOutcome::Fail;
+        }
+    };
+    let text = match &r.keep_match {
+        None => text,
+        Some(template) => match text.lines().find_map(|l| protocol::steps::match_template(template, l)) {
+            Some(value) => value.to_string(),
+            None => {
+                say(&format!("read {path}: no line is `{template}`, nothing to keep as {name}"));
+                return StepOutcome::Fail;
+            }
+        },
+    };
+    say(&format!("read {path}: kept as {name}: {text:?}"));
+    kept.insert(name.clone(), text);
+    outcome
+}
+
+/// The user_events steps: descriptors, registrations, enable words, writes, the `fuzz` stream.
 pub fn user_events(step: &Step, events: &mut UserEvents, say: &mut dyn FnMut(&str)) -> StepOutcome {
     match step {
-        Step::Open { fd, path, read_only, expect } => finish(events.open(fd, path, *read_only, expect, say), say),
-        Step::Close { fd } => finish(events.close(fd, say), say),
-        Step::Dup { fd, to } => finish(events.dup(fd, to, say), say),
-        Step::Register { fd, format, word, bit, size, flags, index_as, expect_index, raw, minor_faults, expect } => {
+        Step::Open(Open { fd, path, read_only, expect }) => finish(events.open(fd, path, *read_only, expect, say), say),
+        Step::Close(Close { fd }) => finish(events.close(fd, say), say),
+        Step::Dup(Dup { fd, to }) => finish(events.dup(fd, to, say), say),
+        Step::Dup2(Dup2 { fd, number, to, expect }) => {
+            finish(events.dup2(fd, *number, to.as_deref(), expect, say), say)
+        }
+        Step::Register(Register {
+            fd,
+            format,
+            word,
+            bit,
+            size,
+            flags,
+            index_as,
+            expect_index,
+            raw,
+            minor_faults,
+            expect,
+        }) => {
             let reg = Reg {
                 fd,
                 format,
@@ -92,26 +120,26 @@ pub fn user_events(step: &Step, events: &mut UserEvents, say: &mut dyn FnMut(&st
             };
             finish(events.register(&reg, expect, say), say)
         }
-        Step::Unregister { fd, word, bit, raw, minor_faults, expect } => {
+        Step::Unregister(Unregister { fd, word, bit, raw, minor_faults, expect }) => {
             let unreg = Unreg { fd, word: word.as_deref(), bit: *bit, raw, minor_faults: *minor_faults };
             finish(events.unregister(&unreg, expect, say), say)
         }
-        Step::Delete { fd, name, expect, within_ms, confirm } => {
-            let del = Del { fd, name, within_ms: *within_ms, confirm: *confirm };
+        Step::Delete(Delete { fd, name, expect, within_ms, confirm, unterminated }) => {
+            let del = Del { fd, name, within_ms: *within_ms, confirm: *confirm, unterminated: *unterminated };
             finish(events.delete(&del, expect, say), say)
         }
-        Step::SetWord { word, value } => finish(events.set_word(word, *value, say), say),
-        Step::Memory { op, file } => finish(events.memory(*op, file.as_deref(), say), say),
-        Step::PageFaultsHeld { at_least, within_ms } => {
+        Step::SetWord(SetWord { word, value }) => finish(events.set_word(word, *value, say), say),
+        Step::Memory(Memory { op, file }) => finish(events.memory(*op, file.as_deref(), say), say),
+        Step::PageFaultsHeld(PageFaultsHeld { at_least, within_ms }) => {
             finish(events.page_faults_held(*at_least, *within_ms, say), say)
         }
-        Step::CheckBit { word, bit, set, within_ms } => {
+        Step::CheckBit(CheckBit { word, bit, set, within_ms }) => {
             finish(events.check_bit(word, *bit, *set, *within_ms, say), say)
         }
-        Step::CheckWord { word, value, or, within_ms } => {
+        Step::CheckWord(CheckWord { word, value, or, within_ms }) => {
             finish(events.check_word(word, *value, or, *within_ms, say), say)
         }
-        Step::Write { fd, index, index_value, fields, vectored, offset, payload_from, expect } => {
+        Step::Write(Write { fd, index, index_value, fields, vectored, offset, payload_from, expect }) => {
             let payload = Payload {
                 index: index.as_deref(),
                 index_value: *index_value,
@@ -122,13 +150,14 @@ pub fn user_events(step: &Step, events: &mut UserEvents, say: &mut dyn FnMut(&st
             };
             finish(events.write(fd, &payload, expect, say), say)
         }
-        Step::RegisterUntil { format, max, expect, hold_until_reboot } => {
+        Step::RegisterUntil(RegisterUntil { format, max, expect, hold_until_reboot }) => {
             let outcome = finish(events.register_until(format, *max, expect, say), say);
             if *hold_until_reboot {
                 uevents::hold_descriptors_until_reboot(say);
             }
             outcome
         }
+        Step::Fuzz(Fuzz { seed, iterations }) => crate::steps::fuzz::run(*seed, *iterations, say),
         _ => unreachable!("not a user_events step"),
     }
 }
@@ -136,11 +165,13 @@ pub fn user_events(step: &Step, events: &mut UserEvents, say: &mut dyn FnMut(&st
 /// The perf steps: credentials, perf events opened, controlled, filtered and read.
 pub fn perf(step: &Step, events: &mut PerfEvents, say: &mut dyn FnMut(&str)) -> StepOutcome {
     match step {
-        Step::Credentials { uid, gid, keep_caps } => perf::credentials(*uid, *gid, keep_caps, say),
-        Step::PerfOpen { name, event, disabled, expect } => perf::open(events, name, event, *disabled, expect, say),
-        Step::PerfControl { name, action, expect } => perf::control(events, name, *action, expect, say),
-        Step::PerfFilter { name, filter, expect } => perf::filter(events, name, filter, expect, say),
-        Step::PerfRead { name, samples, records, ip_in } => {
+        Step::Credentials(Credentials { uid, gid, keep_caps }) => perf::credentials(*uid, *gid, keep_caps, say),
+        Step::PerfOpen(PerfOpen { name, event, disabled, expect }) => {
+            perf::open(events, name, event, *disabled, expect, say)
+        }
+        Step::PerfControl(PerfControl { name, action, expect }) => perf::control(events, name, *action, expect, say),
+        Step::PerfFilter(PerfFilter { name, filter, expect }) => perf::filter(events, name, filter, expect, say),
+        Step::PerfRead(PerfRead { name, samples, records, ip_in }) => {
             perf::read(events, name, samples.as_deref(), records.as_deref(), ip_in.as_deref(), say)
         }
         _ => unreachable!("not a perf step"),
@@ -150,14 +181,16 @@ pub fn perf(step: &Step, events: &mut PerfEvents, say: &mut dyn FnMut(&str)) -> 
 /// The eBPF steps: programs loaded, attached to a perf event or a raw tracepoint, counted.
 pub fn bpf(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) -> StepOutcome {
     match step {
-        Step::BpfProg { name, kind, ctx_read, expect } => {
+        Step::BpfProg(BpfProg { name, kind, ctx_read, expect }) => {
             bpf::load(&mut state.bpf, name, *kind, *ctx_read, expect, say)
         }
-        Step::BpfAttach { prog, perf, expect } => bpf::attach(&state.bpf, &state.perf, prog, perf, expect, say),
-        Step::BpfRawTracepoint { prog, tracepoint, expect } => {
+        Step::BpfAttach(BpfAttach { prog, perf, expect }) => {
+            bpf::attach(&state.bpf, &state.perf, prog, perf, expect, say)
+        }
+        Step::BpfRawTracepoint(BpfRawTracepoint { prog, tracepoint, expect }) => {
             bpf::raw_tracepoint(&state.bpf, &mut state.bpf_links, prog, tracepoint, expect, say)
         }
-        Step::BpfCount { prog, equals } => bpf::count(&state.bpf, prog, *equals, say),
+        Step::BpfCount(BpfCount { prog, equals }) => bpf::count(&state.bpf, prog, *equals, say),
         _ => unreachable!("not an eBPF step"),
     }
 }
@@ -165,8 +198,8 @@ pub fn bpf(step: &Step, state: &mut ScenarioState, say: &mut dyn FnMut(&str)) ->
 /// `barrier` and `pin`: where a scenario's threads and processes meet, and on which CPU.
 pub fn sync(step: &Step, say: &mut dyn FnMut(&str)) -> StepOutcome {
     match step {
-        Step::Barrier { name, parties, within_ms } => sync::barrier(name, *parties, *within_ms, say),
-        Step::Pin { cpu } => sync::pin(*cpu, say),
+        Step::Barrier(Barrier { name, parties, within_ms }) => sync::barrier(name, *parties, *within_ms, say),
+        Step::Pin(Pin { cpu }) => sync::pin(*cpu, say),
         _ => unreachable!("not a sync step"),
     }
 }
@@ -174,7 +207,7 @@ pub fn sync(step: &Step, say: &mut dyn FnMut(&str)) -> StepOutcome {
 /// `trace_read`: an event's records in the ring buffer, given all of them or one for every
 /// record.
 pub fn trace_read(step: &Step, say: &mut dyn FnMut(&str)) -> StepOutcome {
-    let Step::TraceRead { event, instance, records, every, at_most } = step else {
+    let Step::TraceRead(TraceRead { event, instance, records, every, at_most }) = step else {
         unreachable!("not a trace_read step")
     };
     let want = match (records, every) {
@@ -190,7 +223,7 @@ pub fn trace_read(step: &Step, say: &mut dyn FnMut(&str)) -> StepOutcome {
 
 /// `measure`: the cost of a user_events operation, timed.
 pub fn measure(step: &Step, say: &mut dyn FnMut(&str)) -> StepOutcome {
-    let Step::Measure { name, what, payload, consumers, vectored, enablers, reps, duration_ms } = step else {
+    let Step::Measure(Measure { name, what, payload, consumers, vectored, enablers, reps, duration_ms }) = step else {
         unreachable!("not a measure step")
     };
     let req = measure::Request {

@@ -363,13 +363,16 @@ mod tests {
     /// Only a plan that writes into /artifacts shares it (and wants virtiofsd).
     #[test]
     fn only_plans_naming_artifacts_share_them() {
-        let write = |path: &str| protocol::Step::WriteFile {
-            path: path.into(),
-            data: "x".into(),
-            create: true,
-            append: false,
-            expect: Default::default(),
-            within_ms: 0,
+        let write = |path: &str| {
+            protocol::Step::WriteFile(protocol::steps::WriteFile {
+                path: path.into(),
+                data: "x".into(),
+                bytes: None,
+                create: true,
+                append: false,
+                expect: Default::default(),
+                within_ms: 0,
+            })
         };
         let plan = |path: &str| {
             let mut p = protocol::Plan::empty("x86_64");

@@ -1,10 +1,11 @@
 //! Validated suites compiled into the agent's plan for one kernel: scenarios whose `requires`
 //! the kernel does not meet, or that run a guest client the arch has no build of, are left out
-//! with the reason; `isolated` ones get boots of their own.
+//! with the reason; `isolated` ones get boots of their own. A `requires` step is decided here too:
+//! on a kernel that does not meet it, its steps are left out.
 
 use std::collections::BTreeMap;
 
-use super::model::{ScenarioDef, Suite, DEFAULT_DEADLINE_MS};
+use super::model::{Requires, ScenarioDef, Suite, DEFAULT_DEADLINE_MS};
 use super::requires::KernelFacts;
 
 /// A scenario left out of a plan.
@@ -87,7 +88,9 @@ pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled 
                 marks.about.insert(name.clone(), about);
             }
             let deadline_ms = s.deadline_ms.or(suite.defaults.deadline_ms).unwrap_or(DEFAULT_DEADLINE_MS);
-            let scenario = protocol::Scenario { name, deadline_ms, steps: s.steps.clone() };
+            let mut steps = s.steps.clone();
+            decide_requires(&mut steps, kernel);
+            let scenario = protocol::Scenario { name, deadline_ms, steps };
             if s.isolated {
                 isolated.push(scenario);
             } else {
@@ -96,6 +99,23 @@ pub fn compile(suites: &[Suite], kernel: &KernelFacts, label: &str) -> Compiled 
         }
     }
     Compiled { plan, isolated, skipped, marks }
+}
+
+/// Each `requires` step, at any depth, decided for this kernel: one it does not meet keeps why
+/// (`unmet`) and none of its steps.
+fn decide_requires(steps: &mut [protocol::Step], kernel: &KernelFacts) {
+    for step in steps {
+        if let protocol::Step::Requires(r) = step {
+            let need = Requires { kernel: r.kernel.clone(), config: r.config.clone() };
+            r.unmet = need.unmet(kernel);
+            if r.unmet.is_some() {
+                r.steps.clear();
+            }
+        }
+        for inner in step.nested_mut() {
+            decide_requires(inner, kernel);
+        }
+    }
 }
 
 /// Why a scenario cannot run on arch `label`: a guest client its steps run (named by its guest

@@ -95,6 +95,7 @@ mod tests {
     use super::*;
     use compile::Skipped;
     use model::DEFAULT_DEADLINE_MS;
+    use protocol::steps::{Delete, TraceRead, Write};
     use protocol::{Step, Value};
 
     fn fixture(path: &str) -> (String, String) {
@@ -173,6 +174,13 @@ mod tests {
                 "test_data/suites/bad/misused-steps.yaml:7:67: states the errno that ends the registrations",
                 "test_data/suites/bad/misused-steps.yaml:8:17: `file` goes with `op: share_file`, and `share_file` needs a `file`",
                 "test_data/suites/bad/misused-steps.yaml:9:67: mode \"0689\": permission bits in octal, 3 or 4 digits 0-7 (\"0640\")",
+                "test_data/suites/bad/misused-steps.yaml:10:55: write_file takes `data` (text) or `bytes` (raw), not both",
+                "test_data/suites/bad/misused-steps.yaml:11:21: write_file needs `data` (text) or `bytes` (raw)",
+                "test_data/suites/bad/misused-steps.yaml:12:25: dup2 onto 1: 0, 1 and 2 carry the scenario's lines",
+                "test_data/suites/bad/misused-steps.yaml:13:36: keep: fd `nope` is not open: no earlier `open` step names it (only `data` opens by itself)",
+                "test_data/suites/bad/misused-steps.yaml:14:55: `keep_match` says what `keep_as` keeps: add the `keep_as`",
+                "test_data/suites/bad/misused-steps.yaml:15:67: `keep_match` \"Linux\" needs `{value}` once, where the text to keep is",
+                "test_data/suites/bad/misused-steps.yaml:16:9: `{kept:nope}`: no earlier `read_file` step has `keep_as: nope`",
             ]
         );
         assert_eq!(
@@ -296,10 +304,10 @@ mod tests {
             (basic.covers.as_slice(), basic.upstream.as_slice()),
             (&["A1".to_string(), "A15".into()][..], &["abi_test.c:enablement".to_string()][..])
         );
-        let Step::Write { index, fields, fd, .. } = &basic.steps[2] else { panic!("{:?}", basic.steps[2]) };
+        let Step::Write(Write { index, fields, fd, .. }) = &basic.steps[2] else { panic!("{:?}", basic.steps[2]) };
         assert_eq!((index.as_deref(), fd.as_str()), (Some("i"), "data"));
         assert_eq!(fields, &[Value::U32(7), Value::Bytes("de ad".into())]);
-        let Step::Delete { expect, .. } = &basic.steps[3] else { panic!() };
+        let Step::Delete(Delete { expect, .. }) = &basic.steps[3] else { panic!() };
         assert_eq!(*expect, protocol::Expect::Errno(16));
         let perf = &suite.scenarios[2];
         assert_eq!(perf.requires.kernel.as_deref(), Some(">=6.4, <6.13"));
@@ -312,7 +320,7 @@ mod tests {
         let text = "suite: t\nscenarios:\n  - name: a\n    steps:\n      - trace_read: { event: user_events/x, \
                     records: [{ common_pid: self, a: 0xffffffffffffffff, b: -5, s: \"hi\", v: { bytes: \"0a\" } }] }\n";
         let suite = parse("t.yaml", text).unwrap();
-        let Step::TraceRead { records, instance: None, .. } = &suite.scenarios[0].steps[0] else { panic!() };
+        let Step::TraceRead(TraceRead { records, instance: None, .. }) = &suite.scenarios[0].steps[0] else { panic!() };
         let want: protocol::Record = [
             ("common_pid", Text("self".into())),
             ("a", Unsigned(u64::MAX)),
@@ -426,6 +434,41 @@ mod tests {
             errors.contains("s.yaml:3:33: bad kernel range")
                 && errors.contains("s.yaml:3:50: `FAILSLAB` is not a Kconfig option"),
             "{errors}"
+        );
+    }
+
+    /// A `requires` step, at any depth, is decided per kernel: met, its steps stay; unmet, the
+    /// step keeps why and none of its steps. Bad input is placed at its field.
+    #[test]
+    fn a_requires_step_is_decided_per_kernel() {
+        let text = "suite: s\ndescription: d\nscenarios:\n  - name: a\n    steps:\n      - requires: { config: [CONFIG_FAILSLAB], steps: [{ sleep: { ms: 1 } }] }\n      - fork: { name: c, steps: [{ requires: { kernel: \">=6.12\", steps: [{ sleep: { ms: 2 } }] } }] }\n";
+        let suite = parse("s.yaml", text).unwrap();
+        let decided = |release: &str, cfg: &[(&str, &str)]| -> Vec<Step> {
+            let cfg = config(cfg);
+            let c = compile(std::slice::from_ref(&suite), &KernelFacts { release, config: &cfg }, "x86_64");
+            c.plan.scenarios[0].steps.clone()
+        };
+        let met = decided("6.12.117", &[("CONFIG_FAILSLAB", "y")]);
+        assert_eq!(met, suite.scenarios[0].steps, "a kernel that meets both keeps every step");
+        let unmet = decided("6.1.0", &[]);
+        let Step::Requires(r) = &unmet[0] else { panic!("{unmet:?}") };
+        assert_eq!(
+            (r.unmet.as_deref(), r.steps.len()),
+            (Some("needs CONFIG_FAILSLAB (y or m), the kernel has it absent"), 0)
+        );
+        let Step::Fork(f) = &unmet[1] else { panic!() };
+        let Step::Requires(r) = &f.steps[0] else { panic!() };
+        assert_eq!((r.unmet.as_deref(), r.steps.len()), (Some("needs kernel >=6.12, this is 6.1.0"), 0));
+        let bad = "suite: s\ndescription: d\nscenarios:\n  - name: a\n    steps:\n      - requires: { config: [FAILSLAB], steps: [{ sleep: { ms: 1 } }] }\n      - requires: { steps: [], unmet: x }\n";
+        let errors: Vec<String> = parse("s.yaml", bad).unwrap_err().0.iter().map(Diagnostic::headline).collect();
+        assert_eq!(
+            errors,
+            [
+                "s.yaml:6:30: `FAILSLAB` is not a Kconfig option: write CONFIG_NAME or CONFIG_NAME=value",
+                "s.yaml:7:19: a `requires` step needs a `kernel` range or `config` options",
+                "s.yaml:7:28: a `requires` step needs at least one step",
+                "s.yaml:7:39: `unmet` is the host's: why a kernel does not meet the step",
+            ]
         );
     }
 

@@ -131,6 +131,44 @@ mod tests {
         assert_eq!(missing, Vec::<&String>::new(), "named in suites/schema.json, not in docs/src/scenarios.md");
     }
 
+    /// Every step kind (a `Step` variant's serialized name, taken from the type itself) is in
+    /// `suites/schema.json` and has its row in the language reference: named in code quotes in
+    /// the first column of the table under `## The steps` in `docs/src/scenarios.md`.
+    #[test]
+    fn every_step_kind_is_in_the_schema_and_the_reference() {
+        let root = crate::support::checkout::project_root();
+        let kinds = step_kinds(&serde_json::to_value(schemars::schema_for!(protocol::Step)).unwrap());
+        assert!(kinds.len() > 40, "the step kinds read from the type: {kinds:?}");
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(root.join("suites/schema.json")).unwrap()).unwrap();
+        let in_schema = step_kinds(&schema["$defs"]["Step"]);
+        let rows = step_rows(&std::fs::read_to_string(root.join("docs/src/scenarios.md")).unwrap());
+        let mut missing = Vec::new();
+        for kind in &kinds {
+            if !in_schema.contains(kind) {
+                missing.push(format!("{kind}: not in suites/schema.json (UPDATE_SCHEMA=1 regenerates it)"));
+            }
+            if !rows.contains(kind) {
+                missing.push(format!("{kind}: no row of `## The steps` in docs/src/scenarios.md names it"));
+            }
+        }
+        assert!(missing.is_empty(), "step kinds missing:\n{}", missing.join("\n"));
+    }
+
+    /// The step kinds a schema of `Step` lists: the one key each of its `oneOf` entries requires.
+    fn step_kinds(step: &serde_json::Value) -> std::collections::BTreeSet<String> {
+        let entries = step["oneOf"].as_array().into_iter().flatten();
+        entries.filter_map(|e| e["required"][0].as_str().map(String::from)).collect()
+    }
+
+    /// The names in code quotes in the first column of the table under `## The steps`.
+    fn step_rows(doc: &str) -> std::collections::BTreeSet<String> {
+        let section = doc.split("\n## The steps\n").nth(1).unwrap_or_default();
+        let section = section.split("\n#").next().unwrap_or_default();
+        let first_cells = section.lines().filter_map(|l| l.strip_prefix('|')?.split('|').next());
+        first_cells.flat_map(|cell| quoted_words(cell).into_iter()).collect()
+    }
+
     /// Property names and string constants of a schema node, following `$ref`s once each.
     fn schema_names(
         root: &serde_json::Value,

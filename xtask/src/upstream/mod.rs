@@ -43,7 +43,7 @@ pub fn run(built: &[Built], opts: &boot::Options, run_dir: &Path) -> Result<u8> 
             plan.scenarios.push(protocol::Scenario {
                 name: format!("upstream/{name}"),
                 deadline_ms: bins.timeout_s * 1000,
-                steps: vec![protocol::Step::Exec { argv: vec![guest.clone()], expect_exit: 0 }],
+                steps: vec![protocol::Step::Exec(protocol::steps::Exec { argv: vec![guest.clone()], expect_exit: 0 })],
             });
             let out_dir = run_dir.join(b.arch.name).join("upstream").join(name);
             jobs.push(Job {

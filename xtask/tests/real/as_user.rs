@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use protocol::steps::{Sleep, WriteFile};
 use protocol::Step;
 
 use xtask::cli::KernelArgs;
@@ -167,8 +168,8 @@ pub fn sigterm_keeps_the_evidence(scratch: &Path) -> Result<()> {
     let plan_path = results.path().join("plan.json");
     let mut plan = protocol::Plan::empty("sigterm");
     plan.scenarios = vec![
-        scenario("sigterm/quick", 5_000, vec![Step::Sleep { ms: 1 }]),
-        scenario("sigterm/long", 600_000, vec![Step::Sleep { ms: 600_000 }]),
+        scenario("sigterm/quick", 5_000, vec![Step::Sleep(Sleep { ms: 1 })]),
+        scenario("sigterm/long", 600_000, vec![Step::Sleep(Sleep { ms: 600_000 })]),
     ];
     std::fs::write(&plan_path, serde_json::to_vec(&plan)?)?;
     let log = scratch.join("sigterm.log");
@@ -396,15 +397,16 @@ pub fn ctrl_c_leaves_nothing(results: &Path) -> Result<()> {
     let mut plan = protocol::Plan::empty("ctrl-c");
     // It writes into the artifacts folder first, so the boot shares it and runs virtiofsd (a
     // plan that writes nothing there starts none).
-    let artifact = Step::WriteFile {
+    let artifact = Step::WriteFile(WriteFile {
         path: format!("{}/before-the-hang", protocol::ARTIFACTS_DIR),
         data: "x".into(),
+        bytes: None,
         create: true,
         append: false,
         expect: Default::default(),
         within_ms: 0,
-    };
-    plan.scenarios = vec![scenario("ctrl-c/hang", 600_000, vec![artifact, Step::Sleep { ms: 600_000 }])];
+    });
+    plan.scenarios = vec![scenario("ctrl-c/hang", 600_000, vec![artifact, Step::Sleep(Sleep { ms: 600_000 })])];
     std::fs::write(&plan_path, serde_json::to_vec(&plan)?)?;
     let (key, value) = marker.split_once('=').unwrap_or_default();
     // A `std::process::Command`: the boot runs in a process group of its own, to be signalled

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use protocol::steps::{Exec, Lkdtm, Sleep, WriteFile};
 use protocol::Step;
 
 use xtask::cli::{KernelArgs, TestArgs, VmArgs};
@@ -42,12 +43,12 @@ pub(crate) fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec
         let started = Instant::now();
         let mut plan = protocol::Plan::empty("faults");
         plan.scenarios = vec![
-            as_user::scenario("fault/ok-before", 5_000, vec![Step::Sleep { ms: 1 }]),
-            as_user::scenario("fault/warn", 5_000, vec![Step::Lkdtm { point: "WARNING".into() }]),
-            as_user::scenario("fault/hang", 3_000, vec![Step::Sleep { ms: 600_000 }]),
-            as_user::scenario("fault/ok-after", 5_000, vec![Step::Sleep { ms: 1 }]),
-            as_user::scenario("fault/panic", 5_000, vec![Step::Lkdtm { point: "PANIC".into() }]),
-            as_user::scenario("fault/never", 5_000, vec![Step::Sleep { ms: 1 }]),
+            as_user::scenario("fault/ok-before", 5_000, vec![Step::Sleep(Sleep { ms: 1 })]),
+            as_user::scenario("fault/warn", 5_000, vec![Step::Lkdtm(Lkdtm { point: "WARNING".into() })]),
+            as_user::scenario("fault/hang", 3_000, vec![Step::Sleep(Sleep { ms: 600_000 })]),
+            as_user::scenario("fault/ok-after", 5_000, vec![Step::Sleep(Sleep { ms: 1 })]),
+            as_user::scenario("fault/panic", 5_000, vec![Step::Lkdtm(Lkdtm { point: "PANIC".into() })]),
+            as_user::scenario("fault/never", 5_000, vec![Step::Sleep(Sleep { ms: 1 })]),
         ];
         let result = boot(&plan).and_then(|j| {
             check_faults(j[0].result())?;
@@ -70,8 +71,8 @@ pub(crate) fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec
         let started = Instant::now();
         let mut plan = protocol::Plan::empty("hang");
         plan.scenarios = vec![
-            as_user::scenario("hang/sleeps", 2_000, vec![Step::Sleep { ms: 600_000 }]),
-            as_user::scenario("hang/next", 5_000, vec![Step::Sleep { ms: 1 }]),
+            as_user::scenario("hang/sleeps", 2_000, vec![Step::Sleep(Sleep { ms: 600_000 })]),
+            as_user::scenario("hang/next", 5_000, vec![Step::Sleep(Sleep { ms: 1 })]),
         ];
         let result = boot(&plan).and_then(|j| {
             let r = j[0].result();
@@ -245,14 +246,15 @@ fn hygiene_check(vm: &VmArgs, base: &KernelArgs, args: &TestArgs) -> Result<()> 
             10_000,
             vec![
                 serde_json::from_value(serde_json::json!({ "register": { "format": "hy_left u32 a", "word": "w" } }))?,
-                Step::WriteFile {
+                Step::WriteFile(WriteFile {
                     path: "/sys/kernel/tracing/events/user_events/hy_left/enable".into(),
                     data: "1".into(),
+                    bytes: None,
                     create: false,
                     append: false,
                     expect: Default::default(),
                     within_ms: 0,
-                },
+                }),
                 read("hy_left # Used by ftrace\n\nActive: 1\nBusy: 1\n")?,
                 // Fails on purpose, with the event still enabled.
                 read("deliberately wrong")?,
@@ -426,23 +428,25 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
         "share/roundtrip",
         20_000,
         vec![
-            Step::Exec { argv: vec!["/mnt/host/exit7".into(), "x".into()], expect_exit: 7 },
-            Step::WriteFile {
+            Step::Exec(Exec { argv: vec!["/mnt/host/exit7".into(), "x".into()], expect_exit: 7 }),
+            Step::WriteFile(WriteFile {
                 path: "/mnt/host/from-guest.txt".into(),
                 data: "written in the guest\n".into(),
+                bytes: None,
                 create: true,
                 append: false,
                 expect: Default::default(),
                 within_ms: 0,
-            },
-            Step::WriteFile {
+            }),
+            Step::WriteFile(WriteFile {
                 path: format!("{}/raw.dat", protocol::ARTIFACTS_DIR),
                 data: "artifact bytes".into(),
+                bytes: None,
                 create: true,
                 append: false,
                 expect: Default::default(),
                 within_ms: 0,
-            },
+            }),
         ],
     )];
     let vm = VmArgs { share: Some(format!("{}:/mnt/host", share.path().display())), ..vm.clone() };

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use protocol::steps::{Exec, Sleep};
 use protocol::Step;
 
 use xtask::cli::{KernelArgs, VmArgs};
@@ -48,7 +49,7 @@ pub fn symlink_escapes(scratch: &Path, base: &KernelArgs, vm: &VmArgs, cache_dir
             "sandbox/plant-symlinks",
             60_000,
             vec![
-                Step::Exec {
+                Step::Exec(Exec {
                     argv: vec![
                         "/bin/escape".into(),
                         protocol::ARTIFACTS_DIR.into(),
@@ -57,9 +58,9 @@ pub fn symlink_escapes(scratch: &Path, base: &KernelArgs, vm: &VmArgs, cache_dir
                         SECRET.into(),
                     ],
                     expect_exit: 0,
-                },
+                }),
                 // The host looks at the daemon while it still serves.
-                Step::Sleep { ms: 6_000 },
+                Step::Sleep(Sleep { ms: 6_000 }),
             ],
         )];
         let vm = VmArgs { results: Some(root.clone()), virtiofsd_sandbox: choice, ..vm.clone() };

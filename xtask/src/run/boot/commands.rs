@@ -51,7 +51,7 @@ pub fn exec(built: &Built, command: &[String], timeout_s: u64, opts: &Options) -
     plan.scenarios.push(protocol::Scenario {
         name: format!("exec/{}", name.replace(char::is_whitespace, "_")),
         deadline_ms: timeout_s * 1000,
-        steps: vec![protocol::Step::Exec { argv, expect_exit: 0 }],
+        steps: vec![protocol::Step::Exec(protocol::steps::Exec { argv, expect_exit: 0 })],
     });
     let judged = run_plan_on(std::slice::from_ref(built), &plan, &[(guest, bytes)], opts)?;
     // A signal before the VM started leaves no boot to read a status from.

@@ -173,7 +173,10 @@ fn clients_come_from_what_the_plan_runs() {
     plan.scenarios.push(protocol::Scenario {
         name: "s/x".into(),
         deadline_ms: 1000,
-        steps: vec![protocol::Step::Exec { argv: vec!["/bin/ue-compat32".into()], expect_exit: 0 }],
+        steps: vec![protocol::Step::Exec(protocol::steps::Exec {
+            argv: vec!["/bin/ue-compat32".into()],
+            expect_exit: 0,
+        })],
     });
     assert_eq!(clients_of_plan(&plan), ["ue-compat32"]);
 }
