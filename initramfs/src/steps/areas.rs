@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use protocol::steps::{
     Barrier, BpfAttach, BpfCount, BpfProg, BpfRawTracepoint, CheckBit, CheckWord, Close, Credentials, Delete, Dup,
-    Dup2, Fuzz, Measure, Memory, Mkdir, Open, PageFaultsHeld, PerfControl, PerfFilter, PerfOpen, PerfRead, Pin,
+    Dup2, Fuzz, Ioctl, Measure, Memory, Mkdir, Open, PageFaultsHeld, PerfControl, PerfFilter, PerfOpen, PerfRead, Pin,
     ReadFile, Register, RegisterUntil, Rmdir, SetWord, Stat, TraceRead, Unregister, Write,
 };
 use protocol::Step;
@@ -128,6 +128,7 @@ pub fn user_events(step: &Step, events: &mut UserEvents, say: &mut dyn FnMut(&st
             let del = Del { fd, name, within_ms: *within_ms, confirm: *confirm, unterminated: *unterminated };
             finish(events.delete(&del, expect, say), say)
         }
+        Step::Ioctl(Ioctl { fd, cmd, arg, expect }) => finish(events.ioctl(fd, cmd, arg, expect, say), say),
         Step::SetWord(SetWord { word, value }) => finish(events.set_word(word, *value, say), say),
         Step::Memory(Memory { op, file }) => finish(events.memory(*op, file.as_deref(), say), say),
         Step::PageFaultsHeld(PageFaultsHeld { at_least, within_ms }) => {

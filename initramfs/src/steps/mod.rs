@@ -24,6 +24,7 @@ use state::ScenarioState;
 
 mod areas;
 pub mod bpf;
+mod clone_vm;
 pub mod faults;
 pub mod files;
 pub mod format;

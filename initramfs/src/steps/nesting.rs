@@ -1,6 +1,7 @@
-//! The steps that run other steps: in a child (`fork`, collected by `wait`), in an exec'd
-//! agent (`exec_agent`), in threads (`thread`, `threads`, their lines forwarded as they come),
-//! repeated (`repeat`, its lines tallied), or watched (`kmemleak`, `kernel_log`).
+//! The steps that run other steps: in a child (`fork`, collected by `wait`; `clone_vm`, whose
+//! child shares the memory, in `clone_vm.rs`), in an exec'd agent (`exec_agent`), in threads
+//! (`thread`, `threads`, their lines forwarded as they come), repeated (`repeat`, its lines
+//! tallied), or watched (`kmemleak`, `kernel_log`).
 
 use std::borrow::Cow;
 use std::io::{self, Write};
@@ -8,13 +9,13 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use protocol::steps::{ExecAgent, Fork, KernelLog, Kmemleak, Repeat, Requires, Thread, Wait};
+use protocol::steps::{CloneVm, ExecAgent, Fork, KernelLog, Kmemleak, Repeat, Requires, Thread, Wait};
 use protocol::{Step, ThreadGroup, ITERATION, THREAD_INDEX};
 
 use super::kmemleak;
 use super::kmsg;
 use super::leak;
-use super::outcome::StepOutcome;
+use super::outcome::{wait_status, StepOutcome};
 use super::state::Runner;
 use super::state::ScenarioState;
 use super::sync;
@@ -33,6 +34,7 @@ pub(super) fn nesting_step(
 ) -> StepOutcome {
     match step {
         Step::Fork(Fork { name, steps }) => fork(name, steps, state, say, run),
+        Step::CloneVm(CloneVm { steps, within_ms }) => super::clone_vm::clone_vm(steps, *within_ms, state, say, run),
         Step::Wait(Wait { name, expect_exit, within_ms }) => wait(name, *expect_exit, *within_ms, state, say),
         Step::ExecAgent(ExecAgent { steps, keep }) => exec_agent(steps, keep, state, say),
         Step::Thread(Thread { steps }) => {
@@ -97,15 +99,6 @@ fn fork(name: &str, steps: &[Step], state: &mut ScenarioState, say: &mut dyn FnM
             state.children.insert(name.to_string(), pid);
             StepOutcome::Pass
         }
-    }
-}
-
-/// A child's end as waitpid() gave it: `exit N` or `killed by signal N`.
-pub(super) fn wait_status(status: i32) -> String {
-    if libc::WIFEXITED(status) {
-        format!("exit {}", libc::WEXITSTATUS(status))
-    } else {
-        format!("killed by signal {}", libc::WTERMSIG(status))
     }
 }
 

@@ -96,6 +96,15 @@ pub fn ioctl(fd: RawFd, cmd: u64, arg: u64) -> Result<i64, i32> {
     })
 }
 
+/// A child's end as waitpid() gave it: `exit N` or `killed by signal N`.
+pub fn wait_status(status: i32) -> String {
+    if libc::WIFEXITED(status) {
+        format!("exit {}", libc::WEXITSTATUS(status))
+    } else {
+        format!("killed by signal {}", libc::WTERMSIG(status))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,8 @@ use protocol::steps::{FailEach, FailEachFork, FailIn, FailNth};
 use protocol::Step;
 
 use super::faults;
-use super::nesting::{in_place, one_pass, wait_status, Pass};
+use super::nesting::{in_place, one_pass, Pass};
+use super::outcome::wait_status;
 use super::outcome::StepOutcome;
 use super::state::Runner;
 use super::state::ScenarioState;

@@ -29,6 +29,7 @@ use crate::steps::userfault::Held;
 
 mod abi;
 mod fds;
+mod ioctl;
 mod page;
 mod words;
 mod writes;

@@ -56,6 +56,7 @@ pub enum Step {
     Register(Register),
     Unregister(Unregister),
     Delete(Delete),
+    Ioctl(Ioctl),
     RegisterUntil(RegisterUntil),
     Write(Write),
     Fuzz(Fuzz),
@@ -67,6 +68,7 @@ pub enum Step {
     PageFaultsHeld(PageFaultsHeld),
     // nesting.rs
     Fork(Fork),
+    CloneVm(CloneVm),
     Wait(Wait),
     ExecAgent(ExecAgent),
     Thread(Thread),
@@ -75,7 +77,7 @@ pub enum Step {
     /// index in its group (0, 1, ...). The threads share the scenario's descriptors, enable
     /// words and write indexes with each other and with the scenario, as threads of one process
     /// do (not its perf events, eBPF programs or forked children). The step passes when every
-    /// thread's steps passed, and skips when one skipped and none failed. No `fork`,
+    /// thread's steps passed, and skips when one skipped and none failed. No `fork`, `clone_vm`,
     /// `fail_each_fork`, `exec_agent`, `memory` or `credentials` inside: they act on the whole
     /// process.
     Threads(Vec<ThreadGroup>),
@@ -138,6 +140,7 @@ impl Step {
             | Step::Register(_)
             | Step::Unregister(_)
             | Step::Delete(_)
+            | Step::Ioctl(_)
             | Step::RegisterUntil(_)
             | Step::Write(_)
             | Step::Fuzz(_) => Area::UserEvents,
@@ -145,6 +148,7 @@ impl Step {
                 Area::Words
             }
             Step::Fork(_)
+            | Step::CloneVm(_)
             | Step::Wait(_)
             | Step::ExecAgent(_)
             | Step::Thread(_)
@@ -180,6 +184,7 @@ impl Step {
     pub fn nested_mut(&mut self) -> Vec<&mut Vec<Step>> {
         match self {
             Step::Fork(Fork { steps, .. })
+            | Step::CloneVm(CloneVm { steps, .. })
             | Step::FailEachFork(FailEachFork { steps, .. })
             | Step::FailEach(FailEach { steps, .. })
             | Step::FailIn(FailIn { steps, .. })
@@ -200,6 +205,7 @@ impl Step {
     pub fn whole_process_kind(&self) -> Option<&'static str> {
         match self {
             Step::Fork(_) => Some("fork"),
+            Step::CloneVm(_) => Some("clone_vm"),
             Step::FailEachFork(_) => Some("fail_each_fork"),
             Step::ExecAgent(_) => Some("exec_agent"),
             Step::Memory(_) => Some("memory"),
@@ -274,6 +280,30 @@ mod tests {
         assert_eq!(raw, RawReg::default());
         let bad = serde_json::from_str::<Step>(r#"{"register":{"format":"x","wrod":"w"}}"#);
         assert!(bad.unwrap_err().to_string().contains("wrod"));
+    }
+
+    #[test]
+    fn an_ioctl_takes_a_number_or_a_name_and_an_argument() {
+        let step: Step = serde_json::from_str(r#"{"ioctl":{"cmd":10851}}"#).unwrap();
+        let Step::Ioctl(Ioctl { fd, cmd, arg, expect }) = step else { panic!() };
+        assert_eq!((fd.as_str(), cmd, arg, expect), ("data", IoctlCmd::Number(10851), IoctlArg::Value(0), Expect::Ok));
+        let step: Step =
+            serde_json::from_str(r#"{"ioctl":{"fd":"s","cmd":"DIAG_IOCSDEL","arg":"null_pointer","expect":"EFAULT"}}"#)
+                .unwrap();
+        let Step::Ioctl(Ioctl { cmd, arg, .. }) = step else { panic!() };
+        assert_eq!((cmd, arg), (IoctlCmd::Named(DiagCmd::Del), IoctlArg::NullPointer));
+        let step: Step = serde_json::from_str(r#"{"ioctl":{"cmd":1,"arg":{"bytes":[1,2]}}}"#).unwrap();
+        assert!(matches!(step, Step::Ioctl(Ioctl { arg: IoctlArg::Bytes(b), .. }) if b == [1, 2]));
+        assert!(serde_json::from_str::<Step>(r#"{"ioctl":{"cmd":"DIAG_IOCSNOPE"}}"#).is_err());
+    }
+
+    #[test]
+    fn a_clone_vm_child_runs_steps_and_acts_on_the_whole_process() {
+        let mut step: Step = serde_json::from_str(r#"{"clone_vm":{"steps":[{"sleep":{"ms":1}}]}}"#).unwrap();
+        assert_eq!((step.area(), step.whole_process_kind()), (Area::Nesting, Some("clone_vm")));
+        assert_eq!(step.nested_mut().len(), 1);
+        let Step::CloneVm(CloneVm { within_ms, .. }) = step else { panic!() };
+        assert_eq!(within_ms, 10_000);
     }
 
     #[test]

@@ -17,6 +17,40 @@ pub struct Fork {
     pub steps: Vec<Step>,
 }
 
+/// Runs `steps` in a child made by `clone(CLONE_VM | SIGCHLD)` on a stack of its own: a
+/// process of its own (its own pid, its own copy of the descriptor table) that shares the
+/// scenario's memory, as a vfork() child does, and with it the kernel's user_events state of
+/// that memory (`user_event_mm`). The scenario waits for the child to end, as vfork's parent
+/// does (at most `within_ms`, then kills it), and the step passes when the child's steps did.
+/// What the child changes in memory (an enable word, a kept write index) the scenario sees
+/// afterwards. Only the steps of [`CLONE_VM_STEPS`] run in the child: they use the
+/// descriptors and words the scenario made and make no descriptor, thread or child (a
+/// descriptor the child opened would be named in the shared memory but open only in its own
+/// table). `data` and the words' page are made before the clone.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CloneVm {
+    pub steps: Vec<Step>,
+    /// Kill the child (and fail) after this long.
+    #[serde(default = "ten_seconds")]
+    pub within_ms: u64,
+}
+
+/// The step kinds a `clone_vm` child may run.
+pub const CLONE_VM_STEPS: &[&str] = &[
+    "register",
+    "unregister",
+    "delete",
+    "write",
+    "ioctl",
+    "set_word",
+    "check_bit",
+    "check_word",
+    "write_file",
+    "sleep",
+];
+
 /// Waits for a forked child and checks its exit status (0: all its steps passed).
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -140,6 +140,79 @@ pub struct Delete {
     pub unterminated: bool,
 }
 
+/// `ioctl(fd, cmd, arg)` with any command and argument, for what `register`, `unregister` and
+/// `delete` cannot send: a command the descriptor does not know, a known command with a bare
+/// integer or a bad address instead of its struct or name, an ioctl on another file (such as
+/// `user_events_status`). `expect` judges the return value.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ioctl {
+    #[serde(default = "data_fd")]
+    pub fd: String,
+    pub cmd: IoctlCmd,
+    /// The argument (default `value: 0`).
+    #[serde(default)]
+    pub arg: IoctlArg,
+    #[serde(default)]
+    pub expect: Expect,
+}
+
+/// An ioctl command: a number (the kernel takes 32 bits), or a user_events command by its
+/// name, whose number the agent computes for its architecture (it holds the size of a
+/// pointer).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum IoctlCmd {
+    Number(u64),
+    Named(DiagCmd),
+}
+
+/// The user_events ioctl commands by name.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DiagCmd {
+    #[serde(rename = "DIAG_IOCSREG")]
+    Reg,
+    #[serde(rename = "DIAG_IOCSDEL")]
+    Del,
+    #[serde(rename = "DIAG_IOCSUNREG")]
+    Unreg,
+}
+
+/// An `ioctl` step's argument: an address as the `raw` overrides give one, an integer, or
+/// bytes in a buffer whose address is passed.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum IoctlArg {
+    /// Address 0.
+    NullPointer,
+    /// An address in the kernel half (fails `access_ok`).
+    Kernel,
+    /// A page that was mapped and unmapped again.
+    Unmapped,
+    /// A mapped, read-only page of zeros.
+    ReadOnly,
+    /// A fresh anonymous page never touched.
+    Fresh,
+    /// This integer, passed as it is.
+    Value(u64),
+    /// These bytes in a writable buffer of their length (at most 64 KiB), whose address is
+    /// passed.
+    Bytes(Vec<u8>),
+}
+
+impl Default for IoctlArg {
+    fn default() -> Self {
+        IoctlArg::Value(0)
+    }
+}
+
+/// The most bytes an `ioctl` step's `bytes` argument holds.
+pub const MAX_IOCTL_BYTES: usize = 64 * 1024;
+
 /// Registers `format` with `{i}` replaced by 0, 1, 2, ... until one registration fails,
 /// which must fail as `expect` says (an errno); reaching `max` registrations without a
 /// failure fails the step. Each registration is unregistered at once and the events are

@@ -181,6 +181,12 @@ mod tests {
                 "test_data/suites/bad/misused-steps.yaml:14:55: `keep_match` says what `keep_as` keeps: add the `keep_as`",
                 "test_data/suites/bad/misused-steps.yaml:15:67: `keep_match` \"Linux\" needs `{value}` once, where the text to keep is",
                 "test_data/suites/bad/misused-steps.yaml:16:9: `{kept:nope}`: no earlier `read_file` step has `keep_as: nope`",
+                "test_data/suites/bad/misused-steps.yaml:17:48: 0 bytes: a buffer holds 1 to 65536 (for no buffer, give `value` or an address)",
+                "test_data/suites/bad/misused-steps.yaml:18:22: fd `nope` is not open: no earlier `open` step names it (only `data` opens by itself)",
+                "test_data/suites/bad/misused-steps.yaml:18:33: cmd 0x100000000: the kernel takes a 32-bit command, and would cut this one",
+                "test_data/suites/bad/misused-steps.yaml:19:29: `open` cannot run in a `clone_vm` child, which shares the scenario's memory: \
+                 only register, unregister, delete, write, ioctl, set_word, check_bit, check_word, write_file, sleep",
+                "test_data/suites/bad/misused-steps.yaml:20:28: `clone_vm` needs at least one step",
             ]
         );
         assert_eq!(

@@ -288,3 +288,43 @@ fn fail_nth_without_fault_injection_names_the_profile() {
     assert!(lines[1].ends_with("(needs CONFIG_FAULT_INJECTION_DEBUG_FS and CONFIG_FAILSLAB: --profile faults)"));
     assert!(!path.exists(), "the armed step did not run");
 }
+
+/// A `clone_vm` child runs in the scenario's memory: what it stores the scenario sees after it,
+/// its descriptor table is its own copy (the `data` made before it), and only the steps that
+/// make nothing run in it.
+#[test]
+fn a_clone_vm_child_shares_the_memory_and_is_waited_for() {
+    use protocol::steps::CloneVm;
+    let path = temp_file("clone-vm", b"");
+    let mut s = ScenarioState::with_data_path(path.clone());
+    let set = Step::SetWord(SetWord { word: "w".into(), value: 7 });
+    let write = Step::Write(Write {
+        fd: protocol::DATA_FD.into(),
+        index: None,
+        index_value: Some(3),
+        fields: vec![Value::U8(9)],
+        vectored: false,
+        offset: None,
+        payload_from: None,
+        expect: expect("5"),
+    });
+    let clone = |steps| Step::CloneVm(CloneVm { steps, within_ms: 10_000 });
+    let (outcome, lines) = run1(&mut s, clone(vec![set, write]));
+    assert_eq!(outcome, StepOutcome::Pass, "{lines:?}");
+    assert!(lines[0].starts_with("clone_vm: child pid ") && lines[0].ends_with("; exit 0"), "{lines:?}");
+    let check = Step::CheckWord(CheckWord { word: "w".into(), value: 7, or: vec![], within_ms: 0 });
+    assert_eq!(run1(&mut s, check).0, StepOutcome::Pass, "the child's store is the scenario's");
+    assert_eq!(fs::read(&path).unwrap(), [3, 0, 0, 0, 9], "the child wrote on the scenario's data");
+    let wrong = Step::CheckWord(CheckWord { word: "w".into(), value: 8, or: vec![], within_ms: 0 });
+    let (outcome, lines) = run1(&mut s, clone(vec![wrong]));
+    assert!(outcome == StepOutcome::Fail && lines[0].ends_with("; exit 1"), "{lines:?}");
+    let (outcome, lines) = run1(&mut s, clone(vec![Step::Close(Close { fd: protocol::DATA_FD.into() })]));
+    assert_eq!(outcome, StepOutcome::Fail);
+    assert_eq!(lines, ["clone_vm: [\"close\"] cannot run in a child that shares the scenario's memory"]);
+    let slow = clone(vec![Step::Sleep(Sleep { ms: 5_000 })]);
+    let Step::CloneVm(mut slow) = slow else { unreachable!() };
+    slow.within_ms = 50;
+    let (outcome, lines) = run1(&mut s, Step::CloneVm(slow));
+    assert!(outcome == StepOutcome::Fail && lines[0].contains("still running after 50 ms; killed it"), "{lines:?}");
+    fs::remove_file(&path).unwrap();
+}

@@ -347,3 +347,38 @@ fn bytes_at_a_page_end_run_into_a_hole() {
     let r = unsafe { libc::access(at as *const libc::c_char, libc::F_OK) };
     assert_eq!((r, std::io::Error::last_os_error().raw_os_error()), (-1, Some(libc::EFAULT)));
 }
+
+/// `ioctl` sends any command with any argument; an ordinary file knows none of
+/// user_events' commands, so each is ENOTTY there.
+#[test]
+fn an_ioctl_sends_its_command_and_argument() {
+    use protocol::steps::{DiagCmd, Ioctl, IoctlArg, IoctlCmd};
+    let path = temp_file("ioctl", b"");
+    let mut s = ScenarioState::with_data_path(path.clone());
+    let ioctl = |cmd, arg, e: &str| Step::Ioctl(Ioctl { fd: protocol::DATA_FD.into(), cmd, arg, expect: expect(e) });
+    assert_eq!(
+        run1(&mut s, ioctl(IoctlCmd::Number(0x2a63), IoctlArg::Value(7), "ENOTTY")),
+        (StepOutcome::Pass, vec!["ioctl fd data cmd 0x2a63 arg 0x7: ENOTTY (expected ENOTTY)".into()])
+    );
+    let del = crate::steps::uevents::DIAG_IOCSDEL;
+    assert_eq!(
+        run1(&mut s, ioctl(IoctlCmd::Named(DiagCmd::Del), IoctlArg::NullPointer, "EFAULT")),
+        (
+            StepOutcome::Fail,
+            vec![format!("ioctl fd data cmd DIAG_IOCSDEL {del:#x} arg null_pointer: ENOTTY (expected EFAULT)")]
+        )
+    );
+    let (outcome, lines) = run1(&mut s, ioctl(IoctlCmd::Number(0x2a63), IoctlArg::Bytes(vec![1, 0xab]), "ENOTTY"));
+    assert_eq!(outcome, StepOutcome::Pass);
+    assert_eq!(lines, ["ioctl fd data cmd 0x2a63 arg bytes 01ab: ENOTTY (expected ENOTTY)"]);
+    let (outcome, lines) = run1(&mut s, ioctl(IoctlCmd::Number(0x2a63), IoctlArg::Unmapped, "ENOTTY"));
+    assert!(outcome == StepOutcome::Pass && lines[0].contains(" arg unmapped 0x"), "{lines:?}");
+    let nameless = Step::Ioctl(Ioctl {
+        fd: "nope".into(),
+        cmd: IoctlCmd::Number(1),
+        arg: IoctlArg::default(),
+        expect: Expect::Ok,
+    });
+    assert_eq!(run1(&mut s, nameless), (StepOutcome::Fail, vec!["ioctl fd nope cmd 0x1: no fd named nope".into()]));
+    fs::remove_file(&path).unwrap();
+}

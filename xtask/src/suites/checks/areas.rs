@@ -3,9 +3,10 @@
 //! kept contents), the records `perf_read` and `trace_read` compare, `measure`, the steps that
 //! run steps, `barrier` and `pin`.
 
+use protocol::steps::MAX_IOCTL_BYTES;
 use protocol::steps::{
-    Barrier, CheckBit, KernelLog, Kmemleak, Measure, Memory, PerfRead, Pin, ReadFile, Register, RegisterUntil, Repeat,
-    Stat, TraceRead, Write,
+    Barrier, CheckBit, CloneVm, Ioctl, IoctlArg, IoctlCmd, KernelLog, Kmemleak, Measure, Memory, PerfRead, Pin,
+    ReadFile, Register, RegisterUntil, Repeat, Stat, TraceRead, Write,
 };
 use protocol::{Step, Value};
 
@@ -61,6 +62,27 @@ impl Checker<'_> {
             }
             Step::Memory(Memory { op, file }) if (*op == protocol::MemoryOp::ShareFile) != file.is_some() => {
                 self.error(&at(&[Only]), "`file` goes with `op: share_file`, and `share_file` needs a `file`");
+            }
+            Step::Ioctl(Ioctl { cmd, arg, .. }) => {
+                if let IoctlCmd::Number(n) = cmd {
+                    if *n > u64::from(u32::MAX) {
+                        self.error(
+                            &at(&[Only, Key("cmd")]),
+                            format!("cmd {n:#x}: the kernel takes a 32-bit command, and would cut this one"),
+                        );
+                    }
+                }
+                if let IoctlArg::Bytes(bytes) = arg {
+                    if bytes.is_empty() || bytes.len() > MAX_IOCTL_BYTES {
+                        self.error(
+                            &at(&[Only, Key("arg"), Key("bytes")]),
+                            format!(
+                                "{} bytes: a buffer holds 1 to {MAX_IOCTL_BYTES} (for no buffer, give `value` or an address)",
+                                bytes.len()
+                            ),
+                        );
+                    }
+                }
             }
             Step::CheckBit(CheckBit { bit, .. }) if *bit >= 64 => {
                 self.error(&at(&[Only, Key("bit")]), format!("an enable word has 64 bits: there is no bit {bit}"));
@@ -268,6 +290,9 @@ impl Checker<'_> {
                     &at(&[Only, Key("within_ms")]),
                     "`kernel_log` with only `forbid` needs `within_ms`: how long a late message is waited for",
                 );
+            }
+            Step::CloneVm(CloneVm { steps, .. }) if steps.is_empty() => {
+                self.error(&at(&[Only, Key("steps")]), "`clone_vm` needs at least one step");
             }
             Step::Kmemleak(Kmemleak { steps }) if steps.is_empty() => {
                 self.error(&at(&[Only, Key("steps")]), "`kmemleak` needs at least one step to watch");

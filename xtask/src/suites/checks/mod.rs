@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use protocol::steps::{
-    Close, Delete, Dup, Dup2, ExecAgent, FailEach, FailEachFork, FailIn, FailNth, Fork, KernelLog, Kmemleak, Open,
-    Register, Repeat, Thread, Unregister, Write,
+    CloneVm, Close, Delete, Dup, Dup2, ExecAgent, FailEach, FailEachFork, FailIn, FailNth, Fork, Ioctl, KernelLog,
+    Kmemleak, Open, Register, Repeat, Thread, Unregister, Write, CLONE_VM_STEPS,
 };
 use protocol::{Area, Step};
 use serde_saphyr::Spanned;
@@ -127,7 +127,7 @@ impl Checker<'_> {
                 self.error(&at(&[Key("steps")]), "a scenario needs at least one step");
             }
             let mut scope = Scope::fresh();
-            let context = Context { isolated: s.isolated, in_threads: false, in_repeat: false };
+            let context = Context { isolated: s.isolated, in_threads: false, in_repeat: false, in_clone_vm: false };
             self.steps(&[Key("scenarios"), Index(i), Key("steps")], &s.steps, &mut scope, context);
         }
     }
@@ -203,6 +203,16 @@ impl Checker<'_> {
                 );
             }
         }
+        if context.in_clone_vm && !CLONE_VM_STEPS.contains(&step.kind().as_str()) {
+            self.error(
+                base,
+                format!(
+                    "`{}` cannot run in a `clone_vm` child, which shares the scenario's memory: only {}",
+                    step.kind(),
+                    CLONE_VM_STEPS.join(", ")
+                ),
+            );
+        }
         match step.area() {
             Area::UserEvents | Area::Words => self.user_events_step(base, step, scope, context),
             Area::Files => self.files_step(base, step, scope),
@@ -241,7 +251,8 @@ impl Checker<'_> {
             | Step::Register(Register { fd, .. })
             | Step::Unregister(Unregister { fd, .. })
             | Step::Delete(Delete { fd, .. })
-            | Step::Write(Write { fd, .. }) => Some(fd),
+            | Step::Write(Write { fd, .. })
+            | Step::Ioctl(Ioctl { fd, .. }) => Some(fd),
             _ => None,
         };
         if let Some(fd) = used_fd.filter(|fd| !scope.fds.contains(fd.as_str())) {
@@ -272,6 +283,11 @@ impl Checker<'_> {
             | Step::FailIn(FailIn { steps, .. })
             | Step::Requires(protocol::steps::Requires { steps, .. }) => {
                 self.steps(&path(&[Only, Key("steps")]), steps, scope, context)
+            }
+            // The child's memory is the scenario's: what it names stays named.
+            Step::CloneVm(CloneVm { steps, .. }) => {
+                let context = Context { in_clone_vm: true, ..context };
+                self.steps(&path(&[Only, Key("steps")]), steps, scope, context);
             }
             Step::Repeat(Repeat { steps, .. }) | Step::FailEach(FailEach { steps, .. }) => {
                 let context = Context { in_repeat: true, ..context };
@@ -326,6 +342,7 @@ impl Checker<'_> {
         let own = match step {
             Step::Fork(Fork { name, .. }) => name.clone(),
             Step::Thread(_)
+            | Step::CloneVm(_)
             | Step::Threads(_)
             | Step::Repeat(_)
             | Step::Kmemleak(_)
@@ -401,6 +418,8 @@ struct Context {
     in_threads: bool,
     /// Inside `repeat` (`{iteration}` has a value).
     in_repeat: bool,
+    /// Inside `clone_vm` (only the steps of `CLONE_VM_STEPS`).
+    in_clone_vm: bool,
 }
 
 const NAME_RULE: &str = "must be lowercase letters, digits, `_` and `-`, starting with a letter or digit";
