@@ -179,6 +179,26 @@ impl Step {
         }
     }
 
+    /// The lists of steps this step runs (none for a leaf step), to read a plan's steps at any
+    /// depth.
+    pub fn nested(&self) -> Vec<&Vec<Step>> {
+        match self {
+            Step::Fork(Fork { steps, .. })
+            | Step::CloneVm(CloneVm { steps, .. })
+            | Step::FailEachFork(FailEachFork { steps, .. })
+            | Step::FailEach(FailEach { steps, .. })
+            | Step::FailIn(FailIn { steps, .. })
+            | Step::ExecAgent(ExecAgent { steps, .. })
+            | Step::Thread(Thread { steps })
+            | Step::Repeat(Repeat { steps, .. })
+            | Step::Kmemleak(Kmemleak { steps })
+            | Step::KernelLog(KernelLog { steps, .. })
+            | Step::Requires(Requires { steps, .. }) => vec![steps],
+            Step::Threads(groups) => groups.iter().map(|g| &g.steps).collect(),
+            _ => vec![],
+        }
+    }
+
     /// The lists of steps this step runs (none for a leaf step), to walk a plan's steps at any
     /// depth.
     pub fn nested_mut(&mut self) -> Vec<&mut Vec<Step>> {

@@ -103,8 +103,10 @@ fn words_are_as_wide_as_their_first_registration() {
         Step::Threads(vec![protocol::ThreadGroup { count: 2, steps: vec![reg("w{thread}", 4)] }]),
         Step::Repeat(Repeat { count: 2, steps: vec![reg("r{iteration}x", 4)], for_ms: 0, leak_at_most: None }),
         Step::ExecAgent(ExecAgent { steps: vec![reg("fresh", 8)], keep: vec![] }),
+        Step::CloneVm(protocol::steps::CloneVm { steps: vec![reg("shared", 4)], within_ms: 10_000 }),
     ]);
     assert_eq!((s.width("four"), s.width("eight"), s.width("t")), (4, 8, 4));
+    assert_eq!(s.width("shared"), 4, "a clone_vm child's registration names the process's word");
     assert_eq!((s.width("w0"), s.width("w17"), s.width("r3x")), (4, 4, 4), "placeholders stand for numbers");
     assert_eq!((s.width("w"), s.width("wx"), s.width("r3")), (8, 8, 8));
     assert_eq!(s.width("fresh"), 8, "an exec'd agent learns its own");

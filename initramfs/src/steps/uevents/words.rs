@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use protocol::steps::{FailEach, FailEachFork, FailIn, Fork, KernelLog, Kmemleak, Register, Repeat, Thread};
+use protocol::steps::Register;
 use protocol::Step;
 
 use super::{numbered, UserEvents};
@@ -13,25 +13,17 @@ use crate::steps::outcome::{Done, StepOutcome};
 
 impl UserEvents {
     /// Learns each named word's width from the first `register` step naming it, in step order
-    /// and into forks, threads and repeats (an exec'd agent starts over with its own steps).
-    /// Before any step runs, so a `set_word` ahead of the registration already sees the word as
-    /// it will be.
+    /// and into every nested step (forks, `clone_vm` children, threads, repeats, ...), but not
+    /// into an exec'd agent, which starts over with its own steps. Before any step runs, so a
+    /// `set_word` ahead of the registration already sees the word as it will be.
     pub fn learn_widths(&self, steps: &[Step]) {
         for step in steps {
             match step {
                 Step::Register(Register { word: Some(w), size, raw, .. }) => {
                     self.names().widths.entry(w.clone()).or_insert(raw.enable_size.unwrap_or(*size));
                 }
-                Step::Fork(Fork { steps, .. })
-                | Step::FailEachFork(FailEachFork { steps, .. })
-                | Step::Thread(Thread { steps })
-                | Step::Repeat(Repeat { steps, .. })
-                | Step::Kmemleak(Kmemleak { steps })
-                | Step::KernelLog(KernelLog { steps, .. })
-                | Step::FailIn(FailIn { steps, .. })
-                | Step::FailEach(FailEach { steps, .. }) => self.learn_widths(steps),
-                Step::Threads(groups) => groups.iter().for_each(|g| self.learn_widths(&g.steps)),
-                _ => {}
+                Step::ExecAgent(_) => {}
+                _ => step.nested().into_iter().for_each(|inner| self.learn_widths(inner)),
             }
         }
     }
