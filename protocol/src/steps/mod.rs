@@ -127,6 +127,28 @@ pub enum Area {
     Measure,
 }
 
+/// The one list of the steps that run steps, for [`Step::nested`] and [`Step::nested_mut`]
+/// (`iter` or `iter_mut` over a `threads` step's groups; the bindings borrow as `$step` does).
+macro_rules! nested_lists {
+    ($step:expr, $iter:ident) => {
+        match $step {
+            Step::Fork(Fork { steps, .. })
+            | Step::CloneVm(CloneVm { steps, .. })
+            | Step::FailEachFork(FailEachFork { steps, .. })
+            | Step::FailEach(FailEach { steps, .. })
+            | Step::FailIn(FailIn { steps, .. })
+            | Step::ExecAgent(ExecAgent { steps, .. })
+            | Step::Thread(Thread { steps })
+            | Step::Repeat(Repeat { steps, .. })
+            | Step::Kmemleak(Kmemleak { steps })
+            | Step::KernelLog(KernelLog { steps, .. })
+            | Step::Requires(Requires { steps, .. }) => vec![steps],
+            Step::Threads(groups) => groups.$iter().map(|ThreadGroup { steps, .. }| steps).collect(),
+            _ => vec![],
+        }
+    };
+}
+
 impl Step {
     /// The area this step kind is in.
     pub fn area(&self) -> Area {
@@ -182,41 +204,13 @@ impl Step {
     /// The lists of steps this step runs (none for a leaf step), to read a plan's steps at any
     /// depth.
     pub fn nested(&self) -> Vec<&Vec<Step>> {
-        match self {
-            Step::Fork(Fork { steps, .. })
-            | Step::CloneVm(CloneVm { steps, .. })
-            | Step::FailEachFork(FailEachFork { steps, .. })
-            | Step::FailEach(FailEach { steps, .. })
-            | Step::FailIn(FailIn { steps, .. })
-            | Step::ExecAgent(ExecAgent { steps, .. })
-            | Step::Thread(Thread { steps })
-            | Step::Repeat(Repeat { steps, .. })
-            | Step::Kmemleak(Kmemleak { steps })
-            | Step::KernelLog(KernelLog { steps, .. })
-            | Step::Requires(Requires { steps, .. }) => vec![steps],
-            Step::Threads(groups) => groups.iter().map(|g| &g.steps).collect(),
-            _ => vec![],
-        }
+        nested_lists!(self, iter)
     }
 
     /// The lists of steps this step runs (none for a leaf step), to walk a plan's steps at any
     /// depth.
     pub fn nested_mut(&mut self) -> Vec<&mut Vec<Step>> {
-        match self {
-            Step::Fork(Fork { steps, .. })
-            | Step::CloneVm(CloneVm { steps, .. })
-            | Step::FailEachFork(FailEachFork { steps, .. })
-            | Step::FailEach(FailEach { steps, .. })
-            | Step::FailIn(FailIn { steps, .. })
-            | Step::ExecAgent(ExecAgent { steps, .. })
-            | Step::Thread(Thread { steps })
-            | Step::Repeat(Repeat { steps, .. })
-            | Step::Kmemleak(Kmemleak { steps })
-            | Step::KernelLog(KernelLog { steps, .. })
-            | Step::Requires(Requires { steps, .. }) => vec![steps],
-            Step::Threads(groups) => groups.iter_mut().map(|g| &mut g.steps).collect(),
-            _ => vec![],
-        }
+        nested_lists!(self, iter_mut)
     }
 
     /// The step kind's name when the step acts on the whole process (its memory map, its

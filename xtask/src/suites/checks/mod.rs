@@ -324,7 +324,7 @@ impl Checker<'_> {
     /// `{kept:NAME}` in a leaf step's text only after a `read_file` that keeps a content under
     /// NAME (a step that runs steps is looked at through its steps).
     fn kept_refs(&mut self, base: &[Seg<'static>], step: &Step, scope: &Scope) {
-        if !step.clone().nested_mut().is_empty() {
+        if !step.nested().is_empty() {
             return;
         }
         let text = serde_json::to_string(step).unwrap_or_default();
