@@ -193,13 +193,68 @@ fn decimal(mut n: u32, buf: &mut [u8; 10]) -> &[u8] {
 }
 
 /// A `fail_nth` step, waiting for the next step.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Fault {
     pub nth: u32,
     /// Whether the fault must come (`Some(true)`), must not (`Some(false)`), or either (a
     /// `fail_each` sweep, which reads [`last_injected`]).
     pub injected: Option<bool>,
     pub unchanged: bool,
+    /// `in` and `not_in`: only points through one function count.
+    pub stack: Option<StackFilter>,
+}
+
+/// A `fail_nth`'s `in` (and `not_in`): the functions' names and text ranges (`[start, end)`).
+#[derive(Debug, Clone)]
+pub struct StackFilter {
+    pub within: (String, u64, u64),
+    pub not_in: Option<(String, u64, u64)>,
+}
+
+/// The fault attributes whose points `fail-nth` counts: both get the stack filter.
+const FILTERED: [&str; 2] = ["/sys/kernel/debug/failslab", "/sys/kernel/debug/fail_page_alloc"];
+
+impl StackFilter {
+    /// Writes the ranges into failslab's and fail_page_alloc's stack filter. Their
+    /// `probability` stays 0, so no other task fails: only this thread's `fail-nth` counts
+    /// through the filter (lib/fault-inject.c, should_fail_ex()).
+    fn set(&self) -> Result<(), String> {
+        let (_, start, end) = &self.within;
+        let (reject_start, reject_end) = self.not_in.as_ref().map_or((0, 0), |(_, s, e)| (*s, *e));
+        let values = [
+            ("stacktrace-depth", "32".to_string()),
+            ("reject-start", reject_start.to_string()),
+            ("reject-end", reject_end.to_string()),
+            ("require-start", start.to_string()),
+            ("require-end", end.to_string()),
+        ];
+        for dir in FILTERED {
+            for (name, value) in &values {
+                write(&format!("{dir}/{name}"), value).map_err(|e| {
+                    format!("{dir}/{name}: {e} (`in` needs CONFIG_FAULT_INJECTION_STACKTRACE_FILTER: --profile faults)")
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Back to no filter: every point counts.
+    fn clear() {
+        let end = u64::MAX.to_string();
+        for dir in FILTERED {
+            for (name, value) in
+                [("require-start", "0"), ("require-end", end.as_str()), ("reject-start", "0"), ("reject-end", "0")]
+            {
+                let _ = write(&format!("{dir}/{name}"), value);
+            }
+        }
+    }
+
+    /// ` through F` (` and not through G`), for the step's lines.
+    fn describe(&self) -> String {
+        let not = self.not_in.as_ref().map_or(String::new(), |(g, _, _)| format!(" and not through {g}()"));
+        format!(" through {}(){not}", self.within.0)
+    }
 }
 
 thread_local! {
@@ -222,6 +277,13 @@ impl Fault {
     /// Arms this thread for the next step's first call, after reading the state it compares.
     pub fn arm(&self, words: Option<Vec<u8>>) -> Result<Before, String> {
         let file = open_fail_nth().map_err(|e| format!("fail_nth: {e}"))?;
+        if let Some(stack) = &self.stack {
+            stack.set().map_err(|e| {
+                StackFilter::clear();
+                stop_counting_sleeping();
+                format!("fail_nth: {e}")
+            })?;
+        }
         let files = if self.unchanged { STATE_FILES.iter().map(|p| read(p)).collect() } else { Vec::new() };
         ARMED.set(Some(Armed { fd: file.as_raw_fd(), nth: self.nth, left: None }));
         Ok(Before { file, files, words })
@@ -233,8 +295,12 @@ impl Fault {
     pub fn check(&self, before: Before, words: &dyn Fn() -> Option<Vec<u8>>, say: &mut dyn FnMut(&str)) -> bool {
         let armed = ARMED.take();
         stop_counting_sleeping();
+        if self.stack.is_some() {
+            StackFilter::clear();
+        }
         drop(before.file);
         let nth = self.nth;
+        let through = self.stack.as_ref().map_or(String::new(), StackFilter::describe);
         let mut ok = true;
         let left = armed.and_then(|a| a.left);
         LAST_INJECTED.set(left.map(|l| l == 0));
@@ -244,15 +310,17 @@ impl Fault {
                 ok = false;
             }
             Some(0) => {
-                say(&format!("fail_nth {nth}: injected: the call's fault-injection point {nth} failed"));
+                say(&format!("fail_nth {nth}: injected: the call's fault-injection point {nth}{through} failed"));
                 if self.injected == Some(false) {
-                    say(&format!("fail_nth {nth}: expected the call to reach fewer than {nth} points"));
+                    say(&format!("fail_nth {nth}: expected the call to reach fewer than {nth} points{through}"));
                     ok = false;
                 }
             }
             Some(left) => {
                 let reached = nth.saturating_sub(left);
-                say(&format!("fail_nth {nth}: not injected: the call reached {reached} fault-injection points"));
+                say(&format!(
+                    "fail_nth {nth}: not injected: the call reached {reached} fault-injection points{through}"
+                ));
                 if self.injected == Some(true) {
                     ok = false;
                 }

@@ -109,7 +109,7 @@ pub(super) fn run_nested(state: &mut ScenarioState, steps: &[Step], out: &mut dy
         let step = step.as_ref();
         // A `fail_nth` just before arms this step's first call.
         let fault = state.fault.take();
-        let before = fault.map(|f| f.arm(state.events.words_snapshot()));
+        let before = fault.as_ref().map(|f| f.arm(state.events.words_snapshot()));
         let mut outcome = match &before {
             Some(Err(e)) => {
                 say(e);

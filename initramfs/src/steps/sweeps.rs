@@ -27,12 +27,24 @@ pub(super) fn fault_step(
     run: Runner,
 ) -> StepOutcome {
     match step {
-        Step::FailNth(FailNth { nth, injected, unchanged }) => {
+        Step::FailNth(FailNth { nth, injected, unchanged, within, not_in }) => {
+            let stack = match stack_filter(within.as_deref(), not_in.as_deref()) {
+                Ok(stack) => stack,
+                Err(e) => {
+                    say(&format!("fail_nth {nth}: {e}"));
+                    return StepOutcome::Fail;
+                }
+            };
+            let through = match (within, not_in) {
+                (Some(f), Some(g)) => format!(" through {f}() and not through {g}()"),
+                (Some(f), None) => format!(" through {f}()"),
+                _ => String::new(),
+            };
             say(&format!(
-                "fail_nth {nth}: the next step's first call fails at its fault-injection point {nth}{}",
+                "fail_nth {nth}: the next step's first call fails at its fault-injection point {nth}{through}{}",
                 if *injected { "" } else { " (if it reaches it)" }
             ));
-            state.fault = Some(faults::Fault { nth: *nth, injected: Some(*injected), unchanged: *unchanged });
+            state.fault = Some(faults::Fault { nth: *nth, injected: Some(*injected), unchanged: *unchanged, stack });
             StepOutcome::Pass
         }
         Step::FailEach(FailEach { steps, max }) => fail_each(steps, *max, state, say, run),
@@ -126,7 +138,7 @@ fn fail_each(
 ) -> StepOutcome {
     let mut tally = Tally::default();
     for nth in 1..=max {
-        state.fault = Some(faults::Fault { nth, injected: None, unchanged: false });
+        state.fault = Some(faults::Fault { nth, injected: None, unchanged: false, stack: None });
         let text = match one_pass(steps, true, nth, &format!("point {nth} "), state, run) {
             Ok(text) => text,
             Err(Pass::Bad(e)) => {
@@ -153,6 +165,23 @@ fn fail_each(
     tally.say("fail_each", say);
     say(&format!("fail_each: the first call still reached point {max} (max {max})"));
     StepOutcome::Fail
+}
+
+/// A `fail_nth`'s `in` and `not_in` as text ranges of `/proc/kallsyms` (None without `in`).
+fn stack_filter(within: Option<&str>, not_in: Option<&str>) -> Result<Option<faults::StackFilter>, String> {
+    let Some(within) = within else {
+        return match not_in {
+            Some(_) => Err("`not_in` needs `in`".into()),
+            None => Ok(None),
+        };
+    };
+    let kallsyms = crate::steps::kallsyms::read()?;
+    let range = |name: &str| {
+        crate::steps::kallsyms::function_range(&kallsyms, name)
+            .map(|(start, end)| (name.to_string(), start, end))
+            .ok_or_else(|| format!("no text symbol {name} in /proc/kallsyms (inlined into its callers?)"))
+    };
+    Ok(Some(faults::StackFilter { within: range(within)?, not_in: not_in.map(range).transpose()? }))
 }
 
 /// `fail_in`: the next slab allocation through kernel function `function` fails, for any task,

@@ -13,8 +13,14 @@ use super::Step;
 /// reaches fails. Afterwards the step checks that the fault was injected (`injected: false`:
 /// that the call reached fewer than `nth` points) and, with `unchanged` (the default), that
 /// `user_events_status`, `dynamic_events` and the scenario's enable words read exactly as
-/// before the call. Needs a kernel with CONFIG_FAULT_INJECTION, CONFIG_FAILSLAB and
-/// CONFIG_FAULT_INJECTION_DEBUG_FS (`--profile faults`).
+/// before the call. With `in: FUNCTION`, only the points whose call stack passes through that
+/// kernel function count (failslab's and fail_page_alloc's stack filter, which the kernel applies
+/// to `fail-nth` too), and with `not_in: FUNCTION` none that pass through that one: N then
+/// counts the allocations of one function of the code, which do not move when code elsewhere
+/// (tracefs, credentials, the generic parsers) allocates more or less between kernel versions.
+/// Both must be text symbols of `/proc/kallsyms` (a function inlined everywhere is not). Needs
+/// a kernel with CONFIG_FAULT_INJECTION, CONFIG_FAILSLAB and CONFIG_FAULT_INJECTION_DEBUG_FS
+/// (`--profile faults`), and CONFIG_FAULT_INJECTION_STACKTRACE_FILTER for `in`.
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -24,6 +30,10 @@ pub struct FailNth {
     pub injected: bool,
     #[serde(default = "yes")]
     pub unchanged: bool,
+    #[serde(default, rename = "in", skip_serializing_if = "Option::is_none")]
+    pub within: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_in: Option<String>,
 }
 
 /// Runs `steps` once for each fault-injection point of the first step's first call, in

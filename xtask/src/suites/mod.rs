@@ -207,9 +207,11 @@ mod tests {
     fn fail_nth_must_arm_a_call() {
         let got = headlines("misused-fail-nth");
         let want: Vec<String> = [
-            "6:26: `nth` counts fault-injection points from 1",
-            "8:9: `fail_nth` arms the next step's call, which must be one of [\"register\", \"unregister\", \"delete\", \"write_file\", \"open\"]; here it is `sleep`",
-            "10:9: `fail_nth` arms the next step's call, which must be one of [\"register\", \"unregister\", \"delete\", \"write_file\", \"open\"]; here it is nothing",
+            "7:26: `nth` counts fault-injection points from 1",
+            "9:9: `fail_nth` arms the next step's call, which must be one of [\"register\", \"unregister\", \"delete\", \"write_file\", \"open\"]; here it is `sleep`",
+            "11:33: `in`: `user_event parse` is not a kernel function's name",
+            "13:37: `not_in` narrows an `in`: give the function `in` too",
+            "15:9: `fail_nth` arms the next step's call, which must be one of [\"register\", \"unregister\", \"delete\", \"write_file\", \"open\"]; here it is nothing",
         ]
         .iter()
         .map(|w| format!("test_data/suites/bad/misused-fail-nth.yaml:{w}"))

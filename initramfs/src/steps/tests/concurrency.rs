@@ -280,7 +280,7 @@ fn fail_nth_without_fault_injection_names_the_profile() {
         return;
     }
     let path = std::env::temp_dir().join(format!("ue-agent-fail-nth-{}", std::process::id()));
-    let armed = Step::FailNth(FailNth { nth: 2, injected: true, unchanged: true });
+    let armed = Step::FailNth(FailNth { nth: 2, injected: true, unchanged: true, within: None, not_in: None });
     let (status, lines) = run(&[armed, write_file(&path, "x", true, false, "ok")]);
     assert_eq!(status, 1, "{lines:?}");
     assert_eq!(lines[0], "step 1: fail_nth 2: the next step's first call fails at its fault-injection point 2");

@@ -143,8 +143,9 @@ impl Checker<'_> {
             self.kept_refs(&base, step, scope);
             self.step(&base, step, scope, context);
             self.nested(&base, step, scope, context);
-            if let Step::FailNth(FailNth { nth, .. }) = step {
+            if let Step::FailNth(FailNth { nth, within, not_in, .. }) = step {
                 self.fail_nth(&base, *nth, steps.get(j + 1));
+                self.stack_filter(&base, within.as_deref(), not_in.as_deref());
             }
             // A sweep arms its first step's call as a `fail_nth` would.
             if let Step::FailEach(FailEach { steps: inner, .. }) = step {
@@ -172,6 +173,26 @@ impl Checker<'_> {
                     "`fail_nth` arms the next step's call, which must be one of {FAULT_TARGETS:?}; here it is {what}"
                 ),
             );
+        }
+    }
+
+    /// A `fail_nth`'s `in` and `not_in` name kernel functions (C identifiers); `not_in` only
+    /// narrows an `in`.
+    fn stack_filter(&mut self, base: &[Seg<'static>], within: Option<&str>, not_in: Option<&str>) {
+        let c_name = |f: &str| {
+            f.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        for (key, name) in [("in", within), ("not_in", not_in)] {
+            if let Some(name) = name.filter(|f| !c_name(f)) {
+                self.error(
+                    &under(base, &[Only, Key(key)]),
+                    format!("`{key}`: `{name}` is not a kernel function's name"),
+                );
+            }
+        }
+        if not_in.is_some() && within.is_none() {
+            self.error(&under(base, &[Only, Key("not_in")]), "`not_in` narrows an `in`: give the function `in` too");
         }
     }
 
