@@ -3,10 +3,11 @@
 //! (`kernel`), the VM flags (`vm`), the booting verbs' (`boot`), a change's (`change`: validate,
 //! bisect, compare), the run folders' and CI's (`folders`; `matrix`, the
 //! GitHub Actions matrix made of `run` flags), the project's (`project`), mutation testing's
-//! (`mutants`); `reference` renders their `--help` into the book's `docs/src/cli.md`.
+//! (`mutants`), `atlas`'s; `reference` renders their `--help` into the book's `docs/src/cli.md`.
 
 use clap::{Args, Parser, Subcommand};
 
+mod atlas;
 mod boot;
 mod change;
 mod folders;
@@ -17,6 +18,7 @@ mod project;
 pub mod reference;
 mod vm;
 
+pub use atlas::AtlasArgs;
 pub use boot::{BenchArgs, BootArgs, ExecArgs, RunArgs, SelectArgs, ShellArgs, UpstreamArgs};
 pub use change::{BisectArgs, CompareArgs, CompareReportArgs, ValidateArgs};
 pub use folders::{CoverageArgs, MatrixArgs, MergeArgs, ReplayArgs, ReportArgs};
@@ -81,6 +83,11 @@ pub enum Cmd {
     Bisect(BisectArgs),
     /// Print the GitHub Actions matrix (kernels x arches x profiles) as JSON.
     Matrix(MatrixArgs),
+    /// Run the gating suites on several kernels (Debian's default source, each
+    /// `--kernel-version`, each `--kernel`) and arches, one kernel after the other, and map
+    /// which scenarios behave differently where and why; exits 1 on an unexplained difference
+    /// or a stale explanation.
+    Atlas(AtlasArgs),
     /// Fold per-job result folders (one matrix cell each) into one run folder and its reports.
     Merge(MergeArgs),
     /// Benchmarks: `boot` times the agent's empty-plan boot against a bare static C /init.
@@ -115,7 +122,8 @@ impl Cmd {
             Cmd::Run(RunArgs { budget, .. })
             | Cmd::Boot(BootArgs { budget, .. })
             | Cmd::Validate(ValidateArgs { budget, .. })
-            | Cmd::Bisect(BisectArgs { budget, .. }) => budget.timeout,
+            | Cmd::Bisect(BisectArgs { budget, .. })
+            | Cmd::Atlas(AtlasArgs { budget, .. }) => budget.timeout,
             _ => None,
         }
     }
