@@ -17,7 +17,7 @@ table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;pad
 vertical-align:top}th{background:#eee}.pass,.fixed{background:#cfc}.fail,.xpass{background:#f99}\
 .error,.not-run,.missing,.collateral{background:#fc9}.skip,.xfail{background:#ffc}\
 td.differs{outline:3px solid #36c;outline-offset:-3px;font-weight:600}\
-td.unexplained{outline:3px solid #d00;outline-offset:-3px}sup{color:#36c}td.unexplained sup{color:#d00}\
+td.unexplained{outline:3px solid #d00;outline-offset:-3px}sup{color:#36c;line-height:0}td.unexplained sup{color:#d00}\
 ol.notes li{margin:.2em 0}ol.notes .unexplained{color:#b00;font-weight:600}summary{cursor:pointer}\
 .counts span{display:inline-block;margin-right:1.5em}.bad{color:#b00;font-weight:600}code{font-size:13px}";
 
@@ -83,7 +83,7 @@ fn kernels(o: &mut String, grid: &Grid) {
             esc(&k.label),
             esc(k.release.as_deref().unwrap_or("")),
             esc(k.source.as_deref().unwrap_or("")),
-            esc(&k.flags),
+            esc(if k.flags.is_empty() { "(Debian's default source)" } else { &k.flags }),
             esc(&arches.join(", "))
         );
     }
