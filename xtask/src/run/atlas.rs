@@ -38,8 +38,17 @@ pub fn run(args: &AtlasArgs, kernels: &[KernelChoice]) -> Result<u8> {
     for (n, k) in kernels.iter().enumerate() {
         let flags = if k.flags.is_empty() { "Debian's default source" } else { &k.flags };
         progress::line(format!("atlas: kernel {} of {}: {} ({flags})", n + 1, kernels.len(), k.label));
-        if let Some(r) = one_kernel(args, k)? {
-            ran.push((k.clone(), r));
+        match one_kernel(args, k) {
+            Ok(Some(r)) => ran.push((k.clone(), r)),
+            Ok(None) => {}
+            // A kernel that cannot be built or booted is a column of missing cells; an
+            // interrupt or the --timeout ends the atlas.
+            Err(e) if !ends_the_atlas(&e) && !args.list => {
+                progress::line(format!("atlas: {}: {e:#}", k.label));
+                let code = crate::support::exit::code_for(&e);
+                ran.push((k.clone(), Ran { dir: None, model: None, code }));
+            }
+            Err(e) => return Err(e),
         }
     }
     if args.list {
@@ -69,6 +78,12 @@ pub fn run(args: &AtlasArgs, kernels: &[KernelChoice]) -> Result<u8> {
     println!("atlas: {}", dir.join("atlas.html").display());
     let runs = ran.iter().map(|(_, r)| r.code).max().unwrap_or(0);
     Ok(if !judged.passes() { runs.max(Kind::TestFailed.code()) } else { runs })
+}
+
+/// Whether a kernel's error ends the atlas (an interrupt, `--timeout`) rather than its column.
+fn ends_the_atlas(e: &anyhow::Error) -> bool {
+    let code = crate::support::exit::code_for(e);
+    code == Kind::Interrupted.code() || code == Kind::TimedOut.code()
 }
 
 /// One kernel's run, as `cargo xtask run` makes it; with `--list`, its plans and whether its
