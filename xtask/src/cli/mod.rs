@@ -341,6 +341,26 @@ mod tests {
     }
 
     #[test]
+    fn atlas_flags_name_kernels_and_scenarios() {
+        let args = ["x", "atlas", "--kernel-version", "7.3", "--kernel", "l.tar.xz", "--arch", "arm64"];
+        let args = [&args[..], &["--filter", "format/*", "--timeout", "2h", "--memory", "1G"]].concat();
+        let Cmd::Atlas(a) = Xtask::try_parse_from(args).unwrap().command else { panic!() };
+        assert_eq!((a.kernel_versions.len(), a.kernels.len(), a.arch.as_str()), (1, 1, "arm64"));
+        assert_eq!((a.select().filters, a.vm.memory), (vec!["format/*".to_string()], 1024));
+        assert_eq!(Cmd::Atlas(a).timeout(), Some(std::time::Duration::from_secs(7200)));
+        let Cmd::Atlas(a) = Xtask::try_parse_from(["x", "atlas", "--list"]).unwrap().command else { panic!() };
+        assert!(a.select().list && a.arch == "all" && a.kernel_versions.is_empty());
+        let kernels =
+            matrix::kernel_choices(&a.kernels, &[crate::kernel::debian::parse_kernel_version("7.2").unwrap()]);
+        let kernels = kernels.unwrap();
+        assert_eq!(kernels.iter().map(|k| k.label.as_str()).collect::<Vec<_>>(), ["debian", "debian-7.2"]);
+        assert!(kernels[0].source.is_default() && kernels[1].source.kernel_version.is_some());
+        let k = matrix::kernel_choices(&["a/linux.tar.xz".into(), "/src/linux".into()], &[]).unwrap();
+        assert_eq!(k[1].source.kernel_tarball.as_deref(), Some(std::path::Path::new("a/linux.tar.xz")));
+        assert_eq!(k[2].source.kernel_src.as_deref(), Some(std::path::Path::new("/src/linux")));
+    }
+
+    #[test]
     fn compare_validate_matrix_merge() {
         let r = Xtask::try_parse_from(["x", "compare", "a", "b", "--out", "o", "--fail-on-metrics"]).unwrap();
         let Cmd::Compare(c) = r.command else { panic!() };

@@ -25,6 +25,8 @@ const FIELDS: [&str; 6] = ["scenario", "arch", "kernel", "kind", "reference", "n
 /// One row of the list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Listed {
+    /// The list it is a row of, as the atlas was given it.
+    pub file: String,
     /// 1-based line in the list.
     pub line: usize,
     pub scenario: String,
@@ -95,6 +97,7 @@ pub fn parse(text: &str, file: &str, exists: &dyn Fn(&str) -> bool) -> Result<Ve
             bad(5, "empty: say what differs and why".into());
         }
         rows.push(Listed {
+            file: file.into(),
             line: line_no,
             scenario: scenario.into(),
             arch: arch.into(),
@@ -154,7 +157,7 @@ impl Explanation {
         match self {
             Explanation::Requires { reason, on: None } => format!("requires: {reason}"),
             Explanation::Requires { reason, on: Some(on) } => format!("requires on {on}: {reason}"),
-            Explanation::Listed(l) => format!("{} ({}): {} [{}:{}]", l.kind, l.reference, l.note, LIST, l.line),
+            Explanation::Listed(l) => format!("{} ({}): {} [{}:{}]", l.kind, l.reference, l.note, l.file, l.line),
         }
     }
 }

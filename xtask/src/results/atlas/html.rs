@@ -57,8 +57,7 @@ pub fn render(grid: &Grid, judged: &Judged, generated_at: &str) -> Vec<u8> {
     if !judged.stale.is_empty() {
         o.push_str("<h2 class=\"bad\">Stale explanations</h2>\n<ul>\n");
         for l in &judged.stale {
-            let _ =
-                writeln!(o, "<li><code>{}:{}</code>: {}</li>", super::explained::LIST, l.line, esc(&describe_row(l)));
+            let _ = writeln!(o, "<li><code>{}:{}</code>: {}</li>", esc(&l.file), l.line, esc(&describe_row(l)));
         }
         o.push_str("</ul>\n");
     }

@@ -163,7 +163,7 @@ pub fn summary(grid: &Grid, judged: &Judged) -> String {
         ));
     }
     for l in &judged.stale {
-        o.push_str(&format!("  STALE {}:{}: {}\n", super::explained::LIST, l.line, describe_row(l)));
+        o.push_str(&format!("  STALE {}:{}: {}\n", l.file, l.line, describe_row(l)));
     }
     for k in &grid.kernels {
         o.push_str(&format!("run {}: {}\n", k.label, k.run_dir.as_deref().unwrap_or("(nothing booted)")));

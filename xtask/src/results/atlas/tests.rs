@@ -51,6 +51,7 @@ fn kernel<'a>(label: &str, run: &'a Run) -> KernelRun<'a> {
 
 fn row(line: usize, scenario: &str, arch: &str, kernel: &str, kind: &str, reference: &str) -> Listed {
     Listed {
+        file: explained::LIST.into(),
         line,
         scenario: scenario.into(),
         arch: arch.into(),
