@@ -19,7 +19,7 @@ vertical-align:top}th{background:#eee}.pass,.fixed{background:#cfc}.fail,.xpass{
 td.differs{outline:3px solid #36c;outline-offset:-3px;font-weight:600}\
 td.unexplained{outline:3px solid #d00;outline-offset:-3px}sup{color:#36c;line-height:0}td.unexplained sup{color:#d00}\
 ol.notes li{margin:.2em 0}ol.notes .unexplained{color:#b00;font-weight:600}summary{cursor:pointer}\
-.counts span{display:inline-block;margin-right:1.5em}.bad{color:#b00;font-weight:600}code{font-size:13px}";
+td.nw{white-space:nowrap}.counts span{display:inline-block;margin-right:1.5em}.bad{color:#b00;font-weight:600}code{font-size:13px}";
 
 /// The page.
 pub fn render(grid: &Grid, judged: &Judged, generated_at: &str) -> Vec<u8> {
@@ -72,17 +72,23 @@ fn kernels(o: &mut String, grid: &Grid) {
     );
     for k in &grid.kernels {
         let arches: Vec<String> = k.arches.iter().map(|a| format!("{} {}", a.arch, a.verdict)).collect();
-        let run = match &k.run_dir {
-            Some(dir) => format!("<a href=\"{0}/report.html\">{0}</a>", esc(dir)),
-            None => "nothing booted".into(),
+        let run = match (&k.run_dir, &k.run_id) {
+            (Some(dir), id) => {
+                format!("<a href=\"{}/report.html\">{}</a>", esc(dir), esc(id.as_deref().unwrap_or(dir)))
+            }
+            (None, _) => "nothing booted".into(),
+        };
+        let flags = match k.flags.as_str() {
+            "" => "(Debian's default source)".to_string(),
+            flags => format!("<code>{}</code>", esc(flags)),
         };
         let _ = writeln!(
             o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{run}</td></tr>",
+            "<tr><td class=\"nw\">{}</td><td class=\"nw\">{}</td><td>{}</td><td class=\"nw\">{flags}</td>\
+             <td class=\"nw\">{}</td><td class=\"nw\">{run}</td></tr>",
             esc(&k.label),
             esc(k.release.as_deref().unwrap_or("")),
             esc(k.source.as_deref().unwrap_or("")),
-            esc(if k.flags.is_empty() { "(Debian's default source)" } else { &k.flags }),
             esc(&arches.join(", "))
         );
     }

@@ -77,8 +77,10 @@ pub struct Cell {
 pub struct Column {
     pub label: String,
     pub flags: String,
-    /// The release of its first arch's kernel (`6.12.117`), when its run recorded one.
+    /// The release of its first arch's kernel (`6.12.117-arm64`), when its run recorded one.
     pub release: Option<String>,
+    /// The version it starts with (`6.12.117`), which orders the columns and kernel ranges match.
+    pub version: Option<String>,
     /// Its source in words (`Debian linux-source-6.12 6.12.117-1~deb12u1`).
     pub source: Option<String>,
     pub run_id: Option<String>,
@@ -263,6 +265,7 @@ fn column(k: &KernelRun) -> Column {
         label: k.label.clone(),
         flags: k.flags.clone(),
         release: first.map(|f| f.release.clone()),
+        version: first.and_then(|f| Version::from_release(&f.release)).map(|v| v.to_string()),
         source: first.map(|f| f.source.clone()),
         run_id: k.run.map(|r| r.run_id.clone()),
         run_dir: k.link.clone(),

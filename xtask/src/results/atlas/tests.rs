@@ -345,6 +345,7 @@ fn atlas_json_has_the_kernels_the_grid_and_each_explanation() {
     }
     assert_eq!(v["kernels"][1]["label"], "debian-7.2");
     assert_eq!(v["kernels"][1]["release"], "7.2.13");
+    assert_eq!(v["kernels"][2]["version"], "7.3.4");
     assert_eq!(v["kernels"][0]["arches"][1]["arch"], "arm64");
     assert_eq!(v["rows"][1]["cells"]["debian-7.2/arm64"]["status"], "fail");
     assert_eq!(v["rows"][4]["cells"]["debian-7.3/arm64"]["status"], "missing");
@@ -371,7 +372,7 @@ fn the_page_marks_differing_cells_and_folds_uniform_rows() {
     assert!(page.contains("class=\"fail differs unexplained\" title=\"unexplained\">fail<sup>1</sup>"), "{page}");
     assert!(page.contains("title=\"requires: needs CONFIG_ARM64 (y or m), the kernel has it absent\""));
     assert!(page.contains("<details><summary>1 uniform row(s), the same on every kernel and arch: 1 pass</summary>"));
-    assert!(page.contains("<a href=\"../run-7.3.4/report.html\">"), "each kernel links its run");
+    assert!(page.contains("<a href=\"../run-7.3.4/report.html\">run-7.3.4</a>"), "each kernel links its run");
     assert!(page.contains("Stale explanations") && page.contains("suites/atlas-explained.tsv:13"));
     assert!(!page.contains("<script"), "static");
 }
