@@ -158,3 +158,25 @@ fn write(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_list_is_bad_input_naming_its_line_and_a_folder_gets_its_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let list = tmp.path().join("l.tsv");
+        std::fs::write(&list, "# header\ns/a\t*\t*\tbug\tpatches/upstream/nosuch.md\tn\n").unwrap();
+        let e = read_list(&list, &crate::support::checkout::project_root()).unwrap_err();
+        assert_eq!(crate::support::exit::code_for(&e), 128);
+        assert!(e.to_string().contains("l.tsv:2: field 5 (reference)"), "{e}");
+        let e = read_list(&tmp.path().join("none.tsv"), tmp.path()).unwrap_err();
+        assert_eq!(crate::support::exit::code_for(&e), 128);
+        let dir = new_atlas_dir(tmp.path()).unwrap();
+        assert!(dir.file_name().unwrap().to_string_lossy().starts_with("atlas-"));
+        assert_eq!(std::fs::canonicalize(tmp.path().join(LATEST)).unwrap(), std::fs::canonicalize(&dir).unwrap());
+        let interrupted = error(Kind::Interrupted, "x");
+        assert!(ends_the_atlas(&interrupted) && !ends_the_atlas(&error(Kind::CannotBuild, "make failed")));
+    }
+}
