@@ -133,7 +133,7 @@ pub fn kcidb(runs: &[(&Run, String)]) -> Result<Vec<u8>> {
 }
 
 /// The summary printed at the end: kernels x arches, the rows, every unexplained cell and
-/// stale row, each kernel's run folder.
+/// stale row (the explained cells are in the files), each kernel's run folder.
 pub fn summary(grid: &Grid, judged: &Judged) -> String {
     let c = Counts::of(grid, judged);
     let kernels: Vec<String> = grid.kernels.iter().map(Column::title).collect();
@@ -148,13 +148,10 @@ pub fn summary(grid: &Grid, judged: &Judged) -> String {
         "rows: {} ({} uniform, {} differing); differing cells: {} ({} explained, {} unexplained); stale explanations: {}\n",
         c.rows, c.uniform, c.differing_rows, c.differing_cells, c.explained, c.unexplained, c.stale
     ));
-    for (d, e) in &judged.cells {
-        let what = match e {
-            Some(e) => format!("explained: {}", e.describe()),
-            None => "UNEXPLAINED".to_string(),
-        };
+    // The explained cells are in atlas.json and atlas.html; what fails is named here.
+    for d in judged.unexplained() {
         o.push_str(&format!(
-            "  {} on {} {}: {} (against {}): {what}\n",
+            "  UNEXPLAINED {} on {} {}: {} (against {})\n",
             grid.rows[d.row].scenario,
             grid.kernels[d.kernel].label,
             grid.arches[d.arch],
