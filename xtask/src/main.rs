@@ -93,6 +93,7 @@ pub fn main() -> ExitCode {
         Cmd::Validate(v) => v.run(),
         Cmd::Bisect(v) => v.run(),
         Cmd::Matrix(v) => v.run(),
+        Cmd::Atlas(v) => v.run(),
         Cmd::Merge(v) => v.run(),
         Cmd::Bench(v) => v.run(),
         Cmd::Mutants(v) => v.run(),

@@ -51,6 +51,38 @@ fn version(v: &KernelVersion) -> (String, String) {
     (label, format!("--kernel-version {v}"))
 }
 
+/// One kernel of a matrix or an atlas: its label, the `run` flags that select it, and those
+/// flags as the source flags they set.
+#[derive(Debug, Clone)]
+pub struct KernelChoice {
+    pub label: String,
+    pub flags: String,
+    pub source: super::SourceArgs,
+}
+
+/// Debian's source first, then each `--kernel` (a tarball or a tree; `debian` again is left
+/// out), then each `--kernel-version`.
+pub fn kernel_choices(kernels: &[String], versions: &[KernelVersion]) -> Result<Vec<KernelChoice>> {
+    let mut out = vec![KernelChoice { label: "debian".into(), flags: String::new(), source: Default::default() }];
+    for spec in kernels.iter().filter(|k| *k != "debian") {
+        let (label, flags) = kernel(spec)?;
+        let source = match flags.starts_with("--kernel-tarball") {
+            true => super::SourceArgs { kernel_tarball: Some(spec.into()), ..Default::default() },
+            false => super::SourceArgs { kernel_src: Some(spec.into()), ..Default::default() },
+        };
+        out.push(KernelChoice { label, flags, source });
+    }
+    for v in versions {
+        let (label, flags) = version(v);
+        out.push(KernelChoice {
+            label,
+            flags,
+            source: super::SourceArgs { kernel_version: Some(v.clone()), ..Default::default() },
+        });
+    }
+    Ok(out)
+}
+
 /// The matrix as `{"include": [cells]}`: Debian's source first, then each `--kernel`, then each
 /// `--kernel-version`; every arch of `arch`; each profile (default: `default` and every
 /// `kernel-configs/profiles/*.config` but `coverage` and `faults`, which `--profile NAME` asks
@@ -91,13 +123,9 @@ pub fn cells(
         }
         profiles.to_vec()
     };
-    let mut specs = vec![kernel("debian")?];
-    for k in kernels.iter().filter(|k| *k != "debian") {
-        specs.push(kernel(k)?);
-    }
-    specs.extend(versions.iter().map(version));
+    let specs = kernel_choices(kernels, versions)?;
     let mut out = Vec::new();
-    for (label, kernel_args) in specs {
+    for KernelChoice { label, flags: kernel_args, .. } in specs {
         for a in &arches {
             for p in &profiles {
                 let profile_args = if p == "default" { String::new() } else { format!("--profile {p}") };

@@ -3,10 +3,11 @@
 //! (`kernel`), the VM flags (`vm`), the booting verbs' (`boot`), a change's (`change`: validate,
 //! bisect, compare), the run folders' and CI's (`folders`; `matrix`, the
 //! GitHub Actions matrix made of `run` flags), the project's (`project`), mutation testing's
-//! (`mutants`); `reference` renders their `--help` into the book's `docs/src/cli.md`.
+//! (`mutants`), `atlas`'s; `reference` renders their `--help` into the book's `docs/src/cli.md`.
 
 use clap::{Args, Parser, Subcommand};
 
+mod atlas;
 mod boot;
 mod change;
 mod folders;
@@ -17,6 +18,7 @@ mod project;
 pub mod reference;
 mod vm;
 
+pub use atlas::AtlasArgs;
 pub use boot::{BenchArgs, BootArgs, ExecArgs, RunArgs, SelectArgs, ShellArgs, UpstreamArgs};
 pub use change::{BisectArgs, CompareArgs, CompareReportArgs, ValidateArgs};
 pub use folders::{CoverageArgs, MatrixArgs, MergeArgs, ReplayArgs, ReportArgs};
@@ -81,6 +83,11 @@ pub enum Cmd {
     Bisect(BisectArgs),
     /// Print the GitHub Actions matrix (kernels x arches x profiles) as JSON.
     Matrix(MatrixArgs),
+    /// Run the gating suites on several kernels (Debian's default source, each
+    /// `--kernel-version`, each `--kernel`) and arches, one kernel after the other, and map
+    /// which scenarios behave differently where and why; exits 1 on an unexplained difference
+    /// or a stale explanation.
+    Atlas(AtlasArgs),
     /// Fold per-job result folders (one matrix cell each) into one run folder and its reports.
     Merge(MergeArgs),
     /// Benchmarks: `boot` times the agent's empty-plan boot against a bare static C /init.
@@ -115,7 +122,8 @@ impl Cmd {
             Cmd::Run(RunArgs { budget, .. })
             | Cmd::Boot(BootArgs { budget, .. })
             | Cmd::Validate(ValidateArgs { budget, .. })
-            | Cmd::Bisect(BisectArgs { budget, .. }) => budget.timeout,
+            | Cmd::Bisect(BisectArgs { budget, .. })
+            | Cmd::Atlas(AtlasArgs { budget, .. }) => budget.timeout,
             _ => None,
         }
     }
@@ -330,6 +338,26 @@ mod tests {
         let Cmd::Bench(b) = r.command else { panic!("not bench") };
         assert_eq!((b.what.as_str(), b.filters.len(), b.vm.cpus), ("suites", 1, 1));
         assert!(Xtask::try_parse_from(["x", "bench", "nosuch"]).is_err());
+    }
+
+    #[test]
+    fn atlas_flags_name_kernels_and_scenarios() {
+        let args = ["x", "atlas", "--kernel-version", "7.3", "--kernel", "l.tar.xz", "--arch", "arm64"];
+        let args = [&args[..], &["--filter", "format/*", "--timeout", "2h", "--memory", "1G"]].concat();
+        let Cmd::Atlas(a) = Xtask::try_parse_from(args).unwrap().command else { panic!() };
+        assert_eq!((a.kernel_versions.len(), a.kernels.len(), a.arch.as_str()), (1, 1, "arm64"));
+        assert_eq!((a.select().filters, a.vm.memory), (vec!["format/*".to_string()], 1024));
+        assert_eq!(Cmd::Atlas(a).timeout(), Some(std::time::Duration::from_secs(7200)));
+        let Cmd::Atlas(a) = Xtask::try_parse_from(["x", "atlas", "--list"]).unwrap().command else { panic!() };
+        assert!(a.select().list && a.arch == "all" && a.kernel_versions.is_empty());
+        let kernels =
+            matrix::kernel_choices(&a.kernels, &[crate::kernel::debian::parse_kernel_version("7.2").unwrap()]);
+        let kernels = kernels.unwrap();
+        assert_eq!(kernels.iter().map(|k| k.label.as_str()).collect::<Vec<_>>(), ["debian", "debian-7.2"]);
+        assert!(kernels[0].source.is_default() && kernels[1].source.kernel_version.is_some());
+        let k = matrix::kernel_choices(&["a/linux.tar.xz".into(), "/src/linux".into()], &[]).unwrap();
+        assert_eq!(k[1].source.kernel_tarball.as_deref(), Some(std::path::Path::new("a/linux.tar.xz")));
+        assert_eq!(k[2].source.kernel_src.as_deref(), Some(std::path::Path::new("/src/linux")));
     }
 
     #[test]

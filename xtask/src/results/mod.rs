@@ -4,6 +4,7 @@
 //! self-contained HTML report. `publish` is the only writer: the end of a live run and
 //! `report --from` both call it.
 
+pub mod atlas;
 pub mod book;
 pub mod collect;
 pub mod compare;

@@ -222,7 +222,7 @@ pub fn kunit_parse(kunit: &Path, ktap: &[u8]) -> Result<KunitParse> {
 
 /// Renders the fixture run and has the real consumers read it: `kunit.py parse` must accept
 /// each arch's KTAP with no parse error and the model's counts; `kcidb-io` must validate the
-/// KCIDB document; then the book builds (`super::book::check_book`). One result per check, named.
+/// KCIDB document, and the atlas's of two kernels' runs; then the book builds (`super::book::check_book`). One result per check, named.
 pub fn check_consumers() -> Vec<(String, Result<()>)> {
     let dir = crate::support::checkout::project_root().join("xtask/test_data/results/run-fixture");
     let pinned: jiff::Timestamp = "2026-01-02T03:04:05Z".parse().expect("a valid timestamp");
@@ -260,6 +260,18 @@ pub fn check_consumers() -> Vec<(String, Result<()>)> {
     }
     let result = super::kcidb::render(&run, &super::folder_url(&dir, &run.run_id)).and_then(|doc| kcidb_validate(&doc));
     out.push(("kcidb-io validates the KCIDB rendering (schema v5.3)".into(), result));
+    // The atlas's document: two kernels' runs in one, a checkout per kernel.
+    let mut newer = run.clone();
+    newer.run_id.push_str("-7.3");
+    for a in &mut newer.arches {
+        if let Some(k) = a.kernel.as_mut() {
+            (k.release, k.source_id, k.build_key) =
+                ("7.3.4".into(), format!("{}-7.3", k.source_id), format!("{}-7.3", k.build_key));
+        }
+    }
+    let runs = [(&run, super::folder_url(&dir, &run.run_id)), (&newer, "https://ci.example/runs/newer".into())];
+    let result = super::atlas::render::kcidb(&runs).and_then(|doc| kcidb_validate(&doc));
+    out.push(("kcidb-io validates the atlas's KCIDB document (two kernels' runs)".into(), result));
     let shot = crate::support::checkout::project_root().join("target/real-checks/report.png");
     let name = format!("chromium renders report.html with its plots and sections (screenshot: {})", shot.display());
     out.push((name, html_in_browser(&dir, &shot)));

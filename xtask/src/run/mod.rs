@@ -13,9 +13,11 @@
 //! - `validate`: a baseline and a patched side, remembered, ordered by coverage, compared;
 //! - `bisect`: `git bisect` of a kernel tree, a run per step;
 //! - `bench`: the measuring suites' figures, the agent's boot against the floor;
-//! - `replay`: a run's recorded boots booted again as they were.
+//! - `replay`: a run's recorded boots booted again as they were;
+//! - `atlas`: a run per kernel, then the grid of what differs between them and why.
 
 pub mod accel;
+pub mod atlas;
 pub mod bench;
 pub mod bisect;
 pub mod boot;

@@ -118,6 +118,16 @@ fn decide_requires(steps: &mut [protocol::Step], kernel: &KernelFacts) {
     }
 }
 
+/// Whether a skip reason is one `compile` gave: an unmet `requires` (`needs kernel ...`,
+/// `needs CONFIG_...`) or a guest client the arch has no build of (`runs ..., which has no
+/// build for ...`), as opposed to a skip the agent decided while the scenario ran. The atlas
+/// takes such a skip as its own explanation.
+pub fn skip_from_requires(reason: &str) -> bool {
+    reason.starts_with("needs kernel ")
+        || reason.starts_with("needs CONFIG_")
+        || (reason.starts_with("runs ") && reason.contains(", which has no build for "))
+}
+
 /// Why a scenario cannot run on arch `label`: a guest client its steps run (named by its guest
 /// path, as `initramfs::clients_for` finds them) that has no build for that arch.
 fn clients_missing(s: &ScenarioDef, label: &str) -> Option<String> {

@@ -18,10 +18,10 @@ mod requires;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use compile::{compile, About, Compiled, Marks};
+pub use compile::{compile, skip_from_requires, About, Compiled, Marks};
 pub use diagnostics::{Diagnostic, Errors};
 pub use model::{Requires, Suite};
-pub use requires::{config_need_error, KernelFacts};
+pub use requires::{config_need_error, KernelFacts, KernelRange, Version};
 
 /// Parses and validates one suite. `file` is the name shown in diagnostics; its stem must be
 /// the suite's name.

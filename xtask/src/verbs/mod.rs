@@ -3,6 +3,7 @@
 //! calls them; their work is in the phases below them (a booting verb's in `run::pipeline`,
 //! `validate`'s and `bisect`'s in `run/`).
 
+pub mod atlas;
 pub mod bench;
 pub mod bisect;
 pub mod boot;

@@ -3,10 +3,12 @@
 //! provisioning): kernel builds for every arch (cached across runs), the dropped-option gate,
 //! the result consumers, real boots with fault injection, hygiene, `exec` and shares
 //! (`boots.rs`), the debug profile (`debug.rs`), a coverage run (`coverage.rs`), virtiofsd's
-//! sandbox (`sandbox.rs`), kernels that break themselves (`broken.rs`), and the checks that run
+//! sandbox (`sandbox.rs`), kernels that break themselves (`broken.rs`), the atlas of two kernels
+//! (`atlas.rs`), and the checks that run
 //! the xtask binary as a user would (`as_user.rs`, `git_tree.rs`). Each check prints a PASSED or FAILED line; the exit code is 1 when any failed.
 
 mod as_user;
+mod atlas;
 mod boots;
 mod broken;
 mod coverage;
@@ -36,8 +38,9 @@ struct Cli {
     /// renderings of the results fixture; no kernel), or `broken` (kernels that break
     /// themselves: culprit, collateral, bound), `signals` (Ctrl-C mid-boot), `bisect-run` (`git bisect run ue-conformance`
     /// from the test git tree), `mutants` (`mutants --run` on four fixed mutants), or `sandbox`
-    /// (virtiofsd's sandbox against a guest's planted symlinks).
-    #[arg(long, value_parser = ["coverage", "consumers", "broken", "signals", "bisect-run", "mutants", "sandbox"])]
+    /// (virtiofsd's sandbox against a guest's planted symlinks), or `atlas` (the atlas of the
+    /// default source and 7.3 on x86_64).
+    #[arg(long, value_parser = ["coverage", "consumers", "broken", "signals", "bisect-run", "mutants", "sandbox", "atlas"])]
     only: Option<String>,
 }
 
@@ -62,6 +65,10 @@ const MUTANTS: &str = "x86_64: mutants --run on four fixed mutants with a format
      the tracked list); mutants.json meets the schema";
 const EVERY_BOOT: &str = "x86_64: a kernel that oopses on every boot: three broken fresh boots in a row, then the \
      rest are collateral of the first culprit (run.json, KTAP, JUnit), within 180 s";
+
+const ATLAS: &str = "x86_64: atlas of the default source and --kernel-version 7.3 on registration/* and format/*: \
+     two kernel columns, every row a status on both, every difference explained (exit 0), atlas.json, atlas.html, \
+     kcidb.json and each kernel's run folder";
 
 /// The kernels of `args`, as the verbs make them: the flags lowered, then the kernel phase.
 pub fn kernels(args: &KernelArgs) -> Result<Vec<xtask::kernel::build::Built>> {
@@ -97,6 +104,7 @@ fn main() -> std::process::ExitCode {
             only(&[(SANDBOX, &|scratch| sandbox_check(scratch, &args)), (SANDBOX_FALLBACK, &sandbox::fallback)])
         }
         Some("mutants") => only(&[(MUTANTS, &mutants::fixed_mutants)]),
+        Some("atlas") => only(&[(ATLAS, &|scratch| atlas::default_and_7_3(scratch, args.cache_dir.as_deref()))]),
         Some("bisect-run") => only(&[(BISECT_RUN, &|scratch| git_tree::git_bisect_run_from_the_tree(scratch, &args))]),
         _ => run(&args),
     };
