@@ -95,6 +95,10 @@ pub struct MutantsArgs {
     /// mutant) instead of booting one schemata kernel that holds them all.
     #[arg(long, requires = "run")]
     pub one_by_one: bool,
+    /// Mutate Debian's `linux-source-X` (as `run --kernel-version X`: `7.3`) instead of the
+    /// default source: its file, its schemata kernel and every mutant's run.
+    #[arg(long, value_name = "X", value_parser = crate::kernel::debian::parse_kernel_version, conflicts_with_all = ["file", "tce"])]
+    pub kernel_version: Option<crate::kernel::debian::KernelVersion>,
     /// Cache directory for sources, build trees and built kernels.
     #[arg(long, env = "XTASK_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,

@@ -73,6 +73,8 @@ pub type SchemataKernel = (PathBuf, BTreeMap<String, u32>);
 #[derive(Clone, Copy)]
 pub struct Kernels<'a> {
     pub base: &'a [PathBuf],
+    /// The source's flags (`--kernel-version X`), for the schemata build and every run.
+    pub source: &'a [String],
     pub profiles: &'a [String],
     pub schemata: Option<&'a SchemataKernel>,
     /// The kernel cache, where a mutant built on its own is removed from after its run.
@@ -182,6 +184,7 @@ fn run_mutant(
             argv.extend(["--kernel-args".to_string(), format!("{}={number}", schemata::PARAM)]);
         }
         argv.extend(profile_args(kernels.profiles));
+        argv.extend(kernels.source.iter().cloned());
         argv
     };
     // Checked here, so a bad command line is our error, not the mutant's outcome.
@@ -391,6 +394,7 @@ pub fn schemata_kernel(
         let mut argv: Vec<String> = vec!["kernel".into(), "--arch".into(), arches.join(",")];
         argv.extend(patch_args(base, &patch));
         argv.extend(profile_args(kernels.profiles));
+        argv.extend(kernels.source.iter().cloned());
         let (code, said) = child(&argv)?;
         match code {
             Some(0) => {

@@ -58,8 +58,13 @@ pub fn run_stages(
             })
             .flatten()
             .collect();
-        let kernels =
-            super::runner::Kernels { base: &target.patches, profiles: &stage.profiles, schemata: None, cache: &cache };
+        let kernels = super::runner::Kernels {
+            base: &target.patches,
+            source: &target.source_args,
+            profiles: &stage.profiles,
+            schemata: None,
+            cache: &cache,
+        };
         let schemata = if args.one_by_one {
             None
         } else {

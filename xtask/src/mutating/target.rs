@@ -1,5 +1,6 @@
 //! The file mutated: `--file`, or `kernel/trace/trace_events_user.c` of the default kernel
-//! source with the `--patch`es applied; its path inside its kernel tree.
+//! source (or `--kernel-version`'s) with the `--patch`es applied; its path inside its kernel
+//! tree.
 
 use std::path::{Path, PathBuf};
 
@@ -19,17 +20,27 @@ pub struct Target {
     pub name: String,
     pub text: String,
     pub patches: Vec<PathBuf>,
+    /// The source's flags for the mutants' builds and runs (`--kernel-version X`), empty for
+    /// the default source.
+    pub source_args: Vec<String>,
 }
 
 impl Target {
     /// The file `--file` names, or the default kernel's with `--patch`es applied.
     pub fn of(args: &MutantsArgs) -> Result<Target> {
-        let (path, name) = match &args.file {
-            Some(file) => (file.clone(), name_in_tree(file)),
+        let (path, name, source_args) = match &args.file {
+            Some(file) => (file.clone(), name_in_tree(file), vec![]),
             None => {
                 let cache = crate::kernel::cache::root(args.cache_dir.as_deref());
-                let ident = source::identify(&Spec::Debian, &cache)?;
-                let root = source::pristine_root(&Spec::Debian, &ident, &cache)?;
+                let (spec, source_args) = match &args.kernel_version {
+                    Some(v) => (
+                        Spec::DebianVersion(crate::kernel::debian::fetch(v, &cache)?),
+                        vec!["--kernel-version".to_string(), v.to_string()],
+                    ),
+                    None => (Spec::Debian, vec![]),
+                };
+                let ident = source::identify(&spec, &cache)?;
+                let root = source::pristine_root(&spec, &ident, &cache)?;
                 if !args.patches.is_empty() {
                     // Absolute: `patch -d` and the mutants' runs read them from elsewhere.
                     let patches: Vec<PathBuf> = args
@@ -41,14 +52,20 @@ impl Target {
                         .collect::<Result<_>>()?;
                     let changed = crate::coverage::map::change_texts(&root, &[], &patches, &[DEFAULT_FILE.into()])?;
                     let text = changed.into_iter().next().map(|c| c.new).unwrap_or_default();
-                    return Ok(Target { path: root.join(DEFAULT_FILE), name: DEFAULT_FILE.into(), text, patches });
+                    return Ok(Target {
+                        path: root.join(DEFAULT_FILE),
+                        name: DEFAULT_FILE.into(),
+                        text,
+                        patches,
+                        source_args,
+                    });
                 }
-                (root.join(DEFAULT_FILE), DEFAULT_FILE.to_string())
+                (root.join(DEFAULT_FILE), DEFAULT_FILE.to_string(), source_args)
             }
         };
         let text = std::fs::read_to_string(&path)
             .map_err(|e| error(Kind::BadInput, format!("--file {}: {e}", path.display())))?;
-        Ok(Target { path, name, text, patches: vec![] })
+        Ok(Target { path, name, text, patches: vec![], source_args })
     }
 }
 
