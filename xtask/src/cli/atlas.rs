@@ -17,6 +17,11 @@ pub struct AtlasArgs {
     /// takes them (repeatable).
     #[arg(long = "kernel", value_name = "TARBALL|DIR")]
     pub kernels: Vec<String>,
+    /// Build the atlas from run folders made before (`[LABEL=]DIR`, repeatable: a `run`'s, or
+    /// a `merge` of a fleet's matrix jobs for one kernel), in the kernels' order given, instead
+    /// of running the kernels; the label defaults to the run's kernel (`debian-7.3`).
+    #[arg(long = "from", value_name = "[LABEL=]DIR", conflicts_with_all = ["kernel_versions", "kernels", "list"])]
+    pub from: Vec<String>,
     /// x86_64, arm64, s390x, riscv64, all, or a comma-separated list (x86_64,s390x).
     #[arg(long, default_value = "all")]
     pub arch: String,

@@ -54,6 +54,72 @@ pub fn run(args: &AtlasArgs, kernels: &[KernelChoice]) -> Result<u8> {
     if args.list {
         return Ok(0);
     }
+    judge_and_write(args, &ran, &arches, &list)
+}
+
+/// `--from`: the atlas of run folders made before, each one kernel's run (its label given as
+/// `LABEL=DIR`, or made from its kernel), with nothing built or booted.
+pub fn from_folders(args: &AtlasArgs) -> Result<u8> {
+    let root = crate::support::checkout::project_root();
+    let list_path = args.explained.clone().unwrap_or_else(|| root.join(explained::LIST));
+    let list = read_list(&list_path, &root)?;
+    let arches: Vec<&str> = crate::arch::select(&args.arch)
+        .map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?
+        .iter()
+        .map(|a| a.name)
+        .collect();
+    let mut ran: Vec<(KernelChoice, Ran)> = Vec::new();
+    for spec in &args.from {
+        let (label, dir) = match spec.split_once('=') {
+            Some((l, d)) if !l.is_empty() && !l.contains('/') => (Some(l.to_string()), PathBuf::from(d)),
+            _ => (None, PathBuf::from(spec)),
+        };
+        let dir = std::fs::canonicalize(&dir).map_err(|e| error(Kind::BadInput, format!("--from {spec}: {e}")))?;
+        let model = crate::results::compare::read_run_json(&dir.join("run.json"))?;
+        let label = label.unwrap_or_else(|| label_of(&model));
+        if ran.iter().any(|(k, _)| k.label == label) {
+            return Err(error(
+                Kind::BadInput,
+                format!("--from {spec}: a second run of kernel `{label}`: give it a label (LABEL=DIR)"),
+            ));
+        }
+        let code = if model.verdict.kind == "pass" { 0 } else { Kind::TestFailed.code() };
+        let choice = KernelChoice { label, flags: format!("--from {}", dir.display()), source: Default::default() };
+        ran.push((choice, Ran { dir: Some(dir), model: Some(model), code }));
+    }
+    judge_and_write(args, &ran, &arches, &list)
+}
+
+/// How the atlas's folder links a run's folder: `../NAME` beside it in the results folder,
+/// else its absolute path (a `--from` folder elsewhere).
+fn link_to(run: &Path, results: &Path) -> String {
+    let beside = std::fs::canonicalize(results).ok().zip(run.parent().and_then(|p| std::fs::canonicalize(p).ok()));
+    match (beside, run.file_name()) {
+        (Some((a, b)), Some(name)) if a == b => format!("../{}", name.to_string_lossy()),
+        _ => run.display().to_string(),
+    }
+}
+
+/// A run's kernel as an atlas label: `debian-7.3` for a Debian package, else the source's kind
+/// and the release (`git-commit-6.12.117`).
+fn label_of(run: &crate::results::model::Run) -> String {
+    let Some(k) = run.arches.iter().find_map(|a| a.kernel.as_ref()) else { return run.run_id.clone() };
+    let series: String = k.release.split('.').take(2).collect::<Vec<_>>().join(".");
+    match k.source_kind.as_str() {
+        "debian-package" => format!("debian-{series}"),
+        kind => format!("{kind}-{}", k.release),
+    }
+}
+
+/// The grid of the kernels' runs judged against the list, its files written and its summary
+/// printed: the exit code (1 on an unexplained difference or a stale explanation, else the
+/// worst of the runs' codes).
+fn judge_and_write(
+    args: &AtlasArgs,
+    ran: &[(KernelChoice, Ran)],
+    arches: &[&str],
+    list: &[explained::Listed],
+) -> Result<u8> {
     let results = args.vm.results_root();
     let links: Vec<KernelRun> = ran
         .iter()
@@ -61,11 +127,11 @@ pub fn run(args: &AtlasArgs, kernels: &[KernelChoice]) -> Result<u8> {
             label: k.label.clone(),
             flags: k.flags.clone(),
             run: r.model.as_ref(),
-            link: r.dir.as_deref().and_then(|d| d.file_name()).map(|n| format!("../{}", n.to_string_lossy())),
+            link: r.dir.as_deref().map(|d| link_to(d, &results)),
         })
         .collect();
-    let grid = Grid::build(&links, &arches);
-    let judged = explained::judge(&grid, &list);
+    let grid = Grid::build(&links, arches);
+    let judged = explained::judge(&grid, list);
     let dir = new_atlas_dir(&results)?;
     let urls: Vec<(&crate::results::model::Run, String)> = ran
         .iter()
@@ -176,6 +242,16 @@ mod tests {
         let dir = new_atlas_dir(tmp.path()).unwrap();
         assert!(dir.file_name().unwrap().to_string_lossy().starts_with("atlas-"));
         assert_eq!(std::fs::canonicalize(tmp.path().join(LATEST)).unwrap(), std::fs::canonicalize(&dir).unwrap());
+        let run = crate::results::compare::read_run_json(
+            &crate::support::checkout::project_root()
+                .join("xtask/test_data/compare/base/20260102-000010-00001/run.json"),
+        )
+        .unwrap();
+        assert_eq!(label_of(&run), "debian-6.12");
+        let results = tmp.path().join("results");
+        std::fs::create_dir_all(results.join("r1")).unwrap();
+        assert_eq!(link_to(&results.join("r1"), &results), "../r1");
+        assert_eq!(link_to(Path::new("/elsewhere/r2"), &results), "/elsewhere/r2");
         let interrupted = error(Kind::Interrupted, "x");
         assert!(ends_the_atlas(&interrupted) && !ends_the_atlas(&error(Kind::CannotBuild, "make failed")));
     }

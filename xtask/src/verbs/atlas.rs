@@ -8,6 +8,9 @@ use crate::cli::matrix::kernel_choices;
 
 impl crate::cli::AtlasArgs {
     pub fn run(self) -> Result<u8> {
+        if !self.from.is_empty() {
+            return crate::run::atlas::from_folders(&self);
+        }
         let kernels = kernel_choices(&self.kernels, &self.kernel_versions)?;
         crate::run::atlas::run(&self, &kernels)
     }

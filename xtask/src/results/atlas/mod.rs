@@ -139,6 +139,14 @@ impl Grid {
     /// The grid of these kernels' runs on these arches, the kernels ordered by version, the
     /// rows in the order the runs first name them.
     pub fn build(kernels: &[KernelRun], arches: &[&str]) -> Grid {
+        // An arch no run has (none of the kernels booted it, or `--from` folders of other
+        // arches) is no column: its cells would all be `missing`, and outvote the arches that ran.
+        let present: Vec<&str> = arches
+            .iter()
+            .copied()
+            .filter(|a| kernels.iter().filter_map(|k| k.run).any(|r| r.arch(a).is_some()))
+            .collect();
+        let arches: &[&str] = if present.is_empty() { arches } else { &present };
         let mut order: Vec<(usize, Column)> = kernels.iter().map(column).enumerate().collect();
         order.sort_by_key(|(i, c)| (c.version().is_none(), c.version(), *i));
         let runs: Vec<Option<&Run>> = order.iter().map(|(i, _)| kernels[*i].run).collect();

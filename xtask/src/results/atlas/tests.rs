@@ -410,3 +410,17 @@ fn the_summary_counts_and_lists_what_fails() {
     assert!(!s.contains("requires:"), "explained cells are in the files, not the summary: {s}");
     assert!(s.contains("run debian-7.3: ../run-7.3.4"), "{s}");
 }
+
+#[test]
+fn an_arch_no_run_has_is_no_column() {
+    let a = run("6.12.117", &[("x86_64", &[("s/a", Status::Pass, None)])]);
+    let b = run("7.3.4", &[("x86_64", &[("s/a", Status::Pass, None)])]);
+    let grid = Grid::build(&[kernel("debian", &a), kernel("debian-7.3", &b)], &["x86_64", "arm64", "s390x"]);
+    assert_eq!(grid.arches, ["x86_64"]);
+    assert!(grid.differing().is_empty(), "{:?}", grid.differing());
+    // An arch one kernel has is a column, missing on the other: that cell differs.
+    let c = run("7.3.4", &[("x86_64", &[("s/a", Status::Pass, None)]), ("arm64", &[("s/a", Status::Pass, None)])]);
+    let grid = Grid::build(&[kernel("debian", &a), kernel("debian-7.3", &c)], &["x86_64", "arm64", "s390x"]);
+    assert_eq!(grid.arches, ["x86_64", "arm64"]);
+    assert_eq!(differing(&grid).len(), 2, "{:?}", differing(&grid));
+}
