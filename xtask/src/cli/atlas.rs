@@ -36,6 +36,10 @@ pub struct AtlasArgs {
     /// nothing (a kernel not cached is only configured).
     #[arg(long)]
     pub list: bool,
+    /// A profile from kernel-configs/profiles/ for every kernel (repeatable): `--profile
+    /// faults` makes the atlas of the allocation-failure suite.
+    #[arg(long = "profile", value_name = "NAME")]
+    pub profiles: Vec<String>,
     /// The explanations of the differing cells (default: suites/atlas-explained.tsv).
     #[arg(long, value_name = "FILE")]
     pub explained: Option<PathBuf>,

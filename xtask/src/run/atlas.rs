@@ -158,7 +158,7 @@ fn one_kernel(args: &AtlasArgs, k: &KernelChoice) -> Result<Option<Ran>> {
     let kernel = KernelArgs {
         arch: args.arch.clone(),
         source: k.source.clone(),
-        config: Default::default(),
+        config: crate::cli::ConfigArgs { profiles: args.profiles.clone(), ..Default::default() },
         knobs: Default::default(),
         jobs: args.jobs,
         cache_dir: args.cache_dir.clone(),

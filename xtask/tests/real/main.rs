@@ -66,7 +66,8 @@ const MUTANTS: &str = "x86_64: mutants --run on four fixed mutants with a format
 const EVERY_BOOT: &str = "x86_64: a kernel that oopses on every boot: three broken fresh boots in a row, then the \
      rest are collateral of the first culprit (run.json, KTAP, JUnit), within 180 s";
 
-const ATLAS: &str = "x86_64: atlas of the default source and --kernel-version 7.3 on registration/* and format/*: \
+const ATLAS: &str =
+    "x86_64: atlas of the default source and --kernel-version 7.3, faults profile, on faults/* and format/*: \
      two kernel columns, every row a status on both, every difference explained (exit 0), atlas.json, atlas.html, \
      kcidb.json and each kernel's run folder";
 
