@@ -55,7 +55,6 @@ pub fn parse_location(text: &str) -> Result<Location, String> {
 }
 
 #[derive(Debug, Clone, Args)]
-#[command(args_conflicts_with_subcommands = true)]
 pub struct HistoryArgs {
     #[command(subcommand)]
     pub command: Option<HistoryCmd>,
