@@ -105,16 +105,22 @@ pub fn rows_of(run: &Run, folder: &Path, origin: Origin) -> rows::Recorded {
 /// Records a published run into the chosen store. Never fails the run: a store that cannot be
 /// opened or written is a warning line, and the run goes on as if there were none.
 pub fn record(folder: &Path, run: &Run, origin: Origin) {
-    let location = selected();
+    if let Some(said) = record_into(&selected(), folder, run, origin) {
+        line(said);
+    }
+}
+
+/// [`record`] into `location`: the line to print (`None` for `off`).
+pub fn record_into(location: &Location, folder: &Path, run: &Run, origin: Origin) -> Option<String> {
     let recorded = rows_of(run, folder, origin);
-    let result = open(&location).and_then(|s| match s {
+    let result = open(location).and_then(|s| match s {
         None => Ok(None),
         Some(mut s) => s.record(&recorded).map(|_| Some(s.describe())),
     });
     match result {
-        Ok(Some(store)) => line(format!("history: run {} recorded in {store}", run.run_id)),
-        Ok(None) => {}
-        Err(e) => line(format!("warning: history: run {} not recorded: {e:#}", run.run_id)),
+        Ok(Some(store)) => Some(format!("history: run {} recorded in {store}", run.run_id)),
+        Ok(None) => None,
+        Err(e) => Some(format!("warning: history: run {} not recorded: {e:#}", run.run_id)),
     }
 }
 

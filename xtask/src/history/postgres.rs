@@ -15,9 +15,15 @@ pub struct Postgres {
 }
 
 impl Postgres {
+    /// Connects to `url`, giving up after 10 s unless the URL says otherwise
+    /// (`connect_timeout=`): a server out of reach delays a run's end by that much at most.
     pub fn connect(url: &str) -> Result<Postgres> {
         let shown = without_password(url);
-        let client = Client::connect(url, NoTls).with_context(|| format!("connecting to {shown}"))?;
+        let mut config: postgres::Config = url.parse().with_context(|| format!("{shown}: not a PostgreSQL URL"))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(std::time::Duration::from_secs(10));
+        }
+        let client = config.connect(NoTls).with_context(|| format!("connecting to {shown}"))?;
         Ok(Postgres { client, shown })
     }
 }

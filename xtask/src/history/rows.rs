@@ -19,7 +19,8 @@ pub struct KernelId {
     pub patches: String,
     /// sha256 of the final `.config`.
     pub config_hash: String,
-    /// The profiles the kernel was configured with, joined with `+` (`default` without one).
+    /// The profiles the kernel was configured with, joined with `+` (`default` without one);
+    /// `+mutant=N` when the kernel booted with one mutant of a mutation campaign switched on.
     pub profile: String,
 }
 
@@ -159,7 +160,12 @@ pub fn of_run(run: &Run, cx: &Context) -> Recorded {
     };
     let mut results = Vec::new();
     for a in &run.arches {
-        let kernel = a.kernel.as_ref().map_or_else(KernelId::unknown, |k| KernelId::of(k, cx.profiles));
+        let mut kernel = a.kernel.as_ref().map_or_else(KernelId::unknown, |k| KernelId::of(k, cx.profiles));
+        // A schemata kernel is one build for every mutant of a stage, each switched on at boot:
+        // each mutant is a kernel of its own, not flips of one.
+        if let Some(n) = a.boots.iter().find_map(|b| mutant_of(&b.qemu_command)) {
+            kernel.profile = format!("{}+mutant={n}", kernel.profile);
+        }
         for s in &a.scenarios {
             results.push(ResultRow {
                 scenario: s.name.clone(),
@@ -173,6 +179,20 @@ pub fn of_run(run: &Run, cx: &Context) -> Recorded {
         }
     }
     Recorded { run: row, results }
+}
+
+/// The kernel parameter that switches a schemata kernel's mutant on (`mutants::schemata::PARAM`,
+/// a layer above this one; a test keeps the two the same).
+const MUTANT_PARAM: &str = "trace_events_user.mutant";
+
+/// The mutant a QEMU command line switches on (`trace_events_user.mutant=N` in its kernel
+/// arguments).
+fn mutant_of(qemu_command: &str) -> Option<&str> {
+    let prefix = format!("{MUTANT_PARAM}=");
+    qemu_command
+        .split(|c: char| c.is_whitespace() || c == '"' || c == '\'')
+        .find_map(|w| w.strip_prefix(prefix.as_str()))
+        .filter(|n| !n.is_empty())
 }
 
 #[cfg(test)]
@@ -206,6 +226,19 @@ mod tests {
         assert_eq!(x.kernel.profile, "default");
         assert_eq!(x.kernel.patches.len(), 64, "one patch's sha256");
         assert!(x.kernel.describe().starts_with("6.12.117 (default, +1 patch(es), config 210b2efd"));
+        // A mutant's boot: a kernel of its own.
+        let mut run = run;
+        let boot = &mut run.arches[0].boots[0];
+        boot.qemu_command = format!("{} -append \"console=ttyS0 trace_events_user.mutant=17\"", boot.qemu_command);
+        let r = of_run(&run, &cx);
+        assert!(r.results[0].kernel.profile.ends_with("+mutant=17"), "{}", r.results[0].kernel.profile);
+    }
+
+    #[test]
+    fn the_mutant_parameter_is_the_campaigns() {
+        assert_eq!(MUTANT_PARAM, crate::mutants::schemata::PARAM);
+        assert_eq!(mutant_of("qemu -append 'a trace_events_user.mutant=3 b'"), Some("3"));
+        assert_eq!(mutant_of("qemu -append 'a b'"), None);
     }
 
     #[test]

@@ -99,3 +99,22 @@ fn the_results_fixtures_import() {
         }
     }
 }
+
+#[test]
+fn recording_warns_instead_of_failing() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/results/golden/run.json");
+    let run: crate::results::model::Run = serde_json::from_str(&std::fs::read_to_string(&data).unwrap()).unwrap();
+    let record = |l: &crate::cli::Location| crate::history::record_into(l, Path::new("r"), &run, Origin::Run);
+    let dir = tempfile::tempdir().unwrap();
+    // A file where its folder should be: the store cannot be made.
+    std::fs::write(dir.path().join("file"), "").unwrap();
+    let said = record(&crate::cli::Location::Sqlite(dir.path().join("file/h.sqlite"))).unwrap();
+    assert!(said.starts_with("warning: history: run run-fixture not recorded: creating "), "{said}");
+    assert_eq!(record(&crate::cli::Location::Off), None);
+    let said = record(&crate::cli::Location::Sqlite(dir.path().join("h.sqlite"))).unwrap();
+    assert!(said.starts_with("history: run run-fixture recorded in sqlite "), "{said}");
+    let mut s = Store::open(Box::new(Sqlite::open(&dir.path().join("h.sqlite")).unwrap())).unwrap();
+    let runs = s.runs().unwrap();
+    assert_eq!((runs.len(), runs[0].origin), (1, "run"));
+    assert!(runs[0].project_commit.is_some(), "a run made here names the project's commit");
+}
