@@ -24,6 +24,7 @@
 pub mod arch;
 pub mod cli;
 pub mod coverage;
+pub mod history;
 pub mod judging;
 pub mod kernel;
 pub mod mutants;

@@ -73,6 +73,7 @@ pub fn main() -> ExitCode {
         return ExitCode::from(Kind::Infra.code());
     }
     xtask::setup::provision::skip(args.no_setup);
+    xtask::history::select(args.history.clone(), args.command.cache_dir());
     default_source_here(&mut args.command);
     if let Some(limit) = args.command.timeout() {
         xtask::vm::children::start_deadline(limit);
@@ -95,6 +96,7 @@ pub fn main() -> ExitCode {
         Cmd::Matrix(v) => v.run(),
         Cmd::Atlas(v) => v.run(),
         Cmd::Merge(v) => v.run(),
+        Cmd::History(v) => v.run(),
         Cmd::Bench(v) => v.run(),
         Cmd::Mutants(v) => v.run(),
         Cmd::Test(v) => v.run(),

@@ -35,6 +35,7 @@ const XTASK_LAYERS: &[(&str, &str)] = &[
     ("cli", "the command line's vocabulary, the kernel flags lowered"),
     ("judging", "console, result channel, verdict, run-folder records"),
     ("results", "the run model, its renderers, compare, merge"),
+    ("history", "every run recorded in a database; classes and flips over the runs"),
     ("coverage", "what the suites reach"),
     ("mutants", "mutation testing: mutants, selection, reports"),
     ("setup", "provisioning from what a verb needs; the project's own checks"),

@@ -3,7 +3,7 @@
 //! (`kernel`), the VM flags (`vm`), the booting verbs' (`boot`), a change's (`change`: validate,
 //! bisect, compare), the run folders' and CI's (`folders`; `matrix`, the
 //! GitHub Actions matrix made of `run` flags), the project's (`project`), mutation testing's
-//! (`mutants`), `atlas`'s; `reference` renders their `--help` into the book's `docs/src/cli.md`.
+//! (`mutants`), `atlas`'s, the results history's (`history`); `reference` renders their `--help` into the book's `docs/src/cli.md`.
 
 use clap::{Args, Parser, Subcommand};
 
@@ -11,6 +11,7 @@ mod atlas;
 mod boot;
 mod change;
 mod folders;
+mod history;
 mod kernel;
 pub mod matrix;
 mod mutants;
@@ -22,6 +23,7 @@ pub use atlas::AtlasArgs;
 pub use boot::{BenchArgs, BootArgs, ExecArgs, RunArgs, SelectArgs, ShellArgs, UpstreamArgs};
 pub use change::{BisectArgs, CompareArgs, CompareReportArgs, ValidateArgs};
 pub use folders::{CoverageArgs, MatrixArgs, MergeArgs, ReplayArgs, ReportArgs};
+pub use history::{parse_location, FlakesArgs, HistoryArgs, HistoryCmd, ImportArgs, Location, ShowArgs};
 pub use kernel::{ConfigArgs, KernelArgs, KnobArgs, SourceArgs, COVERAGE};
 pub use mutants::MutantsArgs;
 pub use project::{CheckSuitesArgs, SetupArgs, TestArgs};
@@ -44,6 +46,11 @@ pub struct Xtask {
     /// advance); a missing tool then fails where it is used. `setup` itself still runs.
     #[arg(long, global = true, env = "XTASK_NO_SETUP", value_parser = clap::builder::FalseyValueParser::new())]
     pub no_setup: bool,
+    /// Where each run is recorded, and where `history` reads: `off`, `sqlite:PATH` or
+    /// `postgres://USER@HOST/DB` (default: `history.sqlite` in the cache directory). Recording
+    /// never fails a run: a store it cannot write is a warning.
+    #[arg(long, global = true, value_name = "URL", env = "XTASK_HISTORY", value_parser = parse_location)]
+    pub history: Option<Location>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -90,6 +97,10 @@ pub enum Cmd {
     Atlas(AtlasArgs),
     /// Fold per-job result folders (one matrix cell each) into one run folder and its reports.
     Merge(MergeArgs),
+    /// The recorded runs: the latest run's scenarios classed against their history (regression,
+    /// fixed, unstable, persistent failure, new, missing; exits 1 on a regression), the
+    /// scenarios that flip (`flakes`), run folders recorded after the fact (`import`).
+    History(HistoryArgs),
     /// Benchmarks: `boot` times the agent's empty-plan boot against a bare static C /init.
     Bench(BenchArgs),
     /// Mutation testing of the kernel under test: the mutants of a kernel C file (default
@@ -112,6 +123,24 @@ impl Cmd {
             | Cmd::Exec(ExecArgs { kernel, .. })
             | Cmd::Shell(ShellArgs { kernel, .. })
             | Cmd::Bench(BenchArgs { kernel, .. }) => Some(kernel),
+            _ => None,
+        }
+    }
+
+    /// `--cache-dir` of a verb that takes it.
+    pub fn cache_dir(&self) -> Option<&std::path::Path> {
+        match self {
+            Cmd::Kernel(k) => k.cache_dir.as_deref(),
+            Cmd::Run(RunArgs { kernel, .. })
+            | Cmd::Upstream(UpstreamArgs { kernel, .. })
+            | Cmd::Boot(BootArgs { kernel, .. })
+            | Cmd::Validate(ValidateArgs { kernel, .. })
+            | Cmd::Bisect(BisectArgs { kernel, .. })
+            | Cmd::Exec(ExecArgs { kernel, .. })
+            | Cmd::Shell(ShellArgs { kernel, .. })
+            | Cmd::Bench(BenchArgs { kernel, .. }) => kernel.cache_dir.as_deref(),
+            Cmd::Atlas(a) => a.cache_dir.as_deref(),
+            Cmd::Mutants(m) => m.cache_dir.as_deref(),
             _ => None,
         }
     }

@@ -333,6 +333,8 @@ fn child(args: &[String]) -> Result<(Option<i32>, Vec<String>)> {
     // std::process rather than xshell: the child's stderr is shown as it comes.
     let mut child = std::process::Command::new(&exe)
         .args(args)
+        // The child run records into the history this campaign was given.
+        .envs(crate::history::child_env())
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -358,7 +358,8 @@ pub fn save_skipped(
 
 /// The reports: the run's provenance recorded beside its logs, the model made from the boots as
 /// judged (not judged again), and every report written into the run folder with the
-/// invocation's timings. The run's model, `None` when nothing booted.
+/// invocation's timings; then the run recorded in the history (`--history`). The run's model,
+/// `None` when nothing booted.
 pub fn publish(judged: &[boot::BootRun], built: &[kernel::Built]) -> Result<Option<results::model::Run>> {
     let Some(run_dir) = run_dir(judged) else { return Ok(None) };
     let began = std::time::Instant::now();
@@ -378,7 +379,9 @@ pub fn publish(judged: &[boot::BootRun], built: &[kernel::Built]) -> Result<Opti
         }
     }
     let run = results::collect::assemble(run_dir, &boots, vec![], jiff::Timestamp::now())?;
-    results::publish(run_dir, run, Some(began)).map(Some)
+    let run = results::publish(run_dir, run, Some(began))?;
+    crate::history::record(run_dir, &run, crate::history::rows::Origin::Run);
+    Ok(Some(run))
 }
 
 /// `boot --plan FILE`: a compiled plan (the agent's JSON input), its version and names checked.

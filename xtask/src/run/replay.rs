@@ -44,6 +44,7 @@ pub fn replay(run: &Path, arch: Option<&str>, boot: Option<&str>, results: &Path
     let boots: Vec<&run_folder::JudgedBoot> = judged.iter().map(|j| &j.boot).collect();
     let model = crate::results::collect::assemble(&run_dir, &boots, vec![], jiff::Timestamp::now())?;
     let model = crate::results::publish(&run_dir, model, None)?;
+    crate::history::record(&run_dir, &model, crate::history::rows::Origin::Run);
     Ok(model.verdict.exit_code().max(crate::run::boot::exit_code(&judged)))
 }
 

@@ -72,6 +72,9 @@ pub struct Needs {
     /// A headless browser (chromium) that renders the HTML report: `cargo xtask test` only, not
     /// `setup`, which leaves a few hundred megabytes a run never needs out.
     pub browser: bool,
+    /// A PostgreSQL server's programs (`initdb`, `pg_ctl`), for the check that runs the
+    /// history's store against a private server: `cargo xtask test` only, like the browser.
+    pub postgres: bool,
 }
 
 impl Needs {
@@ -93,12 +96,19 @@ impl Needs {
             unit_tests: true,
             coverage: true,
             browser: false,
+            postgres: false,
         }
     }
 
-    /// What `cargo xtask test` needs: everything, and the browser its report check uses.
+    /// What `cargo xtask test` needs: everything, the browser its report check uses and the
+    /// PostgreSQL server its history check starts.
     pub fn tests() -> Needs {
-        Needs { browser: true, ..Needs::everything() }
+        Needs { browser: true, postgres: true, ..Needs::everything() }
+    }
+
+    /// The history's PostgreSQL check alone: a server's programs.
+    pub fn postgres_server() -> Needs {
+        Needs { postgres: true, ..Needs::default() }
     }
 
     /// `setup --arch A`: everything, for the arches asked for.
@@ -214,7 +224,7 @@ pub fn provision_unless_skipped(needs: &Needs, verbose: bool) -> Result<()> {
 
 pub use install::{provision, report, Hints};
 pub use items::{fedora, items, Fedora, Item, Probe, Source};
-pub use probe::missing;
+pub use probe::{missing, postgres_bin};
 
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,8 @@ impl MergeArgs {
             Some(out) => out,
             None => crate::judging::run_folder::new_run_dir(&crate::support::checkout::default_results())?,
         };
-        Ok(crate::results::merge::merge(&self.dirs, &out)?.verdict.exit_code())
+        let run = crate::results::merge::merge(&self.dirs, &out)?;
+        crate::history::record(&out, &run, crate::history::rows::Origin::Merge);
+        Ok(run.verdict.exit_code())
     }
 }

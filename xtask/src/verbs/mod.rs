@@ -11,6 +11,7 @@ pub mod check_suites;
 pub mod compare;
 pub mod coverage;
 pub mod exec;
+pub mod history;
 pub mod kernel;
 pub mod matrix;
 pub mod merge;

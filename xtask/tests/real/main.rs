@@ -4,7 +4,7 @@
 //! the result consumers, real boots with fault injection, hygiene, `exec` and shares
 //! (`boots.rs`), the debug profile (`debug.rs`), a coverage run (`coverage.rs`), virtiofsd's
 //! sandbox (`sandbox.rs`), kernels that break themselves (`broken.rs`), the atlas of two kernels
-//! (`atlas.rs`), and the checks that run
+//! (`atlas.rs`), the results history on PostgreSQL and two recorded runs (`history.rs`), and the checks that run
 //! the xtask binary as a user would (`as_user.rs`, `git_tree.rs`). Each check prints a PASSED or FAILED line; the exit code is 1 when any failed.
 
 mod as_user;
@@ -14,6 +14,7 @@ mod broken;
 mod coverage;
 mod debug;
 mod git_tree;
+mod history;
 mod mutants;
 mod sandbox;
 
@@ -39,8 +40,9 @@ struct Cli {
     /// themselves: culprit, collateral, bound), `signals` (Ctrl-C mid-boot), `bisect-run` (`git bisect run ue-conformance`
     /// from the test git tree), `mutants` (`mutants --run` on four fixed mutants), or `sandbox`
     /// (virtiofsd's sandbox against a guest's planted symlinks), or `atlas` (the atlas of the
-    /// default source and 7.3 on x86_64).
-    #[arg(long, value_parser = ["coverage", "consumers", "broken", "signals", "bisect-run", "mutants", "sandbox", "atlas"])]
+    /// default source and 7.3 on x86_64), or `history` (the store on a private PostgreSQL
+    /// server; two small runs recorded, then their classes).
+    #[arg(long, value_parser = ["coverage", "consumers", "broken", "signals", "bisect-run", "mutants", "sandbox", "atlas", "history"])]
     only: Option<String>,
 }
 
@@ -106,6 +108,10 @@ fn main() -> std::process::ExitCode {
         }
         Some("mutants") => only(&[(MUTANTS, &mutants::fixed_mutants)]),
         Some("atlas") => only(&[(ATLAS, &|scratch| atlas::default_and_7_3(scratch, args.cache_dir.as_deref()))]),
+        Some("history") => only(&[
+            (history::POSTGRES, &history::postgres_store),
+            (history::TWO_RUNS, &|scratch| history::two_runs_then_classes(scratch, args.cache_dir.as_deref())),
+        ]),
         Some("bisect-run") => only(&[(BISECT_RUN, &|scratch| git_tree::git_bisect_run_from_the_tree(scratch, &args))]),
         _ => run(&args),
     };
@@ -242,6 +248,10 @@ fn run(args: &TestArgs) -> Result<u8> {
         started,
         result,
     );
+
+    let started = Instant::now();
+    let scratch = tempfile::tempdir()?;
+    record(&mut outcomes, history::POSTGRES, started, history::postgres_store(scratch.path()));
 
     boots::boot_checks(args, &base, &mut outcomes)?;
     Ok(summary(&outcomes))

@@ -34,6 +34,9 @@ pub enum Probe {
     Venv(&'static PyTool),
     /// A pinned Rust program in its folder in the cache.
     Cargo(&'static CargoTool),
+    /// A PostgreSQL server's `initdb` and `pg_ctl`, which Debian keeps off PATH in
+    /// `/usr/lib/postgresql/<major>/bin`.
+    PostgresServer,
 }
 
 /// Where a piece comes from.
@@ -102,6 +105,7 @@ pub fn fedora(debian: &'static str) -> Fedora {
         "libseccomp-dev" => Fedora::Package("libseccomp-devel"),
         "libcap-ng-dev" => Fedora::Package("libcap-ng-devel"),
         "pkg-config" => Fedora::Package("pkgconf-pkg-config"),
+        "postgresql" => Fedora::Package("postgresql-server"),
         p if p == crate::kernel::source::DEBIAN_PACKAGE => {
             Fedora::NotPackaged("not packaged; pass --kernel-src DIR, --kernel-tarball FILE or --kernel-image FILE")
         }
@@ -286,6 +290,15 @@ fn host_tool_items(n: &Needs, v: &mut Items) {
             add(tool.label(), tool.why.into(), Probe::Venv(tool), Source::Venv(tool));
         }
         add(MDBOOK.label(), MDBOOK.why.into(), Probe::Cargo(&MDBOOK), Source::Cargo(&MDBOOK));
+    }
+    if n.postgres {
+        let why = "the history store's check against a private PostgreSQL server (cargo xtask test)";
+        add(
+            "PostgreSQL server (initdb, pg_ctl)".into(),
+            why.into(),
+            Probe::PostgresServer,
+            Source::Package("postgresql"),
+        );
     }
     if n.browser {
         let why = "rendering report.html headless in cargo xtask test";

@@ -27,7 +27,24 @@ pub(super) fn present(probe: &Probe, sysroot: &OnceLock<Option<PathBuf>>) -> boo
         Probe::Virtiofsd => crate::vm::virtiofsd::binary().is_some(),
         Probe::Venv(tool) => tool.installed(),
         Probe::Cargo(tool) => tool.installed(),
+        Probe::PostgresServer => postgres_bin().is_some(),
     }
+}
+
+/// The folder of a PostgreSQL server's programs: `initdb` and `pg_ctl` on PATH, else Debian's
+/// `/usr/lib/postgresql/<major>/bin` (the newest major).
+pub fn postgres_bin() -> Option<PathBuf> {
+    if let (Some(initdb), Some(_)) = (on_path("initdb"), on_path("pg_ctl")) {
+        return initdb.parent().map(std::path::Path::to_path_buf);
+    }
+    let mut majors: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
+        .filter(|(_, bin): &(u32, PathBuf)| bin.join("initdb").is_file() && bin.join("pg_ctl").is_file())
+        .collect();
+    majors.sort();
+    majors.pop().map(|(_, bin)| bin)
 }
 
 pub(super) fn on_path(name: &str) -> Option<PathBuf> {

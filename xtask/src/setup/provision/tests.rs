@@ -303,3 +303,18 @@ fn only_the_tests_need_the_browser() {
     assert!(!has(&Needs::everything()) && !has(&Needs::everything_for("x86_64").unwrap()));
     assert_eq!(fedora("chromium"), Fedora::Package("chromium"));
 }
+
+/// PostgreSQL's server comes with `cargo xtask test`, whose history check starts a private one,
+/// not with `setup`; it is probed where Debian keeps it, off PATH.
+#[test]
+fn only_the_tests_need_a_postgres_server() {
+    let has = |n: &Needs| {
+        items(n).iter().any(|i| i.probe == Probe::PostgresServer && i.source == Source::Package("postgresql"))
+    };
+    assert!(has(&Needs::tests()) && has(&Needs::postgres_server()));
+    assert!(!has(&Needs::everything()));
+    assert_eq!(fedora("postgresql"), Fedora::Package("postgresql-server"));
+    if let Some(bin) = super::postgres_bin() {
+        assert!(bin.join("initdb").is_file() && bin.join("pg_ctl").is_file(), "{}", bin.display());
+    }
+}

@@ -1,0 +1,229 @@
+//! The classes of a run's scenarios against their history, and the flips of every scenario
+//! (sans-IO: outcomes in time order in, classes out).
+//!
+//! A cell is a scenario on an arch and a kernel (its release, source digest, patches, config
+//! digest and profile). An outcome has a verdict when its status says passed (`pass`,
+//! `xfail`, `fixed`) or failed (`fail`, `xpass`, `not-run`, `error`, as
+//! `Status::is_failure` says); `skip` and `collateral` have none and are passed over. For the
+//! run classified, each cell of an arch and kernel it ran is, looking at the cell's last
+//! `window` outcomes up to that run:
+//!
+//! - `new`: no verdict before this one;
+//! - `unstable`: the window flips both ways (a pass then a fail, and a fail then a pass), except
+//!   one regression that this run fixes, which is `fixed`;
+//! - otherwise against the verdict before: `regression` (passed, fails now: the only class that
+//!   gates), `fixed`, `persistent-failure`, `stable`;
+//! - `skipped`: no verdict in this run;
+//! - `missing`: recorded before on this arch and kernel, not in this run.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::rows::KernelId;
+use super::store::Outcome;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Class {
+    Regression,
+    Unstable,
+    PersistentFailure,
+    Fixed,
+    New,
+    Missing,
+    Skipped,
+    Stable,
+}
+
+impl Class {
+    pub const ALL: [Class; 8] = [
+        Class::Regression,
+        Class::Unstable,
+        Class::PersistentFailure,
+        Class::Fixed,
+        Class::New,
+        Class::Missing,
+        Class::Skipped,
+        Class::Stable,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Regression => "regression",
+            Class::Unstable => "unstable",
+            Class::PersistentFailure => "persistent-failure",
+            Class::Fixed => "fixed",
+            Class::New => "new",
+            Class::Missing => "missing",
+            Class::Skipped => "skipped",
+            Class::Stable => "stable",
+        }
+    }
+}
+
+/// `Some(true)` for a failed outcome, `Some(false)` for a passed one, `None` for no verdict.
+pub fn failed(status: &str) -> Option<bool> {
+    match status {
+        "fail" | "xpass" | "not-run" | "error" => Some(true),
+        "pass" | "xfail" | "fixed" => Some(false),
+        _ => None,
+    }
+}
+
+/// What makes two kernels one: all of [`KernelId`] but the source's words.
+fn kernel_key(k: &KernelId) -> KernelKey {
+    (k.release.clone(), k.source_id.clone(), k.patches.clone(), k.config_hash.clone(), k.profile.clone())
+}
+
+/// Release, source digest, patches, config digest, profile.
+type KernelKey = (String, String, String, String, String);
+
+/// Scenario, arch, kernel.
+type Cell = (String, String, KernelKey);
+
+fn cell(o: &Outcome) -> Cell {
+    (o.scenario.clone(), o.arch.clone(), kernel_key(&o.kernel))
+}
+
+/// One cell's class in the run classified.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Classed {
+    pub scenario: String,
+    pub arch: String,
+    pub kernel: KernelId,
+    pub class: Class,
+    /// Its status in this run (`None` when missing).
+    pub status: Option<String>,
+    /// The statuses of its window, oldest first (this run's last).
+    pub window: Vec<String>,
+    /// This run's reason, if any (a skip's, a failure's).
+    pub reason: Option<String>,
+}
+
+/// The flips of a sequence of verdicts: (pass then fail, fail then pass).
+fn flips(verdicts: &[bool]) -> (usize, usize) {
+    let mut down = 0;
+    let mut up = 0;
+    for w in verdicts.windows(2) {
+        match (w[0], w[1]) {
+            (false, true) => down += 1,
+            (true, false) => up += 1,
+            _ => {}
+        }
+    }
+    (down, up)
+}
+
+/// The class of a cell from its outcomes up to this run, this run's last.
+fn class_of(window: &[&Outcome]) -> Class {
+    let Some((now, before)) = window.split_last() else { return Class::Missing };
+    let Some(failed_now) = failed(&now.status) else { return Class::Skipped };
+    let prior: Vec<bool> = before.iter().filter_map(|o| failed(&o.status)).collect();
+    let Some(&failed_before) = prior.last() else { return Class::New };
+    let mut all = prior.clone();
+    all.push(failed_now);
+    let (down, up) = flips(&all);
+    let fixed_now = failed_before && !failed_now;
+    if down > 0 && up > 0 && !(fixed_now && down == 1 && up == 1) {
+        return Class::Unstable;
+    }
+    match (failed_before, failed_now) {
+        (false, true) => Class::Regression,
+        (true, false) => Class::Fixed,
+        (true, true) => Class::PersistentFailure,
+        (false, false) => Class::Stable,
+    }
+}
+
+/// The classes of run (`run_id`, `host`)'s cells against `outcomes` (every recorded one, in
+/// time order): each cell of the arches and kernels the run has, looking at outcomes up to the
+/// run's, at most `window` of them. Sorted by class, then scenario, arch and kernel.
+pub fn classify(outcomes: &[Outcome], run_id: &str, host: &str, window: usize) -> Vec<Classed> {
+    let is_run = |o: &Outcome| o.run_id == run_id && o.host == host;
+    // Outcomes after the run's are not looked at (a run classified after later ones).
+    let end = outcomes.iter().rposition(is_run).map_or(0, |i| i + 1);
+    let upto = &outcomes[..end];
+    let places: std::collections::BTreeSet<(String, KernelKey)> =
+        upto.iter().filter(|o| is_run(o)).map(|o| (o.arch.clone(), kernel_key(&o.kernel))).collect();
+    let mut cells: BTreeMap<Cell, Vec<&Outcome>> = BTreeMap::new();
+    for o in upto.iter().filter(|o| places.contains(&(o.arch.clone(), kernel_key(&o.kernel)))) {
+        cells.entry(cell(o)).or_default().push(o);
+    }
+    let mut out: Vec<Classed> = cells
+        .into_values()
+        .map(|seq| {
+            let last = *seq.last().expect("a cell has an outcome");
+            let here = is_run(last);
+            let tail = &seq[seq.len().saturating_sub(window.max(1))..];
+            Classed {
+                scenario: last.scenario.clone(),
+                arch: last.arch.clone(),
+                kernel: last.kernel.clone(),
+                class: if here { class_of(tail) } else { Class::Missing },
+                status: here.then(|| last.status.clone()),
+                window: tail.iter().map(|o| o.status.clone()).collect(),
+                reason: if here { last.reason.clone() } else { None },
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| (a.class, &a.scenario, &a.arch, &a.kernel).cmp(&(b.class, &b.scenario, &b.arch, &b.kernel)));
+    out
+}
+
+/// Where a scenario flipped: one arch and kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FlipCell {
+    pub arch: String,
+    pub kernel: KernelId,
+    pub flips: usize,
+    /// Its outcomes with a verdict.
+    pub runs: usize,
+    /// Of those, failed.
+    pub failed: usize,
+}
+
+/// A scenario's flips over the whole history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Flaky {
+    pub scenario: String,
+    pub flips: usize,
+    pub cells: Vec<FlipCell>,
+}
+
+/// Every scenario that flipped between passed and failed on some arch and kernel, most flips
+/// first; each with the cells where it did.
+pub fn flakes(outcomes: &[Outcome]) -> Vec<Flaky> {
+    let mut cells: BTreeMap<Cell, Vec<&Outcome>> = BTreeMap::new();
+    for o in outcomes {
+        cells.entry(cell(o)).or_default().push(o);
+    }
+    let mut by_scenario: BTreeMap<String, Vec<FlipCell>> = BTreeMap::new();
+    for ((scenario, arch, _), seq) in cells {
+        let verdicts: Vec<bool> = seq.iter().filter_map(|o| failed(&o.status)).collect();
+        let (down, up) = flips(&verdicts);
+        if down + up == 0 {
+            continue;
+        }
+        by_scenario.entry(scenario).or_default().push(FlipCell {
+            arch,
+            kernel: seq[0].kernel.clone(),
+            flips: down + up,
+            runs: verdicts.len(),
+            failed: verdicts.iter().filter(|f| **f).count(),
+        });
+    }
+    let mut out: Vec<Flaky> = by_scenario
+        .into_iter()
+        .map(|(scenario, mut cells)| {
+            cells.sort_by(|a, b| b.flips.cmp(&a.flips).then_with(|| (&a.arch, &a.kernel).cmp(&(&b.arch, &b.kernel))));
+            Flaky { scenario, flips: cells.iter().map(|c| c.flips).sum(), cells }
+        })
+        .collect();
+    out.sort_by(|a, b| b.flips.cmp(&a.flips).then_with(|| a.scenario.cmp(&b.scenario)));
+    out
+}
+
+#[cfg(test)]
+#[path = "classify/tests.rs"]
+mod tests;

@@ -1,0 +1,165 @@
+//! The real checks of the results history: the store's checks on a private PostgreSQL server
+//! (Debian's programs, provisioned by `setup`; a cluster of our own in a temp folder, on a Unix
+//! socket only, run as an unprivileged user, never the system's service), and two small runs
+//! recorded, then their classes shown.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+use xtask::cli::Location;
+use xtask::history::store::Db;
+
+pub const POSTGRES: &str = "history: the store's checks (migrations, a run's write and read-back, a writer that dies \
+     mid-transaction, the classes) on a private PostgreSQL server, and `history import` then `history --json` \
+     through its postgres:// URL";
+
+pub const TWO_RUNS: &str = "x86_64: two runs of registration/* recorded into a fresh history, then `history` classes \
+     the second against the first (nothing new, no regression, exit 0) and `history flakes` lists none";
+
+/// The uid and gid the server runs as when the check runs as root (`initdb` refuses root).
+const NOBODY: u32 = 65534;
+
+/// A private PostgreSQL cluster: its folder, programs and socket; stopped when dropped.
+struct Server {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+}
+
+impl Server {
+    /// `initdb` (superuser `ue`, trust on the socket) and `pg_ctl start` in a fresh folder,
+    /// listening on no TCP address, its socket in the folder.
+    fn start() -> Result<Server> {
+        xtask::setup::provision::ensure(&xtask::setup::provision::Needs::postgres_server())?;
+        let bin = xtask::setup::provision::postgres_bin().context("no initdb/pg_ctl after provisioning")?;
+        let dir = tempfile::Builder::new().prefix("ue-pg-").tempdir_in(std::env::temp_dir())?;
+        if as_root() {
+            std::os::unix::fs::chown(dir.path(), Some(NOBODY), Some(NOBODY))?;
+        }
+        let server = Server { dir, bin };
+        let data = server.data();
+        server.run("initdb", &["-D", &data, "-U", "ue", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"])?;
+        let options = format!("-c listen_addresses='' -k {}", server.socket_dir());
+        let log = server.dir.path().join("server.log").display().to_string();
+        server.run("pg_ctl", &["-D", &data, "-l", &log, "-w", "-t", "60", "-o", &options, "start"])?;
+        Ok(server)
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").display().to_string()
+    }
+
+    fn socket_dir(&self) -> String {
+        self.dir.path().display().to_string()
+    }
+
+    /// A server program, as the unprivileged user when this runs as root.
+    fn run(&self, program: &str, args: &[&str]) -> Result<()> {
+        let exe = self.bin.join(program);
+        let mut cmd = if as_root() {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid", &NOBODY.to_string(), "--regid", &NOBODY.to_string(), "--clear-groups"]).arg(&exe);
+            c
+        } else {
+            Command::new(&exe)
+        };
+        let out = cmd.args(args).current_dir(self.dir.path()).output().with_context(|| format!("{program}"))?;
+        anyhow::ensure!(
+            out.status.success(),
+            "{program} {args:?}: {}\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(())
+    }
+
+    /// The URL of database `db` on the socket.
+    fn url(&self, db: &str) -> String {
+        let host: String = self.socket_dir().replace('/', "%2F");
+        format!("postgresql://ue@{host}/{db}")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.run("pg_ctl", &["-D", &self.data(), "-m", "immediate", "-w", "stop"]);
+    }
+}
+
+fn as_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The store's checks on a fresh private server, each in a database of its own; then the
+/// verbs through the server's URL.
+pub fn postgres_store(_scratch: &Path) -> Result<()> {
+    let server = Server::start()?;
+    let admin = postgres::Client::connect(&server.url("postgres"), postgres::NoTls).context("the admin connection")?;
+    let admin = RefCell::new(admin);
+    let made = RefCell::new(BTreeSet::new());
+    let connect = |name: &str| -> Result<Box<dyn Db>> {
+        if made.borrow_mut().insert(name.to_string()) {
+            admin.borrow_mut().batch_execute(&format!("CREATE DATABASE \"{name}\""))?;
+        }
+        Ok(Box::new(xtask::history::postgres::Postgres::connect(&server.url(name))?))
+    };
+    xtask::history::checks::all(&connect)?;
+    admin.borrow_mut().batch_execute("CREATE DATABASE cli")?;
+    let url = server.url("cli");
+    let store = xtask::history::open(&Location::Postgres(url.clone()))?.context("no store")?;
+    anyhow::ensure!(store.backend() == "postgres", "{}", store.describe());
+    let root = xtask::support::checkout::project_root();
+    let golden = root.join("xtask/test_data/results/golden/run.json");
+    let xtask = crate::as_user::this_xtask()?;
+    let import = Command::new(&xtask).args(["--history", &url, "history", "import"]).arg(&golden).output()?;
+    anyhow::ensure!(import.status.success(), "history import: {}", String::from_utf8_lossy(&import.stderr));
+    let show = Command::new(&xtask).args(["--history", &url, "history", "--json"]).output()?;
+    anyhow::ensure!(show.status.code() == Some(0), "history --json exited {}", show.status);
+    let doc: serde_json::Value = serde_json::from_slice(&show.stdout).context("history --json")?;
+    anyhow::ensure!(doc["runs_recorded"] == 1 && doc["run"]["run_id"] == "run-fixture", "{doc}");
+    anyhow::ensure!(doc["counts"] == serde_json::json!({"new": 9, "skipped": 3}), "counts {}", doc["counts"]);
+    Ok(())
+}
+
+/// `xtask --history sqlite:... run --arch x86_64 --filter registration/*` twice, then
+/// `history --json` and `history flakes --json` on what they recorded.
+pub fn two_runs_then_classes(scratch: &Path, cache_dir: Option<&Path>) -> Result<()> {
+    let file = scratch.join("two-runs.sqlite");
+    let history = format!("sqlite:{}", file.display());
+    let results = scratch.join("two-runs-results");
+    let xtask = crate::as_user::this_xtask()?;
+    let with = |args: &[&str]| {
+        let mut c = Command::new(&xtask);
+        c.arg("--history").arg(&history).args(args);
+        c
+    };
+    for n in 1..=2 {
+        let mut run = with(&["run", "--arch", "x86_64", "--filter", "registration/*"]);
+        run.arg("--results").arg(&results);
+        if let Some(dir) = cache_dir {
+            run.arg("--cache-dir").arg(dir);
+        }
+        let out = run.output()?;
+        let said = String::from_utf8_lossy(&out.stderr);
+        anyhow::ensure!(out.status.code() == Some(0), "run {n} exited {}: {said}", out.status);
+        anyhow::ensure!(said.contains("history: run ") && said.contains(" recorded in sqlite "), "run {n}: {said}");
+    }
+    let show = with(&["history", "--json"]).output()?;
+    let doc: serde_json::Value = serde_json::from_slice(&show.stdout).context("history --json")?;
+    anyhow::ensure!(show.status.code() == Some(0), "history exited {}: {}", show.status, doc["counts"]);
+    anyhow::ensure!(doc["runs_recorded"] == 2, "{} runs recorded", doc["runs_recorded"]);
+    let counts = doc["counts"].as_object().context("no counts")?;
+    anyhow::ensure!(counts.get("stable").and_then(serde_json::Value::as_u64).unwrap_or(0) > 3, "counts {counts:?}");
+    for class in ["new", "regression", "missing"] {
+        anyhow::ensure!(!counts.contains_key(class), "a class {class} between two runs of one kernel: {counts:?}");
+    }
+    let flakes = with(&["history", "flakes", "--json"]).output()?;
+    let doc: serde_json::Value = serde_json::from_slice(&flakes.stdout).context("history flakes --json")?;
+    anyhow::ensure!(doc["scenarios"] == serde_json::json!([]), "flakes: {}", doc["scenarios"]);
+    Ok(())
+}
