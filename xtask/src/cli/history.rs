@@ -72,6 +72,9 @@ pub enum HistoryCmd {
     Flakes(FlakesArgs),
     /// Record existing run folders (their run.json, else their logs judged again).
     Import(ImportArgs),
+    /// A static HTML page of the history: per arch, scenario x kernel with the last outcomes,
+    /// the class and the first bad run; the measured figures' trends, flagged beyond the noise.
+    Dashboard(DashboardArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -98,6 +101,16 @@ pub struct FlakesArgs {
     /// JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DashboardArgs {
+    /// The folder to write (its index.html).
+    #[arg(long, value_name = "DIR", default_value = "results/dashboard")]
+    pub out: PathBuf,
+    /// How many of a cell's latest outcomes the classes look at for flips.
+    #[arg(long, default_value_t = 10)]
+    pub window: usize,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -60,6 +60,7 @@ pub fn sample(run_id: &str, second: u32, statuses: &[(&str, &str)]) -> Recorded 
                 status: (*status).into(),
                 duration_ms: (*status != "skip").then_some(1200),
                 reason: (*status == "skip").then(|| "requires CONFIG_X".to_string()),
+                metrics: Vec::new(),
             })
             .collect(),
     }

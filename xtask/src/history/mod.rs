@@ -4,15 +4,19 @@
 //! answers; `rows` (a run model as rows, sans-IO), `schema` (the migrations), `store` (the one
 //! trait of the backends and the SQL they share), `sqlite` (the default, beside the cache) and
 //! `postgres`, `classify` (the classes and the flips, sans-IO), `render` (text and JSON),
-//! `checks` (the store's behaviour, checked alike on both backends).
+//! `checks` (the store's behaviour, checked alike on both backends), `dashboard` (the static
+//! page: cells over the runs, first bad runs, figures' trends; sans-IO) with `stats` (the
+//! Mann-Whitney U test).
 
 pub mod checks;
 pub mod classify;
+pub mod dashboard;
 pub mod postgres;
 pub mod render;
 pub mod rows;
 pub mod schema;
 pub mod sqlite;
+pub mod stats;
 pub mod store;
 
 use std::path::{Path, PathBuf};
@@ -20,7 +24,7 @@ use std::sync::Mutex;
 
 use anyhow::Result;
 
-use crate::cli::{FlakesArgs, Location, ShowArgs};
+use crate::cli::{DashboardArgs, FlakesArgs, Location, ShowArgs};
 use crate::results::model::Run;
 use crate::support::exit::{error, Kind};
 use crate::support::progress::line;
@@ -199,4 +203,22 @@ pub fn flakes(args: &FlakesArgs, keep: &dyn Fn(&str) -> bool) -> Result<u8> {
         print!("{}", render::flakes_text(&described, runs, &flaky));
     }
     Ok(0)
+}
+
+/// `history dashboard`: the page of the chosen store written to `--out`/index.html.
+pub fn dashboard(args: &DashboardArgs) -> Result<u8> {
+    let mut store = open_selected()?;
+    let html = dashboard_html(&mut store, args.window)?;
+    std::fs::create_dir_all(&args.out).map_err(|e| error(Kind::Infra, format!("{}: {e}", args.out.display())))?;
+    let index = args.out.join("index.html");
+    std::fs::write(&index, html).map_err(|e| error(Kind::Infra, format!("{}: {e}", index.display())))?;
+    println!("dashboard of {} written to {}", store.describe(), index.display());
+    Ok(0)
+}
+
+/// The dashboard of `store` as HTML.
+pub fn dashboard_html(store: &mut Store, window: usize) -> Result<String> {
+    let runs = store.runs()?;
+    let page = dashboard::page(&store.describe(), &runs, &store.outcomes()?, &store.measurements()?, window);
+    Ok(dashboard::html::render(&page))
 }

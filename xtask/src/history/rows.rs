@@ -101,7 +101,7 @@ pub struct RunRow {
 }
 
 /// One scenario on one arch of one run: the `results` table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ResultRow {
     /// `suite/name`.
     pub scenario: String,
@@ -112,10 +112,22 @@ pub struct ResultRow {
     pub status: String,
     pub duration_ms: Option<i64>,
     pub reason: Option<String>,
+    /// Its measured figures (the model's `metrics`), by name.
+    pub metrics: Vec<MetricRow>,
+}
+
+/// One measured figure of a result, with the samples behind it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricRow {
+    pub name: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub value: f64,
+    pub samples: Vec<f64>,
 }
 
 /// A run as the history records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Recorded {
     pub run: RunRow,
     pub results: Vec<ResultRow>,
@@ -175,6 +187,17 @@ pub fn of_run(run: &Run, cx: &Context) -> Recorded {
                 status: s.status.as_str().to_string(),
                 duration_ms: s.duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX)),
                 reason: s.reason.clone(),
+                metrics: s
+                    .metrics
+                    .iter()
+                    .map(|(name, m)| MetricRow {
+                        name: name.clone(),
+                        unit: m.unit.clone(),
+                        higher_is_better: m.higher_is_better,
+                        value: m.value,
+                        samples: m.samples.clone(),
+                    })
+                    .collect(),
             });
         }
     }

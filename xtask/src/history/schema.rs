@@ -46,6 +46,20 @@ pub const MIGRATIONS: &[&str] = &[
     // 2: what the classes and the flakes read: a cell's outcomes, runs in time order.
     "CREATE INDEX results_by_cell ON results (scenario, arch, kernel_release, source_id, config_hash);
     CREATE INDEX runs_by_time ON runs (started_at, run_id)",
+    // 3: the measured figures of a result, with their samples (space-separated numbers).
+    "CREATE TABLE measurements (
+        run_id TEXT NOT NULL,
+        host TEXT NOT NULL,
+        arch TEXT NOT NULL,
+        scenario TEXT NOT NULL,
+        name TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        higher_is_better BIGINT NOT NULL,
+        value TEXT NOT NULL,
+        samples TEXT NOT NULL,
+        PRIMARY KEY (run_id, host, arch, scenario, name),
+        FOREIGN KEY (run_id, host, arch, scenario) REFERENCES results (run_id, host, arch, scenario)
+    )",
 ];
 
 /// The version this build writes and reads.

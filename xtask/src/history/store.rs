@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Context, Result};
 
-use super::rows::{stamp, KernelId, Recorded, RunRow};
+use super::rows::{stamp, KernelId, Recorded, ResultRow, RunRow};
 use super::schema::{self, MIGRATIONS, VERSION_TABLE};
 
 /// A value bound to a parameter or read from a column.
@@ -89,6 +89,23 @@ pub struct Outcome {
     pub status: String,
     pub duration_ms: Option<i64>,
     pub reason: Option<String>,
+}
+
+/// One recorded measured figure, with its run's time, as the dashboard reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    pub run_id: String,
+    pub host: String,
+    pub started_at: String,
+    pub arch: String,
+    pub scenario: String,
+    pub release: String,
+    pub profile: String,
+    pub name: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub value: f64,
+    pub samples: Vec<f64>,
 }
 
 /// The history on one database.
@@ -220,6 +237,7 @@ impl Store {
                     ],
                 )
                 .with_context(|| format!("{} {} of run {}", x.arch, x.scenario, r.run.run_id))?;
+                insert_metrics(db, &r.run, x)?;
             }
             Ok(())
         })?;
@@ -280,11 +298,64 @@ impl Store {
             .collect())
     }
 
+    /// Every measured figure, its runs in time order.
+    pub fn measurements(&mut self) -> Result<Vec<Measured>> {
+        let rows = self.db.query(
+            "SELECT m.run_id, m.host, u.started_at, m.arch, m.scenario, r.kernel_release, r.profile, m.name, \
+             m.unit, m.higher_is_better, m.value, m.samples \
+             FROM measurements m JOIN results r ON r.run_id = m.run_id AND r.host = m.host AND r.arch = m.arch \
+             AND r.scenario = m.scenario JOIN runs u ON u.run_id = m.run_id AND u.host = m.host \
+             ORDER BY u.started_at, u.run_id, u.host, m.arch, m.scenario, m.name",
+            &[],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| Measured {
+                run_id: r[0].text(),
+                host: r[1].text(),
+                started_at: r[2].text(),
+                arch: r[3].text(),
+                scenario: r[4].text(),
+                release: r[5].text(),
+                profile: r[6].text(),
+                name: r[7].text(),
+                unit: r[8].text(),
+                higher_is_better: r[9].int() == Some(1),
+                value: r[10].text().parse().unwrap_or(f64::NAN),
+                samples: r[11].text().split_whitespace().filter_map(|v| v.parse().ok()).collect(),
+            })
+            .collect())
+    }
+
     /// How many results rows there are (the crash test's check).
     pub fn count_results(&mut self) -> Result<i64> {
         let rows = self.db.query("SELECT COUNT(*) FROM results", &[])?;
         Ok(rows.first().and_then(|r| r.first()).and_then(Value::int).unwrap_or(0))
     }
+}
+
+/// The measured figures of one result, samples as space-separated numbers.
+fn insert_metrics(db: &mut dyn Db, run: &RunRow, x: &ResultRow) -> Result<()> {
+    for m in &x.metrics {
+        let samples: Vec<String> = m.samples.iter().map(f64::to_string).collect();
+        db.exec(
+            "INSERT INTO measurements (run_id, host, arch, scenario, name, unit, higher_is_better, value, samples) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            &[
+                (&run.run_id).into(),
+                (&run.host).into(),
+                (&x.arch).into(),
+                (&x.scenario).into(),
+                (&m.name).into(),
+                (&m.unit).into(),
+                Value::Int(m.higher_is_better.into()),
+                m.value.to_string().as_str().into(),
+                samples.join(" ").as_str().into(),
+            ],
+        )
+        .with_context(|| format!("{} {} {} of run {}", x.arch, x.scenario, m.name, run.run_id))?;
+    }
+    Ok(())
 }
 
 fn insert_run(db: &mut dyn Db, r: &RunRow) -> Result<()> {

@@ -1,6 +1,6 @@
 //! `cargo xtask history`: the recorded runs asked about: the latest run's classes (`show`, the
 //! default; exits 1 on a regression), the scenarios that flip (`flakes`), run folders recorded
-//! after the fact (`import`).
+//! after the fact (`import`), the static page of it all (`dashboard`).
 
 use anyhow::Result;
 
@@ -16,6 +16,7 @@ impl HistoryArgs {
                 crate::history::flakes(&a, &keep)
             }
             Some(HistoryCmd::Import(a)) => crate::history::import(&a.dirs),
+            Some(HistoryCmd::Dashboard(a)) => crate::history::dashboard(&a),
         }
     }
 }
