@@ -105,9 +105,9 @@ pub struct FlakesArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct DashboardArgs {
-    /// The folder to write (its index.html).
-    #[arg(long, value_name = "DIR", default_value = "results/dashboard")]
-    pub out: PathBuf,
+    /// The folder to write (its index.html; default: results/dashboard in the checkout).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// How many of a cell's latest outcomes the classes look at for flips.
     #[arg(long, default_value_t = 10)]
     pub window: usize,

@@ -6,7 +6,7 @@
 use anyhow::{ensure, Context, Result};
 
 use super::classify::{classify, Class};
-use super::rows::{KernelId, Recorded, ResultRow, RunRow};
+use super::rows::{KernelId, MetricRow, Recorded, ResultRow, RunRow};
 use super::schema;
 use super::store::{Db, Store, Value};
 
@@ -17,9 +17,10 @@ type Check = fn(Connect) -> Result<()>;
 
 /// Every check, in order; the first failure, named.
 pub fn all(connect: Connect) -> Result<()> {
-    let checks: [(&str, Check); 4] = [
+    let checks: [(&str, Check); 5] = [
         ("migrations", migrations),
         ("record", record_and_read_back),
+        ("measurements", measurements_read_back),
         ("abandoned", abandoned_write_leaves_nothing),
         ("classes", classes_in_time_order),
     ];
@@ -108,6 +109,28 @@ fn record_and_read_back(connect: Connect) -> Result<()> {
     s.record(&imported)?;
     let back = s.runs()?;
     ensure!(back.last() == Some(&imported.run), "an import without a commit: {back:?}");
+    Ok(())
+}
+
+fn measurements_read_back(connect: Connect) -> Result<()> {
+    let mut s = Store::open(connect("measurements")?)?;
+    let mut run = sample("m1", 1, &[("perf/write", "pass"), ("a/b", "pass")]);
+    run.results[0].metrics = vec![MetricRow {
+        name: "write_rate".into(),
+        unit: "events/s".into(),
+        higher_is_better: true,
+        value: 1234.5,
+        samples: vec![1200.25, 1234.5, 1300.0],
+    }];
+    s.record(&run)?;
+    let got = s.measurements()?;
+    ensure!(got.len() == 1, "{} measurements", got.len());
+    let m = &got[0];
+    ensure!(
+        m.scenario == "perf/write" && m.name == "write_rate" && m.higher_is_better && m.release == "6.12.117",
+        "{m:?}"
+    );
+    ensure!(m.value == 1234.5 && m.samples == [1200.25, 1234.5, 1300.0], "samples read back: {m:?}");
     Ok(())
 }
 

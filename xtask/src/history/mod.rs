@@ -205,12 +205,14 @@ pub fn flakes(args: &FlakesArgs, keep: &dyn Fn(&str) -> bool) -> Result<u8> {
     Ok(0)
 }
 
-/// `history dashboard`: the page of the chosen store written to `--out`/index.html.
+/// `history dashboard`: the page of the chosen store written to `--out`/index.html
+/// (`results/dashboard/` in the checkout).
 pub fn dashboard(args: &DashboardArgs) -> Result<u8> {
     let mut store = open_selected()?;
     let html = dashboard_html(&mut store, args.window)?;
-    std::fs::create_dir_all(&args.out).map_err(|e| error(Kind::Infra, format!("{}: {e}", args.out.display())))?;
-    let index = args.out.join("index.html");
+    let out = args.out.clone().unwrap_or_else(|| crate::support::checkout::default_results().join("dashboard"));
+    std::fs::create_dir_all(&out).map_err(|e| error(Kind::Infra, format!("{}: {e}", out.display())))?;
+    let index = out.join("index.html");
     std::fs::write(&index, html).map_err(|e| error(Kind::Infra, format!("{}: {e}", index.display())))?;
     println!("dashboard of {} written to {}", store.describe(), index.display());
     Ok(0)

@@ -14,7 +14,7 @@ use xtask::cli::Location;
 use xtask::history::store::Db;
 
 pub const POSTGRES: &str = "history: the store's checks (migrations, a run's write and read-back, a writer that dies \
-     mid-transaction, the classes) on a private PostgreSQL server, and `history import` then `history --json` \
+     mid-transaction, the classes, the measured figures) on a private PostgreSQL server, and `history import` then `history --json` \
      through its postgres:// URL";
 
 pub const TWO_RUNS: &str = "x86_64: two runs of registration/* recorded into a fresh history, then `history` classes \

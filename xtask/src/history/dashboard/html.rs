@@ -183,7 +183,7 @@ pub fn render(p: &Page) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>user_events conformance: \
          regression dashboard</title>\n<style>{STYLE}</style></head><body>\n<h1>Regression dashboard</h1>\n<p>{} \
          run(s) in {}. Each cell: the latest status, the class in its kernel's latest run, the last {STRIP} \
-         outcomes (oldest first; green passed, red failed, grey skipped), and for a cell failing now the \
+         outcomes (oldest first; green passed, red failed, grey skipped, amber the rest), and for a cell failing now the \
          run after its last pass. The {} run(s) of mutants' kernels (mutation campaigns) are left \
          out.</p>\n<p>",
         p.runs,

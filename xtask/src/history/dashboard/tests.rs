@@ -2,7 +2,7 @@
 //! history of imported runs.
 
 use super::*;
-use crate::history::rows::{self, Context, Origin};
+use crate::history::rows::Origin;
 use crate::history::sqlite::Sqlite;
 use crate::history::store::Store;
 use crate::results::model::{Metric, Run, Status};
@@ -47,7 +47,7 @@ fn golden() -> Run {
 
 /// Run `n` of twelve: `abi/register` fails from run 7 on x86_64, `abi/write` flips, and a
 /// figure's samples drop by a third in the last run.
-fn nth_run(base: &Run, n: usize) -> rows::Recorded {
+fn nth_run(base: &Run, n: usize) -> Run {
     let mut run = base.clone();
     run.run_id = format!("run-{n:02}");
     for a in &mut run.arches {
@@ -71,24 +71,29 @@ fn nth_run(base: &Run, n: usize) -> rows::Recorded {
             }
         }
     }
-    let cx = Context {
-        project_commit: Some(format!("{n:02}aabbccddeeff00112233445566778899aabbcc")),
-        host: "builder",
-        recorded_at: "2026-11-27T10:00:00Z".parse().unwrap(),
-        origin: Origin::Import,
-        folder: "results/x",
-        profiles: &[],
-    };
-    rows::of_run(&run, &cx)
+    run
 }
 
 #[test]
 fn a_page_from_twelve_recorded_runs() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(Box::new(Sqlite::open(&dir.path().join("h.sqlite")).unwrap())).unwrap();
+    // Twelve run folders, imported as `history import` does: read back from their run.json.
     let base = golden();
+    let folders = dir.path().join("results");
     for n in 0..12 {
-        assert!(store.record(&nth_run(&base, n)).unwrap());
+        let run = nth_run(&base, n);
+        let folder = folders.join(&run.run_id);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("run.json"), serde_json::to_string(&run).unwrap()).unwrap();
+    }
+    let loaded = crate::results::compare::load_side(&folders).unwrap();
+    assert_eq!(loaded.len(), 12);
+    for (folder, run) in loaded {
+        let mut rows = crate::history::rows_of(&run, &folder, Origin::Import);
+        // An import has no commit; one is set to see it on the first bad run.
+        rows.run.project_commit = Some(format!("{}aabbccddeeff00112233445566778899aabbcc", &run.run_id[4..]));
+        assert!(store.record(&rows).unwrap());
     }
     let runs = store.runs().unwrap();
     let measured = store.measurements().unwrap();
