@@ -15,7 +15,7 @@ use xtask::history::store::Db;
 
 pub const POSTGRES: &str = "history: the store's checks (migrations, a run's write and read-back, a writer that dies \
      mid-transaction, the classes, the measured figures) on a private PostgreSQL server, and `history import` then `history --json` \
-     through its postgres:// URL";
+     through its postgres:// URL, and `history dashboard` of it";
 
 pub const TWO_RUNS: &str = "x86_64: two runs of registration/* recorded into a fresh history, then `history` classes \
      the second against the first (nothing new, no regression, exit 0) and `history flakes` lists none";
@@ -97,7 +97,7 @@ fn as_root() -> bool {
 
 /// The store's checks on a fresh private server, each in a database of its own; then the
 /// verbs through the server's URL.
-pub fn postgres_store(_scratch: &Path) -> Result<()> {
+pub fn postgres_store(scratch: &Path) -> Result<()> {
     let server = Server::start()?;
     let admin = postgres::Client::connect(&server.url("postgres"), postgres::NoTls).context("the admin connection")?;
     let admin = RefCell::new(admin);
@@ -123,6 +123,11 @@ pub fn postgres_store(_scratch: &Path) -> Result<()> {
     let doc: serde_json::Value = serde_json::from_slice(&show.stdout).context("history --json")?;
     anyhow::ensure!(doc["runs_recorded"] == 1 && doc["run"]["run_id"] == "run-fixture", "{doc}");
     anyhow::ensure!(doc["counts"] == serde_json::json!({"new": 9, "skipped": 3}), "counts {}", doc["counts"]);
+    let out = scratch.join("dashboard");
+    let dash = Command::new(&xtask).args(["--history", &url, "history", "dashboard", "--out"]).arg(&out).output()?;
+    anyhow::ensure!(dash.status.success(), "history dashboard: {}", String::from_utf8_lossy(&dash.stderr));
+    let page = std::fs::read_to_string(out.join("index.html")).context("the dashboard's index.html")?;
+    anyhow::ensure!(page.contains("<h2 id=\"x86_64\">") && page.contains("hazards/slow-write"), "the page: {page}");
     Ok(())
 }
 
