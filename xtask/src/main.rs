@@ -73,7 +73,7 @@ pub fn main() -> ExitCode {
         return ExitCode::from(Kind::Infra.code());
     }
     xtask::setup::provision::skip(args.no_setup);
-    xtask::history::select(args.history.clone(), args.command.cache_dir());
+    xtask::history::select(args.history.clone(), args.command.cache_dir().as_deref());
     default_source_here(&mut args.command);
     if let Some(limit) = args.command.timeout() {
         xtask::vm::children::start_deadline(limit);

@@ -127,21 +127,12 @@ impl Cmd {
         }
     }
 
-    /// `--cache-dir` of a verb that takes it.
-    pub fn cache_dir(&self) -> Option<&std::path::Path> {
+    /// `--cache-dir` of a verb that takes it: its kernel flags', or its own.
+    pub fn cache_dir(&mut self) -> Option<std::path::PathBuf> {
         match self {
-            Cmd::Kernel(k) => k.cache_dir.as_deref(),
-            Cmd::Run(RunArgs { kernel, .. })
-            | Cmd::Upstream(UpstreamArgs { kernel, .. })
-            | Cmd::Boot(BootArgs { kernel, .. })
-            | Cmd::Validate(ValidateArgs { kernel, .. })
-            | Cmd::Bisect(BisectArgs { kernel, .. })
-            | Cmd::Exec(ExecArgs { kernel, .. })
-            | Cmd::Shell(ShellArgs { kernel, .. })
-            | Cmd::Bench(BenchArgs { kernel, .. }) => kernel.cache_dir.as_deref(),
-            Cmd::Atlas(a) => a.cache_dir.as_deref(),
-            Cmd::Mutants(m) => m.cache_dir.as_deref(),
-            _ => None,
+            Cmd::Atlas(a) => a.cache_dir.clone(),
+            Cmd::Mutants(m) => m.cache_dir.clone(),
+            _ => self.kernel_mut().and_then(|k| k.cache_dir.clone()),
         }
     }
 

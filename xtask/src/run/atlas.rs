@@ -22,18 +22,11 @@ pub const LATEST: &str = "latest-atlas";
 /// The atlas of `args` over `kernels`: its exit code (1 on an unexplained difference or a stale
 /// explanation, else the worst of the runs' codes).
 pub fn run(args: &AtlasArgs, kernels: &[KernelChoice]) -> Result<u8> {
-    let root = crate::support::checkout::project_root();
-    let list_path = args.explained.clone().unwrap_or_else(|| root.join(explained::LIST));
     // A bad list fails before any kernel is built.
-    let list = read_list(&list_path, &root)?;
+    let (list, arches) = list_and_arches(args)?;
     if let Some(dup) = kernels.iter().enumerate().find(|(i, k)| kernels[..*i].iter().any(|o| o.label == k.label)) {
         return Err(error(Kind::BadInput, format!("two kernels are both labelled `{}`", dup.1.label)));
     }
-    let arches: Vec<&str> = crate::arch::select(&args.arch)
-        .map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?
-        .iter()
-        .map(|a| a.name)
-        .collect();
     let mut ran: Vec<(KernelChoice, Ran)> = Vec::new();
     for (n, k) in kernels.iter().enumerate() {
         let flags = if k.flags.is_empty() { "Debian's default source" } else { &k.flags };
@@ -60,14 +53,7 @@ pub fn run(args: &AtlasArgs, kernels: &[KernelChoice]) -> Result<u8> {
 /// `--from`: the atlas of run folders made before, each one kernel's run (its label given as
 /// `LABEL=DIR`, or made from its kernel), with nothing built or booted.
 pub fn from_folders(args: &AtlasArgs) -> Result<u8> {
-    let root = crate::support::checkout::project_root();
-    let list_path = args.explained.clone().unwrap_or_else(|| root.join(explained::LIST));
-    let list = read_list(&list_path, &root)?;
-    let arches: Vec<&str> = crate::arch::select(&args.arch)
-        .map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?
-        .iter()
-        .map(|a| a.name)
-        .collect();
+    let (list, arches) = list_and_arches(args)?;
     let mut ran: Vec<(KernelChoice, Ran)> = Vec::new();
     for spec in &args.from {
         let (label, dir) = match spec.split_once('=') {
@@ -98,6 +84,19 @@ fn link_to(run: &Path, results: &Path) -> String {
         (Some((a, b)), Some(name)) if a == b => format!("../{}", name.to_string_lossy()),
         _ => run.display().to_string(),
     }
+}
+
+/// The list of explanations (`--explained`, default the tracked one) and the arches of `--arch`.
+fn list_and_arches(args: &AtlasArgs) -> Result<(Vec<explained::Listed>, Vec<&'static str>)> {
+    let root = crate::support::checkout::project_root();
+    let list_path = args.explained.clone().unwrap_or_else(|| root.join(explained::LIST));
+    let list = read_list(&list_path, &root)?;
+    let arches = crate::arch::select(&args.arch)
+        .map_err(|e| error(Kind::BadInput, format!("--arch: {e}")))?
+        .iter()
+        .map(|a| a.name)
+        .collect();
+    Ok((list, arches))
 }
 
 /// A run's kernel as an atlas label: `debian-7.3` for a Debian package, else the source's kind
