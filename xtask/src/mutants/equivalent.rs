@@ -108,8 +108,11 @@ pub struct Applied {
     pub equivalent: BTreeMap<String, String>,
     /// Entries argued for another text of the file: not applied.
     pub other_file: Vec<String>,
-    /// Entries whose id is no mutant of this file.
+    /// Entries argued for this text whose id is no mutant of it: stale.
     pub no_mutant: Vec<String>,
+    /// Entries argued only for other texts whose id is no mutant of this one: another
+    /// version's entries, neither applied nor stale.
+    pub elsewhere: Vec<String>,
 }
 
 impl Applied {
@@ -138,9 +141,10 @@ impl Applied {
 pub fn apply(entries: &[Entry], digest: &str, ids: &BTreeSet<&str>) -> Applied {
     let mut out = Applied::default();
     for e in entries {
+        let here = e.files.iter().any(|f| digest.starts_with(f.as_str()));
         if !ids.contains(e.id.as_str()) {
-            out.no_mutant.push(e.id.clone());
-        } else if !e.files.iter().any(|f| digest.starts_with(f.as_str())) {
+            if here { &mut out.no_mutant } else { &mut out.elsewhere }.push(e.id.clone());
+        } else if !here {
             out.other_file.push(e.id.clone());
         } else {
             out.equivalent.insert(e.id.clone(), e.reason.clone());
@@ -198,6 +202,11 @@ mod tests {
         assert_eq!(gone.no_mutant, ["ba9876543210"]);
         let warnings = gone.warnings(&list, "mutants/equivalent.tsv");
         assert_eq!(warnings, ["mutants/equivalent.tsv:3: ba9876543210 is no mutant of this file: a stale entry"]);
+        // Another version's entry: no mutant of this text, argued for another one.
+        let newer = apply(&list, "99999999999999990000", &BTreeSet::from(["ba9876543210"]));
+        assert_eq!((newer.elsewhere.as_slice(), newer.other_file.as_slice()), (&["0123456789ab".to_string()][..], &["ba9876543210".to_string()][..]));
+        let only_other = apply(&list[..1], "99999999999999990000", &BTreeSet::new());
+        assert!(!only_other.is_stale() && only_other.warnings(&list, "l").is_empty(), "{only_other:?}");
     }
 
     #[test]

@@ -79,7 +79,12 @@ pub fn check_equivalents(list: &EquivalentList) -> u8 {
         );
         1
     } else {
-        eprintln!("{}: all {} entries apply to this file (digest {prefix})", list.path, list.entries.len());
+        let here = list.entries.len() - list.applied.elsewhere.len();
+        let others = match list.applied.elsewhere.len() {
+            0 => String::new(),
+            n => format!("; {n} more were argued for other texts and name no mutant of this one"),
+        };
+        eprintln!("{}: all {here} entries argued for this text apply (digest {prefix}){others}", list.path);
         0
     }
 }
