@@ -77,6 +77,27 @@ impl Knobs {
         *self == Knobs::default()
     }
 
+    /// These knobs with what the profiles' `# make: KEY=VALUE` lines add (`kmsan.config` says
+    /// `# make: LLVM=1`: KMSAN is clang's), after the flags' own; a bad line is bad input naming
+    /// the file and line.
+    pub fn with_profiles(self, configs_dir: &std::path::Path, profiles: &[String]) -> Result<Knobs> {
+        let mut args = self.make_args.clone();
+        for p in profiles {
+            let path = configs_dir.join("profiles").join(format!("{p}.config"));
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            for (i, line) in text.lines().enumerate() {
+                let Some(arg) = line.strip_prefix("# make:") else { continue };
+                let arg = parse_make_arg(arg.trim())
+                    .map_err(|e| error(Kind::BadInput, format!("{}:{}: # make: {e}", path.display(), i + 1)))?;
+                args.push(arg);
+            }
+        }
+        if args.len() == self.make_args.len() {
+            return Ok(self);
+        }
+        Knobs::from_flags(self.llvm, self.cc, self.cross_compile, self.ccache, &args)
+    }
+
     /// The toolchain prefix make is given: `--cross-compile`, else the arch's.
     fn prefix<'a>(&'a self, arch: &'a Arch) -> &'a str {
         self.cross_compile.as_deref().unwrap_or(arch.cross_compile)
@@ -167,7 +188,7 @@ impl Knobs {
 }
 
 /// What `LLVM=1` runs, and the Debian/Fedora package of each.
-const LLVM_TOOLS: &[(&str, &str)] =
+pub const LLVM_TOOLS: &[(&str, &str)] =
     &[("clang", "clang"), ("ld.lld", "lld"), ("llvm-ar", "llvm"), ("llvm-nm", "llvm"), ("llvm-objcopy", "llvm")];
 
 fn on_path(program: &str) -> bool {
@@ -226,6 +247,21 @@ mod tests {
         assert!(k.llvm);
         assert_eq!((k.cc.as_deref(), k.make_args.len()), (Some("clang-19"), 1));
         assert!(Knobs::from_flags(false, None, None, false, &[("LLVM".into(), "-19".into())]).is_err());
+    }
+
+    #[test]
+    fn a_profile_can_ask_for_a_make_variable() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("profiles")).unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(format!("profiles/{name}.config")), text).unwrap();
+        write("clang", "# KMSAN is clang's\n# make: LLVM=1\nCONFIG_KMSAN=y\n");
+        write("plain", "CONFIG_X=y\n");
+        write("bad", "CONFIG_X=y\n# make: ARCH=arm\n");
+        let k = Knobs::default().with_profiles(dir.path(), &["plain".into(), "clang".into()]).unwrap();
+        assert!(k.llvm && k.make_args.is_empty(), "{k:?}");
+        assert_eq!(Knobs::default().with_profiles(dir.path(), &["plain".into()]).unwrap(), Knobs::default());
+        let e = Knobs::default().with_profiles(dir.path(), &["bad".into()]).unwrap_err().to_string();
+        assert!(e.contains("bad.config:2: # make: ARCH= is set by the tool"), "{e}");
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub fn build_all(req: &Request) -> Result<Vec<Built>> {
         Source::Build(spec) => spec.clone(),
         Source::DebianVersion(v) => source::Spec::DebianVersion(debian::fetch(v, &req.cache_dir)?),
     };
-    let knobs = req.knobs.clone().resolve(&req.arches)?;
+    let knobs = req.knobs.clone().with_profiles(&configs, &req.profiles)?.resolve(&req.arches)?;
     let identity = source::identify(&spec, &req.cache_dir)?;
     let patches = req.patches.iter().map(|p| source::Patch::read(p)).collect::<Result<Vec<_>>>()?;
     let started = std::time::Instant::now();

@@ -69,6 +69,9 @@ pub struct Needs {
     pub unit_tests: bool,
     /// `--coverage`: each arch's gcov (it comes with the arch's compiler).
     pub coverage: bool,
+    /// `LLVM=1` (`--llvm`, `--make-arg LLVM=1`, or a profile's `# make: LLVM=1`, as `kmsan`
+    /// says): clang, lld and the LLVM binutils.
+    pub llvm: bool,
     /// A headless browser (chromium) that renders the HTML report: `cargo xtask test` only, not
     /// `setup`, which leaves a few hundred megabytes a run never needs out.
     pub browser: bool,
@@ -95,6 +98,8 @@ impl Needs {
             consumers: true,
             unit_tests: true,
             coverage: true,
+            // Only `--profile kmsan` (or `--llvm`) builds with clang: provisioned when asked.
+            llvm: false,
             browser: false,
             postgres: false,
         }
@@ -135,6 +140,10 @@ impl Needs {
             patch: !src.patches.is_empty(),
             git: src.kernel_src.as_ref().is_some_and(|d| d.join(".git").exists()),
             coverage: !args.config_only && !args.config.gcov_files().is_empty(),
+            llvm: args.knobs.knobs().is_ok_and(|k| {
+                let configs = crate::support::checkout::project_root().join("kernel-configs");
+                k.with_profiles(&configs, &args.config.profiles()).is_ok_and(|k| k.llvm)
+            }),
             ..Needs::default()
         }
     }

@@ -22,6 +22,8 @@ pub enum FindingKind {
     /// A `cut here` line with no report header after it (the log was cut, or an unknown report).
     CutHere,
     Kasan,
+    /// `BUG: KMSAN: uninit-value in ...` (`--profile kmsan`).
+    Kmsan,
     Kfence,
     Ubsan,
     HungTask,
@@ -41,6 +43,7 @@ impl FindingKind {
             FindingKind::Warning => "warning",
             FindingKind::CutHere => "cut-here",
             FindingKind::Kasan => "kasan",
+            FindingKind::Kmsan => "kmsan",
             FindingKind::Kfence => "kfence",
             FindingKind::Ubsan => "ubsan",
             FindingKind::HungTask => "hung-task",
@@ -93,7 +96,7 @@ impl Finding {
 pub(super) enum Ending {
     /// `---[ end trace ... ]---` or `---[ end Kernel panic ... ]---`.
     Marker,
-    /// A `=====` rule (KASAN, KFENCE).
+    /// A `=====` rule (KASAN, KMSAN, KFENCE).
     Rule,
     /// The end of the call trace: `</TASK>` on x86, the first unindented line on arm64.
     Trace,
@@ -148,6 +151,9 @@ pub(super) fn trigger(msg: &str) -> Option<Trigger> {
     }
     if msg.starts_with("BUG: KASAN: ") {
         return t(Kasan, Ending::Rule);
+    }
+    if msg.starts_with("BUG: KMSAN: ") {
+        return t(Kmsan, Ending::Rule);
     }
     if msg.starts_with("BUG: KFENCE: ") {
         return t(Kfence, Ending::Rule);

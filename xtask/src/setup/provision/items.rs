@@ -282,6 +282,11 @@ fn host_tool_items(n: &Needs, v: &mut Items) {
             add(gcov.clone(), why, Probe::Program(gcov), Source::Package(arch.compiler_package));
         }
     }
+    if n.llvm {
+        for (tool, package) in crate::kernel::knobs::LLVM_TOOLS {
+            add(tool.to_string(), "an LLVM=1 kernel build (clang, lld)".into(), program(tool), Source::Package(package));
+        }
+    }
     if n.consumers {
         add("python3".into(), "the kernel's kunit.py".into(), program("python3"), Source::Package("python3"));
         let why = "the coverage tracefiles' reader (lcov --summary)";
