@@ -85,11 +85,13 @@ pub fn kernel_choices(kernels: &[String], versions: &[KernelVersion]) -> Result<
 
 /// The matrix as `{"include": [cells]}`: Debian's source first, then each `--kernel`, then each
 /// `--kernel-version`; every arch of `arch`; each profile (default: `default` and every
-/// `kernel-configs/profiles/*.config` but `coverage` and `faults`, which `--profile NAME` asks
-/// for).
+/// `kernel-configs/profiles/*.config` but `coverage`, `faults`, `kmemleak` and `kmsan`, which
+/// `--profile NAME` asks for).
 /// The profile of the fault-injection kernel (`kernel-configs/profiles/faults.config`).
 const FAULTS: &str = "faults";
 const KMEMLEAK: &str = "kmemleak";
+/// x86_64 only, built with clang: asked for by name.
+const KMSAN: &str = "kmsan";
 
 pub fn cells(
     kernels: &[String],
@@ -107,8 +109,8 @@ pub fn cells(
             .filter_map(|e| e.file_name().to_str()?.strip_suffix(".config").map(String::from))
             // A coverage kernel measures rather than gates, the kmemleak scenarios are measured
             // on x86_64 only so far, and the faults kernel (its suite passes on the four arches)
-            // is one more kernel per arch: all asked for by name.
-            .filter(|p| p != super::COVERAGE && p != FAULTS && p != KMEMLEAK)
+            // is one more kernel per arch; KMSAN is x86_64's and clang's: all asked for by name.
+            .filter(|p| p != super::COVERAGE && p != FAULTS && p != KMEMLEAK && p != KMSAN)
             .collect();
         found.sort();
         std::iter::once("default".to_string()).chain(found).collect()
