@@ -81,7 +81,7 @@ pub fn run(args: &MutantsArgs) -> Result<u8> {
     if args.report {
         output::write_report(&target, &mutants, &steps, &out)?;
     }
-    if !args.list && !args.json && !args.report && !args.run {
+    if !args.list && !args.json && !args.report && !args.run && args.merges.is_empty() {
         eprintln!("nothing asked: use --list, --json, --report or --run");
     }
     Ok(code)
