@@ -150,3 +150,93 @@ fn part(folder: &Path) -> Result<Part> {
     let state = plan::load_state(&plan::state_file(folder)).map_err(|e| error(Kind::BadInput, format!("{e:#}")))?;
     Ok(Part { name, campaign, state })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cmd, Xtask};
+    use crate::mutants::report::{MutantResult, Outcome};
+    use clap::Parser;
+
+    fn args(dir: &Path, extra: &[&str]) -> MutantsArgs {
+        let file = dir.join("a.c");
+        let empty = dir.join("equivalent.tsv");
+        std::fs::write(&file, "int f(int x) { return x + 1 < 2 && x != 3 ? 4 : 5; }\n").unwrap();
+        std::fs::write(&empty, "").unwrap();
+        let mut argv = vec!["x", "mutants", "--file", file.to_str().unwrap(), "--equivalent", empty.to_str().unwrap()];
+        argv.extend(extra);
+        let Cmd::Mutants(m) = Xtask::try_parse_from(argv).unwrap().command else { panic!() };
+        m
+    }
+
+    /// Shard folders as `--run --shard K/2` leaves them, under `art/`, each mutant Survived.
+    fn shards(dir: &Path) -> Vec<String> {
+        let target = Target::of(&args(dir, &[])).unwrap();
+        let all = crate::mutants::find::mutants(&target.name, &target.text).unwrap();
+        let mut ids = vec![];
+        for k in 1..=2 {
+            let shard = Shard { k, n: 2 };
+            let out = dir.join(format!("art/mutants-{k}-of-2"));
+            record_run(campaign(&args(dir, &[]), &target, Some(shard)).unwrap(), &out).unwrap();
+            for m in all.iter().filter(|m| shard.takes(m)) {
+                let r = MutantResult {
+                    id: m.id.clone(),
+                    outcome: Outcome::Survived,
+                    covered_by: vec![],
+                    duration_ms: None,
+                    stage: None,
+                };
+                plan::append_state(&plan::state_file(&out), &r).unwrap();
+                ids.push(m.id.clone());
+            }
+        }
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn artifact_folders_merge_into_one_state_and_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids = shards(dir.path());
+        let (art, out) = (dir.path().join("art"), dir.path().join("merged"));
+        let a = args(dir.path(), &["--merge", art.to_str().unwrap(), "--out", out.to_str().unwrap(), "--report"]);
+        assert_eq!(crate::mutating::run(&a).unwrap(), 0);
+        let merged = plan::load_state(&plan::state_file(&out)).unwrap();
+        assert_eq!(merged.keys().cloned().collect::<Vec<_>>(), ids);
+        let c: Campaign = serde_json::from_slice(&std::fs::read(out.join(CAMPAIGN_JSON)).unwrap()).unwrap();
+        assert!(c.shards.is_empty(), "the merged folder holds the whole selection");
+        let report = std::fs::read_to_string(out.join("mutants.json")).unwrap();
+        assert_eq!(report.matches("\"Survived\"").count(), ids.len());
+        // The merged folder merges again, alone or twice, to the same state.
+        let again = dir.path().join("again");
+        let o = out.to_str().unwrap();
+        let a = args(dir.path(), &["--merge", o, "--merge", o, "--out", again.to_str().unwrap()]);
+        crate::mutating::run(&a).unwrap();
+        assert_eq!(std::fs::read(plan::state_file(&again)).unwrap(), std::fs::read(plan::state_file(&out)).unwrap());
+    }
+
+    #[test]
+    fn a_folder_without_its_record_or_of_another_text_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        shards(dir.path());
+        let one = dir.path().join("art/mutants-1-of-2");
+        let out = dir.path().join("merged");
+        let two = dir.path().join("art/mutants-2-of-2");
+        let merge_args = |d: &Path| {
+            let (d, two, out) = (d.to_str().unwrap(), two.to_str().unwrap(), out.to_str().unwrap());
+            args(dir.path(), &["--merge", d, "--merge", two, "--out", out])
+        };
+        let record = std::fs::read(one.join(CAMPAIGN_JSON)).unwrap();
+        let mut other: Campaign = serde_json::from_slice(&record).unwrap();
+        other.digest = "0".repeat(64);
+        std::fs::write(one.join(CAMPAIGN_JSON), serde_json::to_vec(&other).unwrap()).unwrap();
+        let e = crate::mutating::run(&merge_args(&one)).unwrap_err().to_string();
+        assert!(e.contains("mutants-1-of-2") && e.contains("another text of"), "{e}");
+        std::fs::remove_file(one.join(CAMPAIGN_JSON)).unwrap();
+        let e = crate::mutating::run(&merge_args(&one)).unwrap_err().to_string();
+        assert!(e.contains("mutants-1-of-2: no campaign.json"), "{e}");
+        let e = crate::mutating::run(&merge_args(&dir.path().join("nothing-here"))).unwrap_err().to_string();
+        assert!(e.contains("not a folder"), "{e}");
+        assert!(!plan::state_file(&out).exists(), "nothing written when refused");
+    }
+}
