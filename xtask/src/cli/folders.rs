@@ -51,6 +51,11 @@ pub struct MatrixArgs {
     /// A profile (`default` or a name from kernel-configs/profiles/; repeatable; default: all).
     #[arg(long = "profile", value_name = "NAME")]
     pub profiles: Vec<String>,
+    /// Instead: the jobs of a mutation campaign split in N shards, `{"include": [{"shard":
+    /// "1/N", "name": "mutants-1-of-N"}, ...]}`, each for `mutants --run --shard`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256),
+          conflicts_with_all = ["kernels", "kernel_versions", "profiles"])]
+    pub mutants_shards: Option<u32>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -163,6 +163,15 @@ pub fn matrix(
     Ok(serde_json::json!({ "include": cells }).to_string())
 }
 
+/// `matrix --mutants-shards N`: one job per shard of a mutation campaign, each with its
+/// `--shard K/N` and a name fit for an artifact (`mutants-2-of-4`).
+pub fn mutants_shards(n: u32) -> String {
+    let cells: Vec<serde_json::Value> = (1..=n)
+        .map(|k| serde_json::json!({"shard": format!("{k}/{n}"), "name": format!("mutants-{k}-of-{n}")}))
+        .collect();
+    serde_json::json!({ "include": cells }).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,6 +258,19 @@ mod tests {
         );
         let e = super::cells(&[], &[v("7.3"), v("7.3")], "x86_64", &[], &root()).unwrap_err();
         assert!(e.to_string().contains("debian-7.3-x86_64-default"), "{e}");
+    }
+
+    #[test]
+    fn mutants_shards_are_one_job_each() {
+        assert_eq!(
+            mutants_shards(3),
+            r#"{"include":[{"name":"mutants-1-of-3","shard":"1/3"},{"name":"mutants-2-of-3","shard":"2/3"},{"name":"mutants-3-of-3","shard":"3/3"}]}"#
+        );
+        for cell in
+            serde_json::from_str::<serde_json::Value>(&mutants_shards(5)).unwrap()["include"].as_array().unwrap()
+        {
+            assert!(cell["shard"].as_str().unwrap().parse::<crate::mutants::select::Shard>().is_ok());
+        }
     }
 
     #[test]

@@ -67,6 +67,13 @@ pub struct MutantsArgs {
     /// mutant or another text of the file fails too.
     #[arg(long, requires = "run", conflicts_with = "ids")]
     pub recheck_equivalents: bool,
+    /// Fold shard folders into <out>/state.jsonl (repeatable): each the --out of a `--run
+    /// --shard K/N` job (its campaign.json says which file text, selection and shards it
+    /// holds), or a folder holding them (downloaded artifacts). Refused, naming the folder and
+    /// the mutant or shard, when one is of another file text or selection, a shard is missing
+    /// or a mutant has two results. Then --report renders the merged state.
+    #[arg(long = "merge", value_name = "DIR", conflicts_with_all = ["run", "tce", "check_equivalents", "shard"])]
+    pub merges: Vec<PathBuf>,
     /// Write <out>/mutants.json (Stryker's report schema) with what is known without running:
     /// results kept in the state file, the tracked equivalents, NoCoverage from
     /// --coverage-map; every other mutant Pending. Also <out>/summary.md (the scores) and

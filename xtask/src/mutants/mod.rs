@@ -5,6 +5,9 @@
 //! - `find`: mutation points of a kernel C file, parsed with tree-sitter's C grammar, each with
 //!   a stable id (sans-IO);
 //! - `select`: `--in-diff PATCH` and `--shard k/n` (sans-IO);
+//! - `shards`: `campaign.json` (the file text, selection and shards a state file holds) and the
+//!   merge of shard folders' results, refused on another text, a missing shard or two results
+//!   of one mutant (sans-IO);
 //! - `plan`: the scenarios covering each mutant from a coverage run, the resumable state file;
 //! - `equivalent`: the tracked list of equivalent mutants, each keyed to the file text it was
 //!   argued for, with its class and Kconfig conditions; what applies and what is stale (sans-IO);
@@ -28,5 +31,6 @@ pub mod plan;
 pub mod report;
 pub mod schemata;
 pub mod select;
+pub mod shards;
 pub mod summary;
 pub mod tce;

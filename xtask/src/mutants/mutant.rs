@@ -4,10 +4,10 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A family of mutations (the report's `mutatorName`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Operator {
     /// `<` <-> `<=`, `>` <-> `>=`.
     Boundary,
@@ -49,8 +49,9 @@ impl fmt::Display for Operator {
     }
 }
 
-/// One mutant: a span of the source and what replaces it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One mutant: a span of the source and what replaces it (read back from `--json`, without
+/// its byte offsets and schema site).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mutant {
     /// Stable: a digest of the file, function, operator, original and replacement text and the
     /// occurrence of that same mutation within the function, so edits elsewhere keep it.

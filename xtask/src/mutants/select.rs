@@ -27,10 +27,21 @@ impl FromStr for Shard {
     }
 }
 
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.k, self.n)
+    }
+}
+
 impl Shard {
     /// Whether the mutant is in this share: its id (hex) modulo n.
     pub fn takes(&self, m: &Mutant) -> bool {
-        let head = u64::from_str_radix(&m.id[..m.id.len().min(15)], 16).unwrap_or(0);
+        self.takes_id(&m.id)
+    }
+
+    /// Whether the mutant of this id is in this share.
+    pub fn takes_id(&self, id: &str) -> bool {
+        let head = u64::from_str_radix(&id[..id.len().min(15)], 16).unwrap_or(0);
         head % self.n == self.k - 1
     }
 }

@@ -2,11 +2,13 @@
 //! mutated (`target`), the equivalent list read against it (`equivalents`), the stages planned
 //! from coverage maps and run (`stages`), each mutant a child `run` of this binary on the
 //! schemata kernel or its own (`runner`), trivial compiler equivalence on a built kernel
-//! (`tce`), the selection shown and the reports written (`output`). Above `run/` and `setup/`:
+//! (`tce`), the selection shown and the reports written (`output`), shard folders merged
+//! (`merge`). Above `run/` and `setup/`:
 //! it builds kernels through them (TCE's build folder, the suites' `xfail` marks), where
 //! `mutants/` stays the model, mostly sans-IO, that the reports and plans are made of.
 
 pub mod equivalents;
+pub mod merge;
 pub mod output;
 pub mod runner;
 pub mod stages;
@@ -55,10 +57,14 @@ pub fn run(args: &MutantsArgs) -> Result<u8> {
         );
     }
     let out = out_dir(args);
+    if !args.merges.is_empty() {
+        merge::merge(args, &target, &mutants, &out)?;
+    }
     let (mut steps, stages) = stages::plan(args, &target, &mutants, &out, &list)?;
     output::show(args, &target, &mutants, &steps, total)?;
     let mut code = 0;
     if args.run {
+        merge::record_run(merge::campaign(args, &target, shard)?, &out)?;
         code = stages::run_stages(args, &target, &mutants, &stages, &out, &list)?;
         // What this run decided; the tracked list still wins over a result kept from
         // before the mutant was listed (as in the plan).
@@ -75,7 +81,7 @@ pub fn run(args: &MutantsArgs) -> Result<u8> {
     if args.report {
         output::write_report(&target, &mutants, &steps, &out)?;
     }
-    if !args.list && !args.json && !args.report && !args.run {
+    if !args.list && !args.json && !args.report && !args.run && args.merges.is_empty() {
         eprintln!("nothing asked: use --list, --json, --report or --run");
     }
     Ok(code)
