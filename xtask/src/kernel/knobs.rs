@@ -253,7 +253,8 @@ mod tests {
     fn a_profile_can_ask_for_a_make_variable() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("profiles")).unwrap();
-        let write = |name: &str, text: &str| std::fs::write(dir.path().join(format!("profiles/{name}.config")), text).unwrap();
+        let write =
+            |name: &str, text: &str| std::fs::write(dir.path().join(format!("profiles/{name}.config")), text).unwrap();
         write("clang", "# KMSAN is clang's\n# make: LLVM=1\nCONFIG_KMSAN=y\n");
         write("plain", "CONFIG_X=y\n");
         write("bad", "CONFIG_X=y\n# make: ARCH=arm\n");
