@@ -22,11 +22,12 @@ use crate::support::progress::{line, tag};
 
 /// After `ran` (recorded in the chosen history), its failures whose history flips re-run in a
 /// fresh boot, `ran`'s code and model (its `rerun`, `run.json` and `summary.md` rewritten)
-/// updated with what they became. Nothing happens when the run did not fail by its
-/// scenarios, with `--history off`, or when no failure's history flips; a history that cannot
-/// be read is a warning, and every failure gates.
+/// updated with what they became. Nothing happens when the run did not fail by its scenarios
+/// or was interrupted, with `--history off`, or when no failure's history flips; a history
+/// that cannot be read is a warning, and every failure gates. A signal during the re-run ends
+/// the command as interrupted.
 pub fn recheck(p: &Pipeline, ran: &mut Ran) -> Result<()> {
-    if ran.code != Kind::TestFailed.code() {
+    if ran.code != Kind::TestFailed.code() || crate::vm::children::interrupted() {
         return Ok(());
     }
     let (Some(dir), Some(model)) = (ran.dir.clone(), ran.model.as_mut()) else { return Ok(()) };
@@ -71,6 +72,10 @@ pub fn recheck(p: &Pipeline, ran: &mut Ran) -> Result<()> {
         .flat_map(|a| a.scenarios.iter().filter(|s| s.status.is_failure()).map(|s| (a.arch.clone(), s.name.clone())))
         .collect();
     ran.code = gate::code(ran.code, &failures, &rechecked);
+    if crate::vm::children::interrupted() && !crate::vm::children::timed_out() {
+        // A signal during the re-run ends the command as interrupted (`--timeout` main says).
+        ran.code = Kind::Interrupted.code();
+    }
     if ran.code == 0 {
         line("every failure passed on its re-run: unstable, not gating (exit 0)");
     }
