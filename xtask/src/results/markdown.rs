@@ -312,6 +312,13 @@ mod tests {
             text.contains("| x86_64 | `a/broken` | flips 2 time(s) in 3 run(s) | fail | **regression** |"),
             "{text}"
         );
+        let html = String::from_utf8(super::super::html::render(&run)).unwrap();
+        assert!(
+            html.contains("<h2>Re-run in a fresh boot</h2>") && html.contains("../20260101-000000-00001/report.html")
+        );
+        assert!(html.contains(
+            "<td><code>a/flaky</code></td><td>flips 2 time(s) in 3 run(s)</td><td>pass</td><td>unstable</td>"
+        ));
         let json = String::from_utf8(super::super::json::render(&run).unwrap()).unwrap();
         assert!(json.contains("\"rerun_status\": \"pass\"") && json.contains("\"class\": \"unstable\""), "{json}");
     }

@@ -2,7 +2,7 @@
 //! history flips (`history::gate`) run again, once, in a fresh boot of the same kernels (the
 //! `--rerun-failed` selection narrowed to them). One that passes there is `unstable` and does
 //! not gate; one that fails again is a regression. The re-run has a run folder of its own,
-//! named in the first run's `run.json` (`rerun`) and `summary.md`, and is not recorded in the
+//! named in the first run's `run.json` (`rerun`), `summary.md` and `report.html`, and is not recorded in the
 //! history; `results/latest` stays the first run.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,7 +21,7 @@ use crate::support::exit::Kind;
 use crate::support::progress::{line, tag};
 
 /// After `ran` (recorded in the chosen history), its failures whose history flips re-run in a
-/// fresh boot, `ran`'s code and model (its `rerun`, `run.json` and `summary.md` rewritten)
+/// fresh boot, `ran`'s code and model (its `rerun`; `run.json`, `summary.md`, `report.html`)
 /// updated with what they became. Nothing happens when the run did not fail by its scenarios
 /// or was interrupted, with `--history off`, or when no failure's history flips; a history
 /// that cannot be read is a warning, and every failure gates. A signal during the re-run ends
@@ -108,12 +108,12 @@ fn rerun(p: &Pipeline, first: &Path, by_arch: BTreeMap<String, BTreeSet<String>>
     }
 }
 
-/// The first run's `run.json` and `summary.md` written again with its re-run; the re-run's
+/// The first run's `run.json`, `summary.md` and `report.html` written again with its re-run; the re-run's
 /// section appended to `$GITHUB_STEP_SUMMARY` when that is set.
 fn rewrite(dir: &Path, model: &Run) -> Result<()> {
     let url = crate::results::folder_url(dir, &model.run_id);
     for r in crate::results::render_all(model, &url)? {
-        if r.file == run_folder::RUN_JSON || r.file == "summary.md" {
+        if [run_folder::RUN_JSON, "summary.md", "report.html"].contains(&r.file.as_str()) {
             let path = dir.join(&r.file);
             crate::support::files::write_atomic(&path, &r.bytes)
                 .with_context(|| format!("writing {}", path.display()))?;

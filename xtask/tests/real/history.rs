@@ -172,7 +172,7 @@ pub fn two_runs_then_classes(scratch: &Path, cache_dir: Option<&Path>) -> Result
 pub const RERUN: &str = "x86_64: `run` re-runs a failure whose history flips in a fresh boot before it gates: with no \
      history both failures of xtask/test_data/suites/rerun gate at once (exit 1); with a passing run planted between, the \
      one that fails on every boot is re-run and is a regression (exit 1), the one that passes in the second boot of its \
-     shared folder is unstable (alone: exit 0), each named in the progress lines, summary.md and run.json; \
+     shared folder is unstable (alone: exit 0), each named in the progress lines, summary.md, report.html and run.json; \
      --no-rerun-unstable gates it at once";
 
 /// One `run` of the rerun suite with a fresh share into `results`: its exit code, stderr and
@@ -266,6 +266,8 @@ pub fn rerun_flaky_failures(scratch: &Path, cache_dir: Option<&Path>) -> Result<
     let run_id = both["run_id"].as_str().context("run_id")?;
     let summary = std::fs::read_to_string(r.results.join(run_id).join("summary.md"))?;
     anyhow::ensure!(summary.contains("### Re-run in a fresh boot") && summary.contains(rerun_id), "{summary}");
+    let page = std::fs::read_to_string(r.results.join(run_id).join("report.html"))?;
+    anyhow::ensure!(page.contains(&format!("../{rerun_id}/report.html")), "report.html links no re-run");
     // The one that passes on its re-run alone: unstable, exit 0.
     let (code, said, alone) = r.run(&["--filter", second])?;
     anyhow::ensure!(code == Some(0) && said.contains("[UNSTABLE] x86_64 rerun/passes"), "alone: exit {code:?}: {said}");
