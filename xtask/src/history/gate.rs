@@ -1,12 +1,13 @@
 //! The gate's use of the history (sans-IO): which failures of a run are run again in a fresh
 //! boot before they gate (those whose cell `classify` finds `unstable`: its window, this
-//! failure counted, flips both ways), what each becomes after that re-run (`unstable` when it
-//! passed there, else `regression`), and the run's exit code from them.
+//! failure counted, flips both ways; never when a boot broke or the kernel reported in the
+//! scenario), what each becomes after that re-run (`unstable` when it passed there, else
+//! `regression`), and the run's exit code from them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::classify::{failed, flips, Class, Classed};
-use crate::results::model::Rechecked;
+use crate::results::model::{Rechecked, Run, Status};
 use crate::support::exit::Kind;
 
 /// A failure of the run classified whose history flips: one to run again.
@@ -20,12 +21,35 @@ pub struct Suspect {
     pub runs: usize,
 }
 
-/// The failures of the run `classed` (its cells, from `classify`) whose cell is `unstable`.
-/// A failure with no flips both ways is not among them: it gates at once.
-pub fn suspects(classed: &[Classed]) -> Vec<Suspect> {
+/// The failures (arch, scenario) of `run` that a re-run may forgive: none when one of its boots
+/// broke (a panic, a hang, a boot that failed, an infrastructure error, kernel reports or
+/// problems outside the scenarios), else each failed scenario without kernel reports of its
+/// own.
+pub fn forgivable(run: &Run) -> BTreeSet<(String, String)> {
+    let boots = run.arches.iter().flat_map(|a| &a.boots);
+    let sound = |b: &crate::results::model::Boot| {
+        matches!(b.verdict.kind.as_str(), "pass" | "fail") && b.health().0 == Status::Pass
+    };
+    if !boots.clone().all(sound) {
+        return BTreeSet::new();
+    }
+    run.arches
+        .iter()
+        .flat_map(|a| {
+            let failed = a.scenarios.iter().filter(|s| s.status.is_failure() && s.findings.is_empty());
+            failed.map(|s| (a.arch.clone(), s.name.clone()))
+        })
+        .collect()
+}
+
+/// The failures of the run `classed` (its cells, from `classify`) whose cell is `unstable`,
+/// of those `forgivable` lets a re-run forgive. A failure with no flips both ways is not among
+/// them: it gates at once.
+pub fn suspects(classed: &[Classed], forgivable: &BTreeSet<(String, String)>) -> Vec<Suspect> {
     classed
         .iter()
         .filter(|c| c.class == Class::Unstable && c.status.as_deref().and_then(failed) == Some(true))
+        .filter(|c| forgivable.contains(&(c.arch.clone(), c.scenario.clone())))
         .map(|c| {
             let verdicts: Vec<bool> = c.window.iter().filter_map(|s| failed(s)).collect();
             let (down, up) = flips(&verdicts);
@@ -107,7 +131,8 @@ mod tests {
 
     fn suspects_of(runs: &[&[(&str, &str)]]) -> Vec<Suspect> {
         let last = format!("r{}", runs.len());
-        suspects(&classify(&history(runs), &last, "h", 10))
+        let all = runs.last().unwrap().iter().map(|(n, _)| ("x86_64".to_string(), n.to_string())).collect();
+        suspects(&classify(&history(runs), &last, "h", 10), &all)
     }
 
     fn failures(names: &[&str]) -> Vec<(String, String)> {
@@ -170,6 +195,28 @@ mod tests {
         // `--history off` or `--no-rerun-unstable`: no suspects, nothing re-run.
         assert_eq!(code(1, &failures(&["a/f"]), &[]), 1);
         assert_eq!(code(0, &[], &[]), 0);
-        assert!(suspects(&[]).is_empty());
+        assert!(suspects(&[], &BTreeSet::new()).is_empty());
+    }
+
+    #[test]
+    fn a_broken_boot_or_a_kernel_report_is_never_forgiven() {
+        let mut run = crate::results::tests::fixture();
+        assert!(forgivable(&run).is_empty(), "the fixture's boots time out and panic");
+        for b in run.arches.iter_mut().flat_map(|a| &mut a.boots) {
+            b.verdict.kind = "fail".into();
+        }
+        let got: Vec<String> = forgivable(&run).into_iter().map(|(a, s)| format!("{a} {s}")).collect();
+        let want = [
+            "arm64 abi/enable",
+            "arm64 abi/register",
+            "arm64 abi/write",
+            "x86_64 broken/oopses",
+            "x86_64 hazards/slow-write",
+        ];
+        assert_eq!(got, want, "every failure but fault/panic, which has a kernel report");
+        let flaky = suspects_of(&[&[("a/f", "fail")], &[("a/f", "pass")], &[("a/f", "fail")]]);
+        assert_eq!(flaky.len(), 1);
+        let last = classify(&history(&[&[("a/f", "fail")], &[("a/f", "pass")], &[("a/f", "fail")]]), "r3", "h", 10);
+        assert!(suspects(&last, &BTreeSet::new()).is_empty(), "flips, but not forgivable: no re-run");
     }
 }

@@ -39,7 +39,7 @@ pub fn recheck(p: &Pipeline, ran: &mut Ran) -> Result<()> {
             return Ok(());
         }
     };
-    let suspects = gate::suspects(&classed);
+    let suspects = gate::suspects(&classed, &gate::forgivable(model));
     if suspects.is_empty() {
         return Ok(());
     }
