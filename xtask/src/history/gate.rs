@@ -26,11 +26,7 @@ pub struct Suspect {
 /// problems outside the scenarios), else each failed scenario without kernel reports of its
 /// own.
 pub fn forgivable(run: &Run) -> BTreeSet<(String, String)> {
-    let boots = run.arches.iter().flat_map(|a| &a.boots);
-    let sound = |b: &crate::results::model::Boot| {
-        matches!(b.verdict.kind.as_str(), "pass" | "fail") && b.health().0 == Status::Pass
-    };
-    if !boots.clone().all(sound) {
+    if !sound(run) {
         return BTreeSet::new();
     }
     run.arches
@@ -40,6 +36,13 @@ pub fn forgivable(run: &Run) -> BTreeSet<(String, String)> {
             failed.map(|s| (a.arch.clone(), s.name.clone()))
         })
         .collect()
+}
+
+/// Whether every boot of `run` ended sound: its verdict `pass` or `fail` (no panic, hang,
+/// boot failure or infrastructure error), nothing reported outside its scenarios.
+pub fn sound(run: &Run) -> bool {
+    let mut boots = run.arches.iter().flat_map(|a| &a.boots);
+    boots.all(|b| matches!(b.verdict.kind.as_str(), "pass" | "fail") && b.health().0 == Status::Pass)
 }
 
 /// The failures of the run `classed` (its cells, from `classify`) whose cell is `unstable`,
@@ -201,10 +204,11 @@ mod tests {
     #[test]
     fn a_broken_boot_or_a_kernel_report_is_never_forgiven() {
         let mut run = crate::results::tests::fixture();
-        assert!(forgivable(&run).is_empty(), "the fixture's boots time out and panic");
+        assert!(forgivable(&run).is_empty() && !sound(&run), "the fixture's boots time out and panic");
         for b in run.arches.iter_mut().flat_map(|a| &mut a.boots) {
             b.verdict.kind = "fail".into();
         }
+        assert!(sound(&run));
         let got: Vec<String> = forgivable(&run).into_iter().map(|(a, s)| format!("{a} {s}")).collect();
         let want = [
             "arm64 abi/enable",

@@ -56,8 +56,10 @@ pub fn recheck(p: &Pipeline, ran: &mut Ran) -> Result<()> {
         by_arch.entry(s.arch.clone()).or_default().insert(s.scenario.clone());
     }
     let again = rerun(p, &dir, by_arch);
+    // A pass counts only from a re-run whose boots ended sound.
     let statuses: BTreeMap<(String, String), String> = again
         .iter()
+        .filter(|r| gate::sound(r))
         .flat_map(|r| &r.arches)
         .flat_map(|a| a.scenarios.iter().map(|s| ((a.arch.clone(), s.name.clone()), s.status.as_str().to_string())))
         .collect();
