@@ -53,6 +53,12 @@ pub struct RunArgs {
     /// `mutants --run` uses: one failure is enough to kill a mutant.
     #[arg(long)]
     pub fail_fast: bool,
+    /// Gate on every failure at once. By default a failure whose history (`--history`) flips
+    /// between pass and fail in its last 10 runs is run again in a fresh boot of the same
+    /// kernel: passing there it is `unstable` and does not gate; failing again it is a
+    /// regression.
+    #[arg(long)]
+    pub no_rerun_unstable: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -5,6 +5,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+/// How many of a cell's latest outcomes the classes look at for flips, by default (`history`,
+/// and `run`'s re-run of failures whose history flips).
+pub const WINDOW: usize = 10;
+
 /// Where the history is kept (`--history`): the default SQLite file beside the cache, another
 /// SQLite file, a PostgreSQL database, or nowhere.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -83,7 +87,7 @@ pub struct ShowArgs {
     #[arg(long, value_name = "RUN_ID")]
     pub run: Option<String>,
     /// How many of a cell's latest outcomes are looked at for flips.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = WINDOW)]
     pub window: usize,
     /// Print every class, stable ones too (default: only what changed or failed).
     #[arg(long, short)]
@@ -109,7 +113,7 @@ pub struct DashboardArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// How many of a cell's latest outcomes the classes look at for flips.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = WINDOW)]
     pub window: usize,
 }
 

@@ -23,7 +23,9 @@ pub use atlas::AtlasArgs;
 pub use boot::{BenchArgs, BootArgs, ExecArgs, RunArgs, SelectArgs, ShellArgs, UpstreamArgs};
 pub use change::{BisectArgs, CompareArgs, CompareReportArgs, ValidateArgs};
 pub use folders::{CoverageArgs, MatrixArgs, MergeArgs, ReplayArgs, ReportArgs};
-pub use history::{parse_location, DashboardArgs, FlakesArgs, HistoryArgs, HistoryCmd, ImportArgs, Location, ShowArgs};
+pub use history::{
+    parse_location, DashboardArgs, FlakesArgs, HistoryArgs, HistoryCmd, ImportArgs, Location, ShowArgs, WINDOW,
+};
 pub use kernel::{ConfigArgs, KernelArgs, KnobArgs, SourceArgs, COVERAGE};
 pub use mutants::MutantsArgs;
 pub use project::{CheckSuitesArgs, SetupArgs, TestArgs};

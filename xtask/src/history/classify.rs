@@ -102,7 +102,7 @@ pub struct Classed {
 }
 
 /// The flips of a sequence of verdicts: (pass then fail, fail then pass).
-fn flips(verdicts: &[bool]) -> (usize, usize) {
+pub fn flips(verdicts: &[bool]) -> (usize, usize) {
     let mut down = 0;
     let mut up = 0;
     for w in verdicts.windows(2) {

@@ -3,7 +3,8 @@
 //! once per process), recording a run (never failing it), `import`, and the `history` verb's
 //! answers; `rows` (a run model as rows, sans-IO), `schema` (the migrations), `store` (the one
 //! trait of the backends and the SQL they share), `sqlite` (the default, beside the cache) and
-//! `postgres`, `classify` (the classes and the flips, sans-IO), `render` (text and JSON),
+//! `postgres`, `classify` (the classes and the flips, sans-IO), `gate` (which failures a run re-runs
+//! because their history flips, and the exit code after; sans-IO), `render` (text and JSON),
 //! `checks` (the store's behaviour, checked alike on both backends), `dashboard` (the static
 //! page: cells over the runs, first bad runs, figures' trends; sans-IO) with `stats` (the
 //! Mann-Whitney U test).
@@ -11,6 +12,7 @@
 pub mod checks;
 pub mod classify;
 pub mod dashboard;
+pub mod gate;
 pub mod postgres;
 pub mod render;
 pub mod rows;
@@ -126,6 +128,13 @@ pub fn record_into(location: &Location, folder: &Path, run: &Run, origin: Origin
         Ok(None) => None,
         Err(e) => Some(format!("warning: history: run {} not recorded: {e:#}", run.run_id)),
     }
+}
+
+/// The classes of the run `run_id` recorded from this host in the chosen store, over the last
+/// `window` outcomes of each cell; `None` with `--history off`.
+pub fn classes_of(run_id: &str, window: usize) -> Result<Option<Vec<classify::Classed>>> {
+    let Some(mut store) = open(&selected())? else { return Ok(None) };
+    Ok(Some(classify::classify(&store.outcomes()?, run_id, &this_host(), window)))
 }
 
 /// The chosen store, or why there is none to read.

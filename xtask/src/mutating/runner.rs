@@ -50,6 +50,9 @@ pub fn run_argv(
         "xtask".to_string(),
         "run".into(),
         "--fail-fast".into(),
+        // A mutant's failure is its kill: never re-run (a schemata kernel's cells flip between
+        // mutants by design).
+        "--no-rerun-unstable".into(),
         "--in-filter-order".into(),
         "--arch".into(),
         arches.join(","),

@@ -170,6 +170,7 @@ pub fn assemble(
         arches,
         timings,
         coverage,
+        rerun: None,
     })
 }
 

@@ -33,6 +33,7 @@ pub fn render(run: &Run) -> Vec<u8> {
     let mut o = String::new();
     header(&mut o, run);
     patch_coverage(&mut o, run);
+    rerun(&mut o, run);
     failures(&mut o, run);
     excused(&mut o, run);
     scenarios(&mut o, run);
@@ -91,6 +92,34 @@ fn patch_coverage(o: &mut String, run: &Run) {
 }
 
 /// The answer first: each failure with its failing step, its log and the kernel's words.
+/// The failures run again in a fresh boot because their history flips, and what each became;
+/// the re-run's folder linked beside this one's.
+fn rerun(o: &mut String, run: &Run) {
+    let Some(r) = &run.rerun else { return };
+    let folder = r.run_id.as_deref().map_or("no run folder".to_string(), |id| {
+        format!("run <a href=\"../{0}/report.html\"><code>{0}</code></a>", esc(id))
+    });
+    let _ = writeln!(
+        o,
+        "<h2>Re-run in a fresh boot</h2>\n<p>These failures' history flips, so they ran again in a fresh boot of the \
+         same kernel ({folder}): one that passed there is unstable and does not gate the run.</p>\n\
+         <table><tr><th>arch</th><th>scenario</th><th>history</th><th>re-run</th><th>class</th></tr>"
+    );
+    for c in &r.scenarios {
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td><code>{}</code></td><td>flips {} time(s) in {} run(s)</td><td>{}</td><td>{}</td></tr>",
+            esc(&c.arch),
+            esc(&c.scenario),
+            c.flips,
+            c.runs,
+            esc(&c.rerun_status),
+            esc(&c.class)
+        );
+    }
+    o.push_str("</table>\n");
+}
+
 fn failures(o: &mut String, run: &Run) {
     let failing: Vec<_> = run
         .arches

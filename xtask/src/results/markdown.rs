@@ -20,6 +20,7 @@ pub fn render(run: &Run) -> Vec<u8> {
     arch_table(run, &mut out);
     coverage(run, &mut out);
     failures(run, &mut out);
+    rerun(run, &mut out);
     fixed(run, &mut out);
     metrics(run, &mut out);
     provenance(run, &mut out);
@@ -98,6 +99,27 @@ fn coverage(run: &Run, out: &mut String) {
 
 /// The boots that did not end well, then each failure with its last log lines and the
 /// kernel's findings.
+/// The failures run again in a fresh boot because their history flips, and what each became.
+pub fn rerun(run: &Run, out: &mut String) {
+    let Some(r) = &run.rerun else { return };
+    let folder = r.run_id.as_deref().map_or("no run folder".to_string(), |id| format!("run `{id}`, beside this one"));
+    let _ = writeln!(
+        out,
+        "\n### Re-run in a fresh boot\n\nThese failures' history flips, so they ran again in a fresh boot of the \
+         same kernel ({folder}): one that passed there is unstable and does not gate the run.\n"
+    );
+    let _ = writeln!(out, "| arch | scenario | history | re-run | class |");
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    for c in &r.scenarios {
+        let class = if c.gates() { format!("**{}**", c.class) } else { c.class.clone() };
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | flips {} time(s) in {} run(s) | {} | {class} |",
+            c.arch, c.scenario, c.flips, c.runs, c.rerun_status
+        );
+    }
+}
+
 fn failures(run: &Run, out: &mut String) {
     let failures: Vec<_> = run
         .arches
@@ -267,6 +289,38 @@ mod tests {
     #[test]
     fn golden() {
         check_golden("summary.md", &render(&fixture()));
+    }
+
+    #[test]
+    fn a_rerun_round_names_each_failure_its_history_and_class() {
+        let mut run = fixture();
+        assert!(!String::from_utf8(render(&run)).unwrap().contains("Re-run"), "no re-run, no section");
+        let c = |scenario: &str, status: &str, class: &str| super::super::model::Rechecked {
+            arch: "x86_64".into(),
+            scenario: scenario.into(),
+            flips: 2,
+            runs: 3,
+            rerun_status: status.into(),
+            class: class.into(),
+        };
+        let scenarios = vec![c("a/flaky", "pass", "unstable"), c("a/broken", "fail", "regression")];
+        run.rerun = Some(super::super::model::Rerun { run_id: Some("20260101-000000-00001".into()), scenarios });
+        let text = String::from_utf8(render(&run)).unwrap();
+        assert!(text.contains("### Re-run in a fresh boot") && text.contains("run `20260101-000000-00001`"), "{text}");
+        assert!(text.contains("| x86_64 | `a/flaky` | flips 2 time(s) in 3 run(s) | pass | unstable |"), "{text}");
+        assert!(
+            text.contains("| x86_64 | `a/broken` | flips 2 time(s) in 3 run(s) | fail | **regression** |"),
+            "{text}"
+        );
+        let html = String::from_utf8(super::super::html::render(&run)).unwrap();
+        assert!(
+            html.contains("<h2>Re-run in a fresh boot</h2>") && html.contains("../20260101-000000-00001/report.html")
+        );
+        assert!(html.contains(
+            "<td><code>a/flaky</code></td><td>flips 2 time(s) in 3 run(s)</td><td>pass</td><td>unstable</td>"
+        ));
+        let json = String::from_utf8(super::super::json::render(&run).unwrap()).unwrap();
+        assert!(json.contains("\"rerun_status\": \"pass\"") && json.contains("\"class\": \"unstable\""), "{json}");
     }
 
     #[test]

@@ -37,6 +37,52 @@ pub struct Run {
     /// a normal run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coverage: Option<CoverageSummary>,
+    /// The failures `run` ran again in a fresh boot because their history flips, and what
+    /// each became; `None` when none was (no failure, no flips, `--history off`,
+    /// `--no-rerun-unstable`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun: Option<Rerun>,
+}
+
+/// The re-run round of a run: its own run folder, and each failure it ran again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rerun {
+    /// The re-run's run id, a run folder beside this one (`None` when its boots left none).
+    pub run_id: Option<String>,
+    pub scenarios: Vec<Rechecked>,
+}
+
+/// A failure run again: its history's flips in how many runs, the re-run's status, and its
+/// class: `unstable` (passed on the re-run: does not gate) or `regression` (gates).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rechecked {
+    pub arch: String,
+    pub scenario: String,
+    /// The cell's flips (pass to fail and fail to pass) in the history's window, this run's
+    /// failure counted.
+    pub flips: usize,
+    /// The runs of the window that had a verdict, this one counted.
+    pub runs: usize,
+    /// The scenario's status in the re-run (`not-run` when the re-run has none).
+    pub rerun_status: String,
+    /// `unstable` or `regression`.
+    pub class: String,
+}
+
+impl Rechecked {
+    /// Whether it still gates the run.
+    pub fn gates(&self) -> bool {
+        self.class != "unstable"
+    }
+
+    /// `x86_64 a/b: flips 2 times in 3 runs; the re-run: pass -> unstable (does not gate)`.
+    pub fn describe(&self) -> String {
+        let gate = if self.gates() { "gates" } else { "does not gate" };
+        format!(
+            "{} {}: its history flips {} time(s) in {} run(s); re-run in a fresh boot: {} -> {} ({gate})",
+            self.arch, self.scenario, self.flips, self.runs, self.rerun_status, self.class
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -171,6 +171,7 @@ fn one_kernel(args: &AtlasArgs, k: &KernelChoice) -> Result<Option<Ran>> {
         select: args.select(),
         upstream_selftests: false,
         fail_fast: false,
+        no_rerun_unstable: true,
     };
     let chosen = choose(&run.select, &run.vm.results_root())?;
     let needs = Needs::run(&run, &chosen.clients());

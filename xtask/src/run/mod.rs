@@ -7,6 +7,7 @@
 //!
 //! - `pipeline`: the steps of a run, from the flags to the published reports and the model;
 //! - `select`: `--filter` globs and `--rerun-failed`;
+//! - `recheck`: a run's failures whose history flips, run again once before they gate;
 //! - `boot`: the boots of a plan (shared, isolated, resume), `exec` and `shell`;
 //! - `accel`: KVM or TCG, KVM probed once with a trial boot;
 //! - `breakage`: a kernel that broke: the culprit, a fresh boot for the rest or collateral;
@@ -23,6 +24,7 @@ pub mod bisect;
 pub mod boot;
 pub mod breakage;
 pub mod pipeline;
+pub mod recheck;
 pub mod replay;
 pub mod select;
 pub mod validate;

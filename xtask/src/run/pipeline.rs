@@ -361,6 +361,16 @@ pub fn save_skipped(
 /// invocation's timings; then the run recorded in the history (`--history`). The run's model,
 /// `None` when nothing booted.
 pub fn publish(judged: &[boot::BootRun], built: &[kernel::Built]) -> Result<Option<results::model::Run>> {
+    publish_as(judged, built, true)
+}
+
+/// [`publish`], the run recorded in the history only when `record` (a re-run round is not: its
+/// verdicts are in the run it re-ran).
+pub fn publish_as(
+    judged: &[boot::BootRun],
+    built: &[kernel::Built],
+    record: bool,
+) -> Result<Option<results::model::Run>> {
     let Some(run_dir) = run_dir(judged) else { return Ok(None) };
     let began = std::time::Instant::now();
     let boots: Vec<&run_folder::JudgedBoot> = judged.iter().map(|j| &j.boot).collect();
@@ -380,7 +390,9 @@ pub fn publish(judged: &[boot::BootRun], built: &[kernel::Built]) -> Result<Opti
     }
     let run = results::collect::assemble(run_dir, &boots, vec![], jiff::Timestamp::now())?;
     let run = results::publish(run_dir, run, Some(began))?;
-    crate::history::record(run_dir, &run, crate::history::rows::Origin::Run);
+    if record {
+        crate::history::record(run_dir, &run, crate::history::rows::Origin::Run);
+    }
     Ok(Some(run))
 }
 

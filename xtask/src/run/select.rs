@@ -58,6 +58,12 @@ impl Selection {
         Ok(sel)
     }
 
+    /// Only these scenarios per arch, of run folder `dir`: what `--rerun-failed` picks, narrowed
+    /// (`run`'s re-run of the failures whose history flips).
+    pub fn rerunning(dir: PathBuf, by_arch: BTreeMap<String, BTreeSet<String>>) -> Selection {
+        Selection { rerun: Some((dir, by_arch)), ..Selection::default() }
+    }
+
     /// Whether `arch` runs scenario `name` (`suite/scenario`).
     pub fn wants(&self, arch: &str, name: &str) -> bool {
         let included = self.include.is_empty() || self.include.iter().any(|g| glob(g, name));

@@ -18,7 +18,10 @@ impl RunArgs {
         if self.select.list {
             return p.list();
         }
-        let ran = p.run()?;
+        let mut ran = p.run()?;
+        if !self.no_rerun_unstable {
+            crate::run::recheck::recheck(&p, &mut ran)?;
+        }
         let code = ran.exit_code(self.kernel.config.fail_on_blind_spots);
         // Into the suites' run folder; never gating.
         match &ran.dir {

@@ -1,6 +1,6 @@
 //! The real boots of `cargo xtask test` on every arch: an empty plan and its sentinel, fault
 //! injection, every suite, the hygiene between scenarios, the enable bit's branches, `exec`
-//! and shares, then the checks of the other modules that boot (the atlas, the history's two runs, debug profile, coverage, the
+//! and shares, then the checks of the other modules that boot (the atlas, the history's two runs and its re-run of failures that flip, debug profile, coverage, the
 //! sandbox, signals, broken kernels, mutants, bisect) in the order they run.
 
 use std::path::Path;
@@ -142,6 +142,10 @@ pub(crate) fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec
     let started = Instant::now();
     let result = history::two_runs_then_classes(results.path(), args.cache_dir.as_deref());
     record(outcomes, history::TWO_RUNS, started, result);
+
+    let started = Instant::now();
+    let result = history::rerun_flaky_failures(results.path(), args.cache_dir.as_deref());
+    record(outcomes, history::RERUN, started, result);
 
     let started = Instant::now();
     let result = enable_bit_branches(&vm, base, args, results.path());

@@ -168,3 +168,112 @@ pub fn two_runs_then_classes(scratch: &Path, cache_dir: Option<&Path>) -> Result
     anyhow::ensure!(doc["scenarios"] == serde_json::json!([]), "flakes: {}", doc["scenarios"]);
     Ok(())
 }
+
+pub const RERUN: &str = "x86_64: `run` re-runs a failure whose history flips in a fresh boot before it gates: with no \
+     history both failures of xtask/test_data/suites/rerun gate at once (exit 1); with a passing run planted between, the \
+     one that fails on every boot is re-run and is a regression (exit 1), the one that passes in the second boot of its \
+     shared folder is unstable (alone: exit 0), each named in the progress lines, summary.md, report.html and run.json; \
+     --no-rerun-unstable gates it at once";
+
+/// One `run` of the rerun suite with a fresh share into `results`: its exit code, stderr and
+/// the first run's model (`results/latest/run.json`).
+struct Rerun<'a> {
+    xtask: PathBuf,
+    history: String,
+    results: PathBuf,
+    share: PathBuf,
+    cache_dir: Option<&'a Path>,
+}
+
+impl Rerun<'_> {
+    fn run(&self, extra: &[&str]) -> Result<(Option<i32>, String, serde_json::Value)> {
+        // Each run's first boot finds the share empty, its second finds one `x` there.
+        let _ = std::fs::remove_file(self.share.join("boots"));
+        let suite = xtask::support::checkout::project_root().join("xtask/test_data/suites/rerun/rerun.yaml");
+        let mut c = Command::new(&self.xtask);
+        c.arg("--history").arg(&self.history).args(["run", "--arch", "x86_64", "--suite"]).arg(&suite);
+        c.arg("--share").arg(&self.share).arg("--results").arg(&self.results).args(extra);
+        if let Some(dir) = self.cache_dir {
+            c.arg("--cache-dir").arg(dir);
+        }
+        let out = c.output()?;
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        let file = self.results.join("latest/run.json");
+        let model = serde_json::from_slice(&std::fs::read(&file).with_context(|| format!("{}", file.display()))?)?;
+        Ok((out.status.code(), said, model))
+    }
+}
+
+/// The rerun suite run four times (six boots) into a private history, a passing run planted
+/// by `history import` after the first.
+pub fn rerun_flaky_failures(scratch: &Path, cache_dir: Option<&Path>) -> Result<()> {
+    let share = scratch.join("rerun-share");
+    std::fs::create_dir_all(&share)?;
+    let r = Rerun {
+        xtask: crate::as_user::this_xtask()?,
+        history: format!("sqlite:{}", scratch.join("rerun.sqlite").display()),
+        results: scratch.join("rerun-results"),
+        share,
+        cache_dir,
+    };
+    let (always, second) = ("rerun/always-fails", "rerun/passes-in-the-second-boot");
+    // No history: both gate at once, nothing re-run.
+    let (code, said, first) = r.run(&[])?;
+    anyhow::ensure!(code == Some(1) && !said.contains("[RERUN]"), "no history: exit {code:?}: {said}");
+    anyhow::ensure!(first.get("rerun").is_none(), "no history: {}", first["rerun"]);
+    // A run where both passed, recorded after the first: each cell now flips on a failure.
+    let mut planted = first.clone();
+    planted["run_id"] = "planted-pass".into();
+    let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    for arch in planted["arches"].as_array_mut().context("arches")? {
+        for boot in arch["boots"].as_array_mut().context("boots")? {
+            boot["started_at"] = now.clone().into();
+        }
+        for s in arch["scenarios"].as_array_mut().context("scenarios")? {
+            s["status"] = "pass".into();
+        }
+    }
+    let folder = scratch.join("rerun-planted");
+    std::fs::create_dir_all(&folder)?;
+    std::fs::write(folder.join("run.json"), serde_json::to_vec_pretty(&planted)?)?;
+    let import =
+        Command::new(&r.xtask).arg("--history").arg(&r.history).args(["history", "import"]).arg(&folder).output()?;
+    anyhow::ensure!(import.status.success(), "history import: {}", String::from_utf8_lossy(&import.stderr));
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    // Both re-run: one fails again (a regression, exit 1), the other passes (unstable).
+    let (code, said, both) = r.run(&[])?;
+    anyhow::ensure!(code == Some(1), "both: exit {code:?}: {said}");
+    for (name, class) in [(always, "REGRESSION"), (second, "UNSTABLE")] {
+        let want = format!("[{class}] x86_64 {name}: its history flips 2 time(s) in 3 run(s)");
+        anyhow::ensure!(
+            said.contains(&format!("[RERUN] x86_64 {name}: failed")) && said.contains(&want),
+            "{want}: {said}"
+        );
+    }
+    let classes = |model: &serde_json::Value| -> Vec<(String, String, String)> {
+        let rows = model["rerun"]["scenarios"].as_array().cloned().unwrap_or_default();
+        let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+        rows.iter().map(|s| (text(&s["scenario"]), text(&s["rerun_status"]), text(&s["class"]))).collect()
+    };
+    let want = |n: &str, s: &str, c: &str| (n.to_string(), s.to_string(), c.to_string());
+    anyhow::ensure!(
+        classes(&both) == [want(always, "fail", "regression"), want(second, "pass", "unstable")],
+        "run.json's rerun: {}",
+        both["rerun"]
+    );
+    let rerun_id = both["rerun"]["run_id"].as_str().context("the re-run's run id")?;
+    anyhow::ensure!(r.results.join(rerun_id).join("run.json").is_file(), "no re-run folder {rerun_id}");
+    let run_id = both["run_id"].as_str().context("run_id")?;
+    let summary = std::fs::read_to_string(r.results.join(run_id).join("summary.md"))?;
+    anyhow::ensure!(summary.contains("### Re-run in a fresh boot") && summary.contains(rerun_id), "{summary}");
+    let page = std::fs::read_to_string(r.results.join(run_id).join("report.html"))?;
+    anyhow::ensure!(page.contains(&format!("../{rerun_id}/report.html")), "report.html links no re-run");
+    // The one that passes on its re-run alone: unstable, exit 0.
+    let (code, said, alone) = r.run(&["--filter", second])?;
+    anyhow::ensure!(code == Some(0) && said.contains("[UNSTABLE] x86_64 rerun/passes"), "alone: exit {code:?}: {said}");
+    anyhow::ensure!(classes(&alone) == [want(second, "pass", "unstable")], "alone: {}", alone["rerun"]);
+    // Without the re-run: it gates at once.
+    let (code, said, _) = r.run(&["--filter", second, "--no-rerun-unstable"])?;
+    anyhow::ensure!(code == Some(1) && !said.contains("[RERUN]"), "--no-rerun-unstable: exit {code:?}: {said}");
+    Ok(())
+}

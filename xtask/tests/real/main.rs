@@ -41,7 +41,8 @@ struct Cli {
     /// from the test git tree), `mutants` (`mutants --run` on four fixed mutants), or `sandbox`
     /// (virtiofsd's sandbox against a guest's planted symlinks), or `atlas` (the atlas of the
     /// default source and 7.3 on x86_64), or `history` (the store on a private PostgreSQL
-    /// server; two small runs recorded, then their classes).
+    /// server; two small runs recorded, then their classes; a failure whose
+    /// history flips re-run before it gates).
     #[arg(long, value_parser = ["coverage", "consumers", "broken", "signals", "bisect-run", "mutants", "sandbox", "atlas", "history"])]
     only: Option<String>,
 }
@@ -111,6 +112,7 @@ fn main() -> std::process::ExitCode {
         Some("history") => only(&[
             (history::POSTGRES, &history::postgres_store),
             (history::TWO_RUNS, &|scratch| history::two_runs_then_classes(scratch, args.cache_dir.as_deref())),
+            (history::RERUN, &|scratch| history::rerun_flaky_failures(scratch, args.cache_dir.as_deref())),
         ]),
         Some("bisect-run") => only(&[(BISECT_RUN, &|scratch| git_tree::git_bisect_run_from_the_tree(scratch, &args))]),
         _ => run(&args),
