@@ -267,6 +267,18 @@ struct Guest<'a> {
     logs: &'a Path,
 }
 
+/// How much longer a kernel's boot takes for its sanitizer: KMSAN checks every load and store
+/// of the kernel, and its boot under TCG took over a minute to reach `/init` where the default
+/// kernel takes seconds.
+fn sanitizer_slowdown(config: &Path) -> u64 {
+    let text = std::fs::read_to_string(config).unwrap_or_default();
+    if text.lines().any(|l| l == "CONFIG_KMSAN=y") {
+        10
+    } else {
+        1
+    }
+}
+
 /// Wires the virtio-fs shares into the plan, writes the initramfs (kept by content in the
 /// cache) and returns the VM to run. A plan with a shell has no deadlines.
 fn vm_spec(guest: &Guest, plan: &mut protocol::Plan, virtiofsd: Option<&Path>, opts: &Options) -> Result<VmSpec> {
@@ -285,7 +297,7 @@ fn vm_spec(guest: &Guest, plan: &mut protocol::Plan, virtiofsd: Option<&Path>, o
         return Err(error(Kind::Infra, "--share needs virtiofsd: run `cargo xtask setup`"));
     }
     let initrd = keep_initramfs(&opts.cache_dir, work, |path| crate::vm::initramfs::write(path, agent, plan, extra))?;
-    let boot_timeout = Duration::from_secs(15 * accel.slowdown() as u64);
+    let boot_timeout = Duration::from_secs(15 * accel.slowdown() as u64 * sanitizer_slowdown(&built.config));
     let deadlines: u64 = plan.scenarios.iter().map(|s| s.deadline_ms).sum();
     let (boot_timeout, watchdog, deadlines_ms) = if plan.shell {
         (Duration::MAX, Duration::MAX, None)

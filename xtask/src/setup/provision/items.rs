@@ -284,7 +284,12 @@ fn host_tool_items(n: &Needs, v: &mut Items) {
     }
     if n.llvm {
         for (tool, package) in crate::kernel::knobs::LLVM_TOOLS {
-            add(tool.to_string(), "an LLVM=1 kernel build (clang, lld)".into(), program(tool), Source::Package(package));
+            add(
+                tool.to_string(),
+                "an LLVM=1 kernel build (clang, lld)".into(),
+                program(tool),
+                Source::Package(package),
+            );
         }
     }
     if n.consumers {
