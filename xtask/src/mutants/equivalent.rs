@@ -204,7 +204,10 @@ mod tests {
         assert_eq!(warnings, ["mutants/equivalent.tsv:3: ba9876543210 is no mutant of this file: a stale entry"]);
         // Another version's entry: no mutant of this text, argued for another one.
         let newer = apply(&list, "99999999999999990000", &BTreeSet::from(["ba9876543210"]));
-        assert_eq!((newer.elsewhere.as_slice(), newer.other_file.as_slice()), (&["0123456789ab".to_string()][..], &["ba9876543210".to_string()][..]));
+        assert_eq!(
+            (newer.elsewhere.as_slice(), newer.other_file.as_slice()),
+            (&["0123456789ab".to_string()][..], &["ba9876543210".to_string()][..])
+        );
         let only_other = apply(&list[..1], "99999999999999990000", &BTreeSet::new());
         assert!(!only_other.is_stale() && only_other.warnings(&list, "l").is_empty(), "{only_other:?}");
     }
