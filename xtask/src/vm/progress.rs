@@ -64,8 +64,9 @@ fn projected_ms(m: &Mark) -> Option<u64> {
     (m.done > 0).then(|| (u128::from(m.elapsed_ms) * u128::from(m.total) / u128::from(m.done)) as u64)
 }
 
+/// Whole seconds, to the nearest.
 fn secs(ms: u64) -> u64 {
-    ms.div_ceil(1000)
+    ms.saturating_add(500) / 1000
 }
 
 /// The median of the durations of passing outcomes, `None` without any.
