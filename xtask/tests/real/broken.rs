@@ -156,8 +156,10 @@ pub fn a_fill_that_stops(scratch: &Path) -> Result<()> {
     let (code, took, model, _) = boot(scratch, "stalls.yaml", &["--history", "off"], "stalls")?;
     line(format!("a fill the kernel stops: verdict after {:.1} s of boots", took.as_secs_f64()));
     let got = statuses(&model);
-    let want = [("stalls/fill-stops".to_string(), "timeout".to_string(), "x86_64".to_string())];
+    let want = [("stalls/fill-stops".to_string(), "fail".to_string(), "x86_64".to_string())];
     anyhow::ensure!(got == want, "statuses {got:?}");
+    let judged = &model["arches"][0]["scenarios"][0]["judged"];
+    anyhow::ensure!(judged == "timeout", "judged {judged}, expected timeout (as a deadline overrun)");
     let log = log_of(&model, "stalls/fill-stops");
     anyhow::ensure!(
         log.iter().any(|l| l.contains("ended by its progress: no progress marker for")

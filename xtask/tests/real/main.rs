@@ -69,7 +69,7 @@ const EVERY_BOOT: &str = "x86_64: a kernel that oopses on every boot: three brok
      rest are collateral of the first culprit (run.json, KTAP, JUnit), within 180 s";
 
 const FILL_STOPS: &str = "x86_64: the fill of 65k events (deadline 600 s) on a kernel that stops it half way: the \
-     progress markers stop and the host ends the scenario as a timeout 30 s after the last one, within 180 s";
+     progress markers stop and the host ends the scenario (judged timeout) 30 s after the last one, within 180 s";
 
 const ATLAS: &str =
     "x86_64: atlas of the default source and --kernel-version 7.3, faults profile, on faults/* and format/*: \
