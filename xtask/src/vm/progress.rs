@@ -11,8 +11,10 @@ use std::time::{Duration, Instant};
 /// kernel that went 30 s without 1024 registrations has stopped, or as good as.
 pub const STALL: Duration = Duration::from_secs(30);
 /// How much slower than the history's median a projected duration may be before the scenario
-/// crawls: load alone (four VMs on two cores, a debug profile) has made the fill 2-3x slower.
-pub const CRAWL_FACTOR: u64 = 3;
+/// crawls. Load alone (four arches' VMs on two cores) made passing fills in this machine's
+/// history take up to 3.4 times their median (s390x: 230 s against 68 s; riscv64 240 s against
+/// 77 s), so 3 would end healthy fills; a kernel that crawls is 50 times slower and more.
+pub const CRAWL_FACTOR: u64 = 5;
 /// Projections below this never crawl: a scenario this short is left to its deadline, as a
 /// median of a few seconds times three would end a healthy scenario on a busy host.
 pub const CRAWL_FLOOR: Duration = Duration::from_secs(60);
@@ -127,7 +129,10 @@ mod tests {
         let h = history(52);
         assert_eq!(fill(52, Some(&h)), None);
         assert_eq!(fill(104, Some(&h)), None, "under load, at half the rate");
-        assert_eq!(fill(150, Some(&h)), None, "just under three times the median");
+        assert_eq!(fill(150, Some(&h)), None, "three times the median");
+        // s390x's slowest passing fill against its median, with four arches booting at once.
+        assert_eq!(fill(230, Some(&history(68))), None);
+        assert_eq!(fill(255, Some(&h)), None, "just under five times the median");
         // Without a history only a stall ends it, however slow the rate.
         assert_eq!(fill(1500, None), None);
         // The floor: a short median times three is no bound under a minute.
@@ -149,8 +154,8 @@ mod tests {
             "1024 of at most 70000 in 41 s, 2803 s at that rate; its median on x86_64 in the history is 52 s: crawling"
         );
         // A slow fill is ended once it has run long enough for its rate to count.
-        let why = fill(200, Some(&history(52))).unwrap();
-        assert!(why.starts_with("7168 of at most 70000 in 21 s") && why.ends_with("crawling"), "{why}");
+        let why = fill(300, Some(&history(52))).unwrap();
+        assert!(why.starts_with("5120 of at most 70000 in 22 s") && why.ends_with("crawling"), "{why}");
         // The same rate with no history goes on.
         assert_eq!(judge(&m, None, m.at), None);
         // Early markers are noise: a hiccup of 3 s at the second projects 102 s, and counts for
