@@ -494,6 +494,9 @@ fn spawn_scenario(
         .stdout(writer.try_clone()?)
         .stderr(writer)
         .process_group(0);
+    if let Some(kmsg) = &paths.kmsg {
+        cmd.env(protocol::PROGRESS_KMSG_ENV, kmsg).env(protocol::PROGRESS_INDEX_ENV, index.to_string());
+    }
     let child = cmd.spawn();
     // The Command holds our copies of the write end: drop them so the pipe can reach EOF.
     drop(cmd);

@@ -49,6 +49,18 @@ pub mod userfault;
 
 const LKDTM_DIRECT: &str = "/sys/kernel/debug/provoke-crash/DIRECT";
 
+/// A long step's progress on the kernel log ([`protocol::Marker::Progress`]), for the host's
+/// watchdog; nothing when the supervisor named no kernel log (on a host).
+pub fn progress_marker(done: u64, total: u64, elapsed_ms: u64) {
+    use std::io::Write as _;
+    let Some(path) = std::env::var_os(protocol::PROGRESS_KMSG_ENV) else { return };
+    let index = std::env::var(protocol::PROGRESS_INDEX_ENV).ok().and_then(|i| i.parse().ok()).unwrap_or(0);
+    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(path) {
+        let line = protocol::Marker::Progress { index, done, total, elapsed_ms }.line();
+        let _ = f.write_all(format!("{line}\n").as_bytes());
+    }
+}
+
 /// The child's main: its exit status.
 pub fn child_main(plan: &Path, index: usize) -> i32 {
     let plan = match supervisor::load_plan(plan) {

@@ -109,6 +109,11 @@ fn record_and_read_back(connect: Connect) -> Result<()> {
     s.record(&imported)?;
     let back = s.runs()?;
     ensure!(back.last() == Some(&imported.run), "an import without a commit: {back:?}");
+    // The crawl rule's durations: passing outcomes only, of one scenario on one arch.
+    let passed = s.passing_durations("a/b", "x86_64")?;
+    ensure!(passed == [1200, 1200], "a/b's passing durations: {passed:?}");
+    ensure!(s.passing_durations("b/d", "x86_64")?.is_empty(), "a failure counted as a pass");
+    ensure!(s.passing_durations("a/b", "arm64")?.is_empty(), "another arch's passes counted");
     Ok(())
 }
 

@@ -137,6 +137,34 @@ pub fn classes_of(run_id: &str, window: usize) -> Result<Option<Vec<classify::Cl
     Ok(Some(classify::classify(&store.outcomes()?, run_id, &this_host(), window)))
 }
 
+/// What the chosen store says of each scenario on `arch` for the progress watchdog's crawl
+/// rule: the median duration of its passing outcomes, for the scenarios `wanted` keeps (those
+/// that report progress); `None` for the others, without a store (`--history off`), or when the
+/// store cannot be read (the rule is then left out, never the run failed).
+pub fn expected(
+    arch: &str,
+    names: &[&str],
+    wanted: &dyn Fn(usize) -> bool,
+) -> Vec<Option<crate::vm::progress::Expected>> {
+    let mut store = None;
+    let mut opened = false;
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            if !wanted(i) {
+                return None;
+            }
+            if !std::mem::replace(&mut opened, true) {
+                store = open(&selected()).ok().flatten();
+            }
+            let mut durations = store.as_mut()?.passing_durations(name, arch).ok()?;
+            let median_ms = crate::vm::progress::median_ms(&mut durations)?;
+            Some(crate::vm::progress::Expected { median_ms, arch: arch.to_string() })
+        })
+        .collect()
+}
+
 /// The chosen store, or why there is none to read.
 fn open_selected() -> Result<Store> {
     match open(&selected())? {

@@ -327,6 +327,16 @@ impl Store {
             .collect())
     }
 
+    /// The durations of `scenario`'s passing outcomes on `arch`, in no order.
+    pub fn passing_durations(&mut self, scenario: &str, arch: &str) -> Result<Vec<u64>> {
+        let rows = self.db.query(
+            "SELECT duration_ms FROM results WHERE scenario = $1 AND arch = $2 AND status = 'pass' \
+             AND duration_ms IS NOT NULL",
+            &[Value::Text(scenario.into()), Value::Text(arch.into())],
+        )?;
+        Ok(rows.iter().filter_map(|r| r.first().and_then(Value::int)).filter_map(|d| u64::try_from(d).ok()).collect())
+    }
+
     /// How many results rows there are (the crash test's check).
     pub fn count_results(&mut self) -> Result<i64> {
         let rows = self.db.query("SELECT COUNT(*) FROM results", &[])?;

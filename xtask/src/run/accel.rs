@@ -63,6 +63,7 @@ pub fn accel_for(built: &Built, agent: &Path, choice: AccelChoice, cache_dir: &P
         boot_timeout: Duration::from_secs(8),
         watchdog: Duration::from_secs(12),
         deadlines_ms: None,
+        expected: Vec::new(),
         extra_cmdline: vec![],
         extra_qemu: vec![],
         stop_after_death: None,

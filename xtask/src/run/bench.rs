@@ -112,6 +112,7 @@ pub fn boot(built: &[Built], runs: usize, accel: AccelChoice) -> Result<Vec<Boot
                     boot_timeout: Duration::from_secs(60),
                     watchdog: Duration::from_secs(90),
                     deadlines_ms: None,
+                    expected: Vec::new(),
                     extra_cmdline: vec![],
                     extra_qemu: vec![],
                     stop_after_death: None,

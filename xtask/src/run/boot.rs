@@ -306,6 +306,12 @@ fn vm_spec(guest: &Guest, plan: &mut protocol::Plan, virtiofsd: Option<&Path>, o
         let watchdog = boot_timeout + Duration::from_millis(deadlines) + Duration::from_secs(30);
         (boot_timeout, watchdog, Some(plan.scenarios.iter().map(|s| s.deadline_ms).collect()))
     };
+    let names: Vec<&str> = plan.scenarios.iter().map(|s| s.name.as_str()).collect();
+    let expected = if deadlines_ms.is_some() {
+        crate::history::expected(built.arch.name, &names, &|i| reports_progress(&plan.scenarios[i]))
+    } else {
+        Vec::new()
+    };
     Ok(VmSpec {
         arch: built.arch,
         kernel: built.image.clone(),
@@ -320,10 +326,17 @@ fn vm_spec(guest: &Guest, plan: &mut protocol::Plan, virtiofsd: Option<&Path>, o
         boot_timeout,
         watchdog,
         deadlines_ms,
+        expected,
         extra_cmdline: opts.kernel_args.clone(),
         extra_qemu: opts.qemu_args.clone(),
         stop_after_death: opts.fail_fast.then_some(DEATH_GRACE),
     })
+}
+
+/// Whether a scenario has a step that writes progress markers (`register_until`): only those
+/// are looked up in the history for the crawl rule.
+fn reports_progress(s: &protocol::Scenario) -> bool {
+    s.steps.iter().any(|step| matches!(step, protocol::Step::RegisterUntil(_)))
 }
 
 /// With `--fail-fast`, how long a VM runs on after its kernel killed a task: the agent reports

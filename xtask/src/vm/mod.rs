@@ -9,11 +9,13 @@
 //! - `virtiofsd`: the shared folders' daemons, sandboxed (namespace, else chroot);
 //! - `children`: the child process groups, killed on drop, on a signal or at `--timeout`;
 //! - `channel`: sans-IO, the result channel's lines parsed once per boot into events;
-//! - `hang`: sans-IO, when a silent guest counts as hung.
+//! - `hang`: sans-IO, when a silent guest counts as hung;
+//! - `progress`: sans-IO, when a long step's progress markers say it stalled or crawls.
 
 pub mod channel;
 pub mod children;
 pub mod hang;
 pub mod initramfs;
+pub mod progress;
 pub mod qemu;
 pub mod virtiofsd;

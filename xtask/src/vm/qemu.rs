@@ -140,6 +140,8 @@ pub struct VmSpec {
     /// The plan's deadlines, scenario by scenario, for the progress watchdog (`hang.rs`);
     /// `None` runs without it (the KVM probe, the shell).
     pub deadlines_ms: Option<Vec<u64>>,
+    /// The history's median per scenario, in the same order, for the crawl rule (`progress.rs`).
+    pub expected: Vec<Option<crate::vm::progress::Expected>>,
     /// `--kernel-args`: appended to the kernel command line.
     pub extra_cmdline: Vec<String>,
     /// `--qemu-args`: appended to QEMU's arguments.
@@ -296,12 +298,16 @@ pub fn run_live(spec: &VmSpec, virtiofsd: Option<&Path>, live: &dyn Fn(&protocol
     let reader = std::thread::spawn(move || read_console(stdout, log, &tx));
 
     let mut seen = Seen::default();
-    let mut watch =
-        spec.deadlines_ms.clone().map(|d| crate::vm::hang::Watch::new(d, spec.boot_timeout + STARTUP, started));
+    let mut watch = spec.deadlines_ms.clone().map(|d| {
+        crate::vm::hang::Watch::new(d, spec.boot_timeout + STARTUP, started).with_expected(spec.expected.clone())
+    });
     let mut tail = ResultsTail::default();
     let ended = loop {
         for ev in rx.try_iter() {
-            seen.note(ev, started);
+            match (ev, watch.as_mut()) {
+                (Event::Progress(index, done, total, ms, at), Some(w)) => w.progress(index, done, total, ms, at),
+                (ev, _) => seen.note(ev, started),
+            }
         }
         for line in tail.read(&spec.results_log()) {
             live(line);
@@ -352,6 +358,10 @@ fn read_console(
             let _ = tx.send(Event::Panic);
         } else if dies(&text) {
             let _ = tx.send(Event::Died(Instant::now()));
+        } else if let Some(protocol::Marker::Progress { index, done, total, elapsed_ms }) =
+            protocol::Marker::find_progress(&text)
+        {
+            let _ = tx.send(Event::Progress(index, done, total, elapsed_ms, Instant::now()));
         }
     }
     log.flush()
@@ -372,6 +382,7 @@ impl Seen {
             Event::Booted(at) => self.boot = Some(at - started),
             Event::Panic => self.panic_at = Some(Instant::now()),
             Event::Died(at) => self.died_at = self.died_at.or(Some(at)),
+            Event::Progress(..) => {}
         }
     }
 }
@@ -429,6 +440,8 @@ enum Event {
     Booted(Instant),
     Panic,
     Died(Instant),
+    /// A progress marker: scenario, done, total, elapsed ms, read at.
+    Progress(usize, u64, u64, u64, Instant),
 }
 
 /// From /init to the agent's first line on the result channel (it waits up to 5 s for its
@@ -545,6 +558,7 @@ mod tests {
             boot_timeout: Duration::from_secs(30),
             watchdog: Duration::from_secs(60),
             deadlines_ms: None,
+            expected: Vec::new(),
             extra_cmdline: vec!["loglevel=7".into()],
             extra_qemu: vec!["-d".into(), "guest_errors".into()],
             stop_after_death: None,

@@ -1,7 +1,8 @@
 //! Kernels that keep breaking themselves (issue 20), run as a user would: a kernel patched
 //! with `user-events-faults.patch` that leaks an event the hygiene cannot delete, oopses with
-//! `event_mutex` held, or oopses a few seconds into every boot. The culprit is named, the rest
-//! runs on fresh boots or is reported as its collateral, and the verdict comes in bounded time.
+//! `event_mutex` held, or oopses a few seconds into every boot, or stops a long fill half way.
+//! The culprit is named, the rest runs on fresh boots or is reported as its collateral, and the
+//! verdict comes in bounded time.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -142,6 +143,30 @@ pub fn breaks_every_boot(scratch: &Path) -> Result<()> {
     );
     let junit = std::fs::read_to_string(run.join("junit.xml"))?;
     anyhow::ensure!(junit.contains("type=\"collateral\""), "no collateral test case in junit.xml");
+    anyhow::ensure!(code == Some(1), "exit {code:?}, expected 1");
+    anyhow::ensure!(took < BOUND, "the verdict took {:.1} s", took.as_secs_f64());
+    Ok(())
+}
+
+/// The fill of 65k events (a deadline of 600 s) on a kernel that stops it half way: its
+/// progress markers stop, and the host ends the scenario 30 s after the last one, as a deadline
+/// overrun, with what was measured; not at the deadline. Without a history (`--history off`):
+/// the stall needs none.
+pub fn a_fill_that_stops(scratch: &Path) -> Result<()> {
+    let (code, took, model, _) = boot(scratch, "stalls.yaml", &["--history", "off"], "stalls")?;
+    line(format!("a fill the kernel stops: verdict after {:.1} s of boots", took.as_secs_f64()));
+    let got = statuses(&model);
+    let want = [("stalls/fill-stops".to_string(), "fail".to_string(), "x86_64".to_string())];
+    anyhow::ensure!(got == want, "statuses {got:?}");
+    let judged = &model["arches"][0]["scenarios"][0]["judged"];
+    anyhow::ensure!(judged == "timeout", "judged {judged}, expected timeout (as a deadline overrun)");
+    let log = log_of(&model, "stalls/fill-stops");
+    anyhow::ensure!(
+        log.iter().any(|l| l.contains("ended by its progress: no progress marker for")
+            && l.contains("of at most 70000 in")
+            && l.contains(": stalled")),
+        "no stall verdict: {log:?}"
+    );
     anyhow::ensure!(code == Some(1), "exit {code:?}, expected 1");
     anyhow::ensure!(took < BOUND, "the verdict took {:.1} s", took.as_secs_f64());
     Ok(())

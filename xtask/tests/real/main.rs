@@ -69,6 +69,9 @@ const MUTANTS: &str = "x86_64: mutants --run on four fixed mutants with a format
 const EVERY_BOOT: &str = "x86_64: a kernel that oopses on every boot: three broken fresh boots in a row, then the \
      rest are collateral of the first culprit (run.json, KTAP, JUnit), within 180 s";
 
+const FILL_STOPS: &str = "x86_64: the fill of 65k events (deadline 600 s) on a kernel that stops it half way: the \
+     progress markers stop and the host ends the scenario (judged timeout) 30 s after the last one, within 180 s";
+
 const ATLAS: &str =
     "x86_64: atlas of the default source and --kernel-version 7.3, faults profile, on faults/* and format/*: \
      two kernel columns, every row a status on both, every difference explained (exit 0), atlas.json, atlas.html, \
@@ -103,7 +106,11 @@ fn main() -> std::process::ExitCode {
             Ok(summary(&outcomes))
         }
         Some("signals") => only(&[(CTRL_C, &as_user::ctrl_c_leaves_nothing)]),
-        Some("broken") => only(&[(LEAK_AND_OOPS, &broken::leak_and_oops), (EVERY_BOOT, &broken::breaks_every_boot)]),
+        Some("broken") => only(&[
+            (LEAK_AND_OOPS, &broken::leak_and_oops),
+            (EVERY_BOOT, &broken::breaks_every_boot),
+            (FILL_STOPS, &broken::a_fill_that_stops),
+        ]),
         Some("sandbox") => {
             only(&[(SANDBOX, &|scratch| sandbox_check(scratch, &args)), (SANDBOX_FALLBACK, &sandbox::fallback)])
         }

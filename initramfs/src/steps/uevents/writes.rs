@@ -4,6 +4,10 @@
 
 use super::*;
 
+/// How many registrations of `register_until` between two progress markers: about one every
+/// 1-3 s on a healthy kernel under TCG, a line the console carries at no cost.
+const PROGRESS_EVERY: u32 = 1024;
+
 impl UserEvents {
     /// `Step::RegisterUntil`: registrations of `format` with `{i}` counting up until one fails.
     ///
@@ -12,7 +16,8 @@ impl UserEvents {
     /// every registration to refuse a reused address and bit). Every [`EVENTS_PER_FILE`] events
     /// a new descriptor is opened, because the kernel copies a file's whole reference array for
     /// each new event. Both costs are quadratic, and tens of thousands of events under TCG
-    /// would otherwise take many minutes.
+    /// would otherwise take many minutes. Every [`PROGRESS_EVERY`] registrations a progress
+    /// marker goes to the kernel log, so the host can end a fill that crawls or has stopped.
     pub fn register_until(&self, format: &str, max: u32, expect: &Expect, say: &mut dyn FnMut(&str)) -> Done {
         const EVENTS_PER_FILE: u32 = 256;
         let what = format!("register {format:?} for {{i}} from 0 until a failure (at most {max})");
@@ -44,6 +49,9 @@ impl UserEvents {
             }
             if let Err(e) = unregister_bit0(fd, word) {
                 return Err(format!("{what}: unregistering event {i}: {}", errno_text(e)));
+            }
+            if (i + 1) % PROGRESS_EVERY == 0 {
+                crate::steps::progress_marker(u64::from(i + 1), u64::from(max), started.elapsed().as_millis() as u64);
             }
         }
         say(&format!("{what}: all {max} registered in {} ms, none failed", started.elapsed().as_millis()));

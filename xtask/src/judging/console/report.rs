@@ -131,7 +131,7 @@ pub(super) fn classify(msg: &str) -> Class<'_> {
         return match Marker::parse(msg) {
             Some(Marker::Begin { index, name }) => Class::Begin(index, name),
             Some(Marker::End { index }) => Class::End(index),
-            None => Class::Other,
+            Some(Marker::Progress { .. }) | None => Class::Other,
         };
     }
     if msg.trim() == CUT_HERE {
