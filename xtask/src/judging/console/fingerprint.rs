@@ -29,8 +29,6 @@
 
 use sha2::{Digest, Sha256};
 
-use super::FindingKind;
-
 /// How many meaningful frames make a fingerprint.
 pub const FRAMES: usize = 3;
 /// How many frames a finding keeps for its report (and its symbolization).
@@ -176,7 +174,8 @@ impl Stack {
 
 /// The fingerprint's text of a finding: its kind, then its first meaningful functions joined
 /// with `<` (callee first); the normalised summary when it has none.
-pub fn fingerprint(kind: FindingKind, frames: &[String], summary: &str) -> String {
+/// `kind` is the finding's kind's name (`FindingKind::as_str`).
+pub fn fingerprint(kind: &str, frames: &[String], summary: &str) -> String {
     let mut funcs: Vec<&str> = Vec::new();
     for f in frames {
         let Some(func) = function(f) else { continue };
@@ -189,9 +188,9 @@ pub fn fingerprint(kind: FindingKind, frames: &[String], summary: &str) -> Strin
         }
     }
     if funcs.is_empty() {
-        return format!("{}:{}", kind.as_str(), normalise(summary));
+        return format!("{kind}:{}", normalise(summary));
     }
-    format!("{}:{}", kind.as_str(), funcs.join("<"))
+    format!("{kind}:{}", funcs.join("<"))
 }
 
 /// A short stable hash of a fingerprint's text: the first 12 hex digits of its sha256.

@@ -298,7 +298,7 @@ impl Report {
     pub(super) fn into_finding(self) -> Finding {
         let mut f = self.finding;
         f.frames = self.stack.frames();
-        f.fingerprint = fingerprint::fingerprint(f.kind, &f.frames, &f.summary);
+        f.fingerprint = fingerprint::fingerprint(f.kind.as_str(), &f.frames, &f.summary);
         f.fingerprint_hash = fingerprint::hash(&f.fingerprint);
         f
     }
