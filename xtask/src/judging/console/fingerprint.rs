@@ -172,6 +172,15 @@ impl Stack {
     }
 }
 
+/// The frames of a report's lines (an excerpt read back), as the scanner collects them.
+pub fn frames_of(lines: &[String]) -> Vec<String> {
+    let mut stack = Stack::default();
+    for l in lines {
+        stack.feed(l);
+    }
+    stack.frames()
+}
+
 /// The fingerprint's text of a finding: its kind, then its first meaningful functions joined
 /// with `<` (callee first); the normalised summary when it has none.
 /// `kind` is the finding's kind's name (`FindingKind::as_str`).
