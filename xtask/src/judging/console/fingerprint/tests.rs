@@ -100,6 +100,29 @@ fn the_same_crash_elsewhere_has_the_same_fingerprint() {
 }
 
 #[test]
+fn a_warning_on_arm64_is_the_same_warning_as_on_x86() {
+    // arm64's WARN: its `pc`, then a trace that starts at the warning's function itself,
+    // after the break handler's frames, with other offsets and lengths than x86's.
+    let arm64 = "------------[ cut here ]------------\n\
+        WARNING: CPU: 0 PID: 61 at kernel/trace/trace_events_user.c:2378 user_events_write_core+0x2c4/0x2f8\n\
+        Modules linked in:\n\
+        CPU: 0 UID: 0 PID: 61 Comm: ue-probe Not tainted 6.12.117 #1\n\
+        Hardware name: linux,dummy-virt (DT)\n\
+        pc : user_events_write_core+0x2c4/0x2f8\n\
+        lr : user_events_write+0x3c/0x60\n\
+        sp : ffff80008263bca0\n\
+        Call trace:\n\
+        \x20call_break_hook+0x2c/0x40\n\
+        \x20brk_handler+0x20/0x80\n\
+        \x20user_events_write_core+0x2c4/0x2f8\n\
+        \x20user_events_write+0x3c/0x60\n\
+        \x20vfs_write+0xd8/0x380\n\
+        \x20ksys_write+0x70/0x108\n\
+        ---[ end trace 0000000000000000 ]---\n";
+    assert_eq!(one(arm64), one(WARN));
+}
+
+#[test]
 fn another_call_path_has_another_fingerprint() {
     let other = KASAN.replace("user_event_enabler_update+0x10d/0x1f0", "user_event_mm_dup+0x10d/0x1f0");
     let (a, b) = (&scan(KASAN).findings[0], &scan(&other).findings[0]);
