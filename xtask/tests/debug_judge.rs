@@ -25,7 +25,7 @@ mod tests {
     }
 
     fn finding(kind: &str, summary: &str) -> Finding {
-        Finding { kind: kind.into(), summary: summary.into(), console_line: 1, excerpt: vec![], truncated: false }
+        Finding { kind: kind.into(), summary: summary.into(), console_line: 1, ..Finding::default() }
     }
 
     /// The fixture's x86_64 made into a clean debug run: `hazards/slow-write` expects a KASAN

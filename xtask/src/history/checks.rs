@@ -6,7 +6,8 @@
 use anyhow::{ensure, Context, Result};
 
 use super::classify::{classify, Class};
-use super::rows::{KernelId, MetricRow, Recorded, ResultRow, RunRow};
+use super::findings::mark;
+use super::rows::{FindingRow, KernelId, MetricRow, Recorded, ResultRow, RunRow};
 use super::schema;
 use super::store::{Db, Store, Value};
 
@@ -17,12 +18,13 @@ type Check = fn(Connect) -> Result<()>;
 
 /// Every check, in order; the first failure, named.
 pub fn all(connect: Connect) -> Result<()> {
-    let checks: [(&str, Check); 5] = [
+    let checks: [(&str, Check); 6] = [
         ("migrations", migrations),
         ("record", record_and_read_back),
         ("measurements", measurements_read_back),
         ("abandoned", abandoned_write_leaves_nothing),
         ("classes", classes_in_time_order),
+        ("findings", findings_known_or_new),
     ];
     for (name, check) in checks {
         check(connect).with_context(|| format!("history store check `{name}`"))?;
@@ -64,6 +66,7 @@ pub fn sample(run_id: &str, second: u32, statuses: &[(&str, &str)]) -> Recorded 
                 metrics: Vec::new(),
             })
             .collect(),
+        findings: Vec::new(),
     }
 }
 
@@ -163,6 +166,47 @@ fn classes_in_time_order(connect: Connect) -> Result<()> {
     let classed = classify(&s.outcomes()?, "r3", "builder", 10);
     let got: Vec<(&str, Class)> = classed.iter().map(|c| (c.scenario.as_str(), c.class)).collect();
     ensure!(got == [("a/b", Class::Regression), ("a/c", Class::Fixed), ("a/d", Class::Missing)], "classes: {got:?}");
+    Ok(())
+}
+
+/// A run with kernel reports: `(scenario, fingerprint)`, empty scenario outside any.
+fn with_findings(run_id: &str, second: u32, found: &[(&str, &str)]) -> Recorded {
+    let mut run = sample(run_id, second, &[("a/b", "fail"), ("a/c", "pass")]);
+    let kernel = run.results[0].kernel.clone();
+    run.findings = found
+        .iter()
+        .map(|(scenario, print)| FindingRow {
+            scenario: (*scenario).into(),
+            arch: "x86_64".into(),
+            kernel: kernel.clone(),
+            kind: "kasan".into(),
+            fingerprint: (*print).into(),
+            signature: format!("kasan:{print}<g<h"),
+            summary: "BUG: KASAN: slab-use-after-free in f+0x1c/0x40".into(),
+        })
+        .collect();
+    run
+}
+
+fn findings_known_or_new(connect: Connect) -> Result<()> {
+    let mut s = Store::open(connect("findings")?)?;
+    let second = with_findings("f2", 2, &[("a/b", "aaa"), ("", "ccc"), ("a/b", "bbb")]);
+    s.record(&second)?;
+    s.record(&with_findings("f1", 1, &[("a/c", "aaa")]))?;
+    s.record(&with_findings("f3", 3, &[("a/b", "bbb")]))?;
+    let all = s.findings()?;
+    ensure!(all.len() == 5, "{} findings read back", all.len());
+    let back: Vec<&FindingRow> = all.iter().filter(|f| f.run_id == "f2").map(|f| &f.row).collect();
+    ensure!(back == second.findings.iter().collect::<Vec<_>>(), "f2's findings in its order: {back:?}");
+    let f2 = mark(&all, "f2", "builder");
+    let marked: Vec<(&str, &str, Option<&str>)> =
+        f2.iter().map(|m| (m.fingerprint.as_str(), m.mark, m.first_run.as_deref())).collect();
+    ensure!(
+        marked == [("aaa", "known", Some("f1")), ("ccc", "new", None), ("bbb", "new", None)],
+        "f2 against the runs before it: {marked:?}"
+    );
+    let last = mark(&all, "f3", "builder");
+    ensure!(last.len() == 1 && last[0].mark == "known" && last[0].first_run.as_deref() == Some("f2"), "{last:?}");
     Ok(())
 }
 

@@ -3,7 +3,8 @@
 //! once per process), recording a run (never failing it), `import`, and the `history` verb's
 //! answers; `rows` (a run model as rows, sans-IO), `schema` (the migrations), `store` (the one
 //! trait of the backends and the SQL they share), `sqlite` (the default, beside the cache) and
-//! `postgres`, `classify` (the classes and the flips, sans-IO), `gate` (which failures a run re-runs
+//! `postgres`, `classify` (the classes and the flips, sans-IO), `findings` (a run's kernel reports
+//! known from an earlier run or new, by fingerprint; sans-IO), `gate` (which failures a run re-runs
 //! because their history flips, and the exit code after; sans-IO), `render` (text and JSON),
 //! `checks` (the store's behaviour, checked alike on both backends), `dashboard` (the static
 //! page: cells over the runs, first bad runs, figures' trends; sans-IO) with `stats` (the
@@ -12,6 +13,7 @@
 pub mod checks;
 pub mod classify;
 pub mod dashboard;
+pub mod findings;
 pub mod gate;
 pub mod postgres;
 pub mod render;
@@ -184,9 +186,10 @@ pub fn import(dirs: &[PathBuf]) -> Result<u8> {
             if store.record(&rows)? {
                 fresh += 1;
                 line(format!(
-                    "history: {} ({} results) imported from {}",
+                    "history: {} ({} results, {} kernel report(s)) imported from {}",
                     run.run_id,
                     rows.results.len(),
+                    rows.findings.len(),
                     folder.display()
                 ));
             } else {
@@ -214,9 +217,16 @@ pub fn show(args: &ShowArgs) -> Result<u8> {
     };
     let outcomes = store.outcomes()?;
     let classed = classify::classify(&outcomes, &run.run_id, &run.host, args.window);
+    let marked = findings::mark(&store.findings()?, &run.run_id, &run.host);
     let described = store.describe();
-    let shown =
-        render::Shown { store: &described, run, runs_recorded: runs.len(), window: args.window, classed: &classed };
+    let shown = render::Shown {
+        store: &described,
+        run,
+        runs_recorded: runs.len(),
+        window: args.window,
+        classed: &classed,
+        findings: &marked,
+    };
     if args.json {
         print!("{}", render::show_json(&shown));
     } else {

@@ -1,9 +1,11 @@
-//! The history's answers as text and JSON (sans-IO): a run's classes (`history show`) and the
+//! The history's answers as text and JSON (sans-IO): a run's classes and kernel reports
+//! (`history show`) and the
 //! scenarios that flip (`history flakes`).
 
 use serde::Serialize;
 
 use super::classify::{Class, Classed, Flaky};
+use super::findings::Marked;
 use super::rows::RunRow;
 
 /// The `schema_version` of `history --json` and `history flakes --json`.
@@ -18,6 +20,8 @@ struct ShowJson<'a> {
     window: usize,
     counts: std::collections::BTreeMap<&'static str, usize>,
     cells: Vec<&'a Classed>,
+    /// The run's kernel reports, each `known` (with the first run that had it) or `new`.
+    findings: &'a [Marked],
 }
 
 /// How many cells of each class (the classes with none left out).
@@ -36,6 +40,7 @@ pub struct Shown<'a> {
     pub runs_recorded: usize,
     pub window: usize,
     pub classed: &'a [Classed],
+    pub findings: &'a [Marked],
 }
 
 /// `history show --json`: every cell, stable ones too.
@@ -48,6 +53,7 @@ pub fn show_json(s: &Shown) -> String {
         window: s.window,
         counts: counts(s.classed),
         cells: s.classed.iter().collect(),
+        findings: s.findings,
     };
     serde_json::to_string_pretty(&doc).expect("plain data") + "\n"
 }
@@ -79,6 +85,7 @@ pub fn show_text(s: &Shown, verbose: bool) -> String {
             c.window.join(" ")
         ));
     }
+    out.push_str(&super::findings::text(s.findings));
     out
 }
 

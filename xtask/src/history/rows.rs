@@ -4,7 +4,8 @@
 
 use serde::Serialize;
 
-use crate::results::model::{Kernel, Run};
+use crate::judging::console::fingerprint;
+use crate::results::model::{Finding, Kernel, Run};
 
 /// What the history keeps of a kernel: the parts that make two kernels the same one.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -126,11 +127,30 @@ pub struct MetricRow {
     pub samples: Vec<f64>,
 }
 
+/// One kernel report of a run: the `findings` table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FindingRow {
+    /// The scenario it happened in; empty outside any scenario (boot, teardown).
+    pub scenario: String,
+    pub arch: String,
+    pub kernel: KernelId,
+    /// `kasan`, `warning`, ...
+    pub kind: String,
+    /// The fingerprint's short hash (`judging::console::fingerprint`).
+    pub fingerprint: String,
+    /// The fingerprint's text: `kasan:f<g<h`.
+    pub signature: String,
+    /// The report's header line.
+    pub summary: String,
+}
+
 /// A run as the history records it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recorded {
     pub run: RunRow,
     pub results: Vec<ResultRow>,
+    /// Its kernel reports, in the run's order (arch, then boot, then scenario).
+    pub findings: Vec<FindingRow>,
 }
 
 /// What the run model does not say: the checkout's commit, this host, the time, the origin,
@@ -171,6 +191,7 @@ pub fn of_run(run: &Run, cx: &Context) -> Recorded {
         recorded_at: stamp(cx.recorded_at),
     };
     let mut results = Vec::new();
+    let mut findings = Vec::new();
     for a in &run.arches {
         let mut kernel = a.kernel.as_ref().map_or_else(KernelId::unknown, |k| KernelId::of(k, cx.profiles));
         // A schemata kernel is one build for every mutant of a stage, each switched on at boot:
@@ -178,6 +199,9 @@ pub fn of_run(run: &Run, cx: &Context) -> Recorded {
         if let Some(n) = a.boots.iter().find_map(|b| mutant_of(&b.qemu_command)) {
             kernel.profile = format!("{}+mutant={n}", kernel.profile);
         }
+        let found = a.boots.iter().flat_map(|b| b.findings.iter().map(|f| ("", f)));
+        let found = found.chain(a.scenarios.iter().flat_map(|s| s.findings.iter().map(|f| (s.name.as_str(), f))));
+        findings.extend(found.map(|(scenario, f)| finding_row(scenario, &a.arch, &kernel, f)));
         for s in &a.scenarios {
             results.push(ResultRow {
                 scenario: s.name.clone(),
@@ -201,7 +225,27 @@ pub fn of_run(run: &Run, cx: &Context) -> Recorded {
             });
         }
     }
-    Recorded { run: row, results }
+    Recorded { run: row, results, findings }
+}
+
+/// A finding's row; a run recorded before fingerprints gets its fingerprint from its excerpt.
+fn finding_row(scenario: &str, arch: &str, kernel: &KernelId, f: &Finding) -> FindingRow {
+    let (signature, hash) = if f.fingerprint.is_empty() {
+        let text = fingerprint::fingerprint(&f.kind, &fingerprint::frames_of(&f.excerpt), &f.summary);
+        let hash = fingerprint::hash(&text);
+        (text, hash)
+    } else {
+        (f.fingerprint.clone(), f.fingerprint_hash.clone())
+    };
+    FindingRow {
+        scenario: scenario.to_string(),
+        arch: arch.to_string(),
+        kernel: kernel.clone(),
+        kind: f.kind.clone(),
+        fingerprint: hash,
+        signature,
+        summary: f.summary.clone(),
+    }
 }
 
 /// The kernel parameter that switches a schemata kernel's mutant on (`mutants::schemata::PARAM`,
@@ -249,6 +293,17 @@ mod tests {
         assert_eq!(x.kernel.profile, "default");
         assert_eq!(x.kernel.patches.len(), 64, "one patch's sha256");
         assert!(x.kernel.describe().starts_with("6.12.117 (default, +1 patch(es), config 210b2efd"));
+        // Its one kernel report, keyed as its outcomes are; a run saved before fingerprints
+        // gets the same one from its excerpt.
+        let f = &r.findings[..];
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].scenario.as_str(), f[0].arch.as_str(), f[0].kind.as_str()), ("fault/panic", "arm64", "panic"));
+        assert_eq!(f[0].signature, "panic:lkdtm_PANIC<lkdtm_do_action<direct_entry");
+        let mut old = run.clone();
+        for x in old.arches.iter_mut().flat_map(|a| a.scenarios.iter_mut()).flat_map(|s| s.findings.iter_mut()) {
+            (x.fingerprint, x.fingerprint_hash, x.frames) = (String::new(), String::new(), vec![]);
+        }
+        assert_eq!(of_run(&old, &cx).findings, r.findings);
         // A mutant's boot: a kernel of its own.
         let mut run = run;
         let boot = &mut run.arches[0].boots[0];

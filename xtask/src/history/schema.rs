@@ -60,6 +60,28 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, host, arch, scenario, name),
         FOREIGN KEY (run_id, host, arch, scenario) REFERENCES results (run_id, host, arch, scenario)
     )",
+    // 4: the kernel reports of a run, keyed as its outcomes are, with their fingerprints (the
+    // scenario is empty for a report outside any scenario; `seq` orders a run's reports).
+    "CREATE TABLE findings (
+        run_id TEXT NOT NULL,
+        host TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        scenario TEXT NOT NULL,
+        arch TEXT NOT NULL,
+        kernel_release TEXT NOT NULL,
+        kernel_source TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        patches TEXT NOT NULL,
+        config_hash TEXT NOT NULL,
+        profile TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        signature TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        PRIMARY KEY (run_id, host, seq),
+        FOREIGN KEY (run_id, host) REFERENCES runs (run_id, host)
+    );
+    CREATE INDEX findings_by_fingerprint ON findings (fingerprint)",
 ];
 
 /// The version this build writes and reads.

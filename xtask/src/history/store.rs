@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Context, Result};
 
-use super::rows::{stamp, KernelId, Recorded, ResultRow, RunRow};
+use super::rows::{stamp, FindingRow, KernelId, Recorded, ResultRow, RunRow};
 use super::schema::{self, MIGRATIONS, VERSION_TABLE};
 
 /// A value bound to a parameter or read from a column.
@@ -106,6 +106,15 @@ pub struct Measured {
     pub higher_is_better: bool,
     pub value: f64,
     pub samples: Vec<f64>,
+}
+
+/// One recorded kernel report, with its run's time, as `history show` reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub run_id: String,
+    pub host: String,
+    pub started_at: String,
+    pub row: FindingRow,
 }
 
 /// The history on one database.
@@ -239,6 +248,7 @@ impl Store {
                 .with_context(|| format!("{} {} of run {}", x.arch, x.scenario, r.run.run_id))?;
                 insert_metrics(db, &r.run, x)?;
             }
+            insert_findings(db, r)?;
             Ok(())
         })?;
         Ok(fresh)
@@ -337,11 +347,77 @@ impl Store {
         Ok(rows.iter().filter_map(|r| r.first().and_then(Value::int)).filter_map(|d| u64::try_from(d).ok()).collect())
     }
 
+    /// Every recorded kernel report, its runs in time order.
+    pub fn findings(&mut self) -> Result<Vec<Found>> {
+        let rows = self.db.query(
+            "SELECT f.run_id, f.host, u.started_at, f.scenario, f.arch, f.kernel_release, f.kernel_source, \
+             f.source_id, f.patches, f.config_hash, f.profile, f.kind, f.fingerprint, f.signature, f.summary \
+             FROM findings f JOIN runs u ON u.run_id = f.run_id AND u.host = f.host \
+             ORDER BY u.started_at, u.run_id, u.host, f.seq",
+            &[],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| Found {
+                run_id: r[0].text(),
+                host: r[1].text(),
+                started_at: r[2].text(),
+                row: FindingRow {
+                    scenario: r[3].text(),
+                    arch: r[4].text(),
+                    kernel: KernelId {
+                        release: r[5].text(),
+                        source: r[6].text(),
+                        source_id: r[7].text(),
+                        patches: r[8].text(),
+                        config_hash: r[9].text(),
+                        profile: r[10].text(),
+                    },
+                    kind: r[11].text(),
+                    fingerprint: r[12].text(),
+                    signature: r[13].text(),
+                    summary: r[14].text(),
+                },
+            })
+            .collect())
+    }
+
     /// How many results rows there are (the crash test's check).
     pub fn count_results(&mut self) -> Result<i64> {
         let rows = self.db.query("SELECT COUNT(*) FROM results", &[])?;
         Ok(rows.first().and_then(|r| r.first()).and_then(Value::int).unwrap_or(0))
     }
+}
+
+/// A run's kernel reports, numbered in its order.
+fn insert_findings(db: &mut dyn Db, r: &Recorded) -> Result<()> {
+    for (seq, f) in r.findings.iter().enumerate() {
+        let k = &f.kernel;
+        db.exec(
+            "INSERT INTO findings (run_id, host, seq, scenario, arch, kernel_release, kernel_source, source_id, \
+             patches, config_hash, profile, kind, fingerprint, signature, summary) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+            &[
+                (&r.run.run_id).into(),
+                (&r.run.host).into(),
+                Value::Int(i64::try_from(seq).unwrap_or(i64::MAX)),
+                (&f.scenario).into(),
+                (&f.arch).into(),
+                (&k.release).into(),
+                (&k.source).into(),
+                (&k.source_id).into(),
+                (&k.patches).into(),
+                (&k.config_hash).into(),
+                (&k.profile).into(),
+                (&f.kind).into(),
+                (&f.fingerprint).into(),
+                (&f.signature).into(),
+                (&f.summary).into(),
+            ],
+        )
+        .with_context(|| format!("{} {} finding {seq} of run {}", f.arch, f.scenario, r.run.run_id))?;
+    }
+    Ok(())
 }
 
 /// The measured figures of one result, samples as space-separated numbers.

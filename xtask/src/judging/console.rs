@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::support::text::clean;
 
+pub mod fingerprint;
 mod report;
 
 use report::{classify, Class, Ending, Report, Step, Trace, Trigger};
@@ -152,7 +153,7 @@ impl Scanner {
     fn finish(&mut self, ended: bool) {
         if let Some(mut report) = self.open.take() {
             report.finding.truncated = !ended || report.capped;
-            self.scan.findings.push(report.finding);
+            self.scan.findings.push(report.into_finding());
         }
     }
 }

@@ -47,6 +47,9 @@ pub const KERNEL_METADATA: &str = "kernel-metadata.json";
 pub const ARTIFACTS: &str = "artifacts";
 /// The scenarios an arch's plan left out (in the arch's first boot folder).
 pub const SKIPPED: &str = "skipped.json";
+/// The boot's findings' frames resolved to source lines (`results::symbols`), when its kernel
+/// had debug info.
+pub const SYMBOLS: &str = "symbols.json";
 
 /// A new `results/<run-id>/` folder, with `results/latest` pointing at it.
 pub fn new_run_dir(results: &Path) -> Result<PathBuf> {

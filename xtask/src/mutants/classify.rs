@@ -200,7 +200,7 @@ mod tests {
 
     /// A kernel report of `kind` at `console_line`, without its excerpt.
     fn finding(kind: &str, summary: &str, console_line: usize) -> Finding {
-        Finding { kind: kind.into(), summary: summary.into(), console_line, excerpt: vec![], truncated: false }
+        Finding { kind: kind.into(), summary: summary.into(), console_line, ..Finding::default() }
     }
 
     #[test]

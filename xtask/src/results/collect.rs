@@ -217,7 +217,7 @@ fn boot_model(b: &JudgedBoot) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
     let qemu_version =
         std::fs::read_to_string(b.folder.file(run_folder::QEMU_VERSION)).ok().map(|s| s.trim().to_string());
     let rel = |f: &str| format!("{}/{f}", b.folder.name);
-    let boot = Boot {
+    let mut boot = Boot {
         name: b.folder.name.clone(),
         accel: facts.accel.clone(),
         qemu_version,
@@ -233,6 +233,7 @@ fn boot_model(b: &JudgedBoot) -> Result<(Boot, Vec<Scenario>, Option<Kernel>)> {
         console_log: rel(run_folder::CONSOLE_LOG),
         results_log: rel(run_folder::RESULTS_LOG),
     };
+    super::symbols::attach(&b.folder.path, &mut boot, &mut scenarios);
     let kernel = kernel_metadata(&b.folder.path, &boot.qemu_command)?.map(|m| kernel(&m));
     Ok((boot, scenarios, kernel))
 }
@@ -305,6 +306,9 @@ fn finding(f: &crate::judging::console::Finding) -> Finding {
         console_line: f.line,
         excerpt: f.excerpt.clone(),
         truncated: f.truncated,
+        fingerprint: f.fingerprint.clone(),
+        fingerprint_hash: f.fingerprint_hash.clone(),
+        frames: f.frames.iter().map(|x| model::Frame { frame: x.clone(), source: vec![] }).collect(),
     }
 }
 

@@ -6,6 +6,7 @@
 //! filter, the metrics and the performance figures against their baselines, the boots and the
 //! provenance. The page lives in the run folder, so the logs are linked by their relative paths.
 
+mod findings;
 mod plots;
 
 use std::collections::BTreeMap;
@@ -184,8 +185,7 @@ fn failure(o: &mut String, a: &ArchRun, s: &Scenario) {
     }
     let mut text: Vec<String> = s.log.clone();
     for f in &s.findings {
-        text.push(format!("--- kernel {} (console.log line {}) ---", f.kind, f.console_line));
-        text.extend(f.excerpt.iter().cloned());
+        findings::finding_text(&mut text, f);
     }
     if !s.console_tail.is_empty() {
         text.push("--- console tail ---".into());

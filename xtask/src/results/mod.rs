@@ -16,6 +16,7 @@ pub mod ktap;
 pub mod markdown;
 pub mod merge;
 pub mod model;
+pub mod symbols;
 pub mod text;
 pub mod tools;
 

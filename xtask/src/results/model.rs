@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+mod finding;
+pub use finding::{Finding, Frame};
+
 /// The `schema_version` this build writes and reads.
 pub const SCHEMA_VERSION: u32 = 1;
 /// Where a coverage run keeps its figures, relative to the run folder.
@@ -410,21 +413,6 @@ pub struct Metric {
     pub higher_is_better: bool,
     #[serde(default)]
     pub samples: Vec<f64>,
-}
-
-/// One kernel report found on the console.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finding {
-    /// `panic`, `oops`, `bug`, `warning`, `kasan`, ...
-    pub kind: String,
-    /// The header line (`WARNING: CPU: 0 PID: 58 at kernel/trace/... func+0x1c/0x40`).
-    pub summary: String,
-    /// 1-based line of the header in the boot's `console.log`.
-    pub console_line: usize,
-    /// The report's lines, timestamps removed.
-    pub excerpt: Vec<String>,
-    /// The excerpt stops before the report's end.
-    pub truncated: bool,
 }
 
 fn is_zero(n: &usize) -> bool {

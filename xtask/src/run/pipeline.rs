@@ -375,6 +375,9 @@ pub fn publish_as(
     let began = std::time::Instant::now();
     let boots: Vec<&run_folder::JudgedBoot> = judged.iter().map(|j| &j.boot).collect();
     results::collect::save_facts(run_dir, &boots, built)?;
+    for said in results::symbols::save(&boots, built) {
+        progress::line(said);
+    }
     // A coverage run's tracefiles and figures, before the model that shows them.
     if let Some(data) = crate::coverage::runs::read(&boots, built)? {
         let summary = crate::coverage::runs::write(run_dir, &data)?;

@@ -14,8 +14,9 @@ use xtask::cli::Location;
 use xtask::history::store::Db;
 
 pub const POSTGRES: &str = "history: the store's checks (migrations, a run's write and read-back, a writer that dies \
-     mid-transaction, the classes, the measured figures) on a private PostgreSQL server, and `history import` then `history --json` \
-     through its postgres:// URL, and `history dashboard` of it";
+     mid-transaction, the classes, the measured figures, the kernel reports known or new) on a private PostgreSQL server, and \
+     `history import` then `history --json` through its postgres:// URL (a later copy of the run: its report known), and \
+     `history dashboard` of it";
 
 pub const TWO_RUNS: &str = "x86_64: two runs of registration/* recorded into a fresh history, then `history` classes \
      the second against the first (nothing new, no regression, exit 0) and `history flakes` lists none";
@@ -123,12 +124,54 @@ pub fn postgres_store(scratch: &Path) -> Result<()> {
     let doc: serde_json::Value = serde_json::from_slice(&show.stdout).context("history --json")?;
     anyhow::ensure!(doc["runs_recorded"] == 1 && doc["run"]["run_id"] == "run-fixture", "{doc}");
     anyhow::ensure!(doc["counts"] == serde_json::json!({"new": 9, "skipped": 3}), "counts {}", doc["counts"]);
+    let findings = doc["findings"].as_array().context("history --json: findings")?;
+    anyhow::ensure!(
+        findings.len() == 1 && findings[0]["mark"] == "new" && findings[0]["scenario"] == "fault/panic",
+        "the fixture's kernel report: {findings:?}"
+    );
+    // The same run again, later: its report is known, first seen in the fixture's run.
+    let again = later_copy(&golden, scratch)?;
+    let import = Command::new(&xtask).args(["--history", &url, "history", "import"]).arg(&again).output()?;
+    anyhow::ensure!(import.status.success(), "history import: {}", String::from_utf8_lossy(&import.stderr));
+    let show = Command::new(&xtask).args(["--history", &url, "history", "--json"]).output()?;
+    let doc: serde_json::Value = serde_json::from_slice(&show.stdout).context("history --json")?;
+    anyhow::ensure!(doc["run"]["run_id"] == "run-fixture-later", "{}", doc["run"]);
+    let f = &doc["findings"][0];
+    anyhow::ensure!(
+        f["mark"] == "known"
+            && f["first_run"] == "run-fixture"
+            && f["signature"] == "panic:lkdtm_PANIC<lkdtm_do_action<direct_entry",
+        "the later run's report: {f}"
+    );
+    let text = Command::new(&xtask).args(["--history", &url, "history"]).output()?;
+    let said = String::from_utf8_lossy(&text.stdout);
+    anyhow::ensure!(said.contains("known (first in run run-fixture, 1 earlier run(s))"), "history: {said}");
     let out = scratch.join("dashboard");
     let dash = Command::new(&xtask).args(["--history", &url, "history", "dashboard", "--out"]).arg(&out).output()?;
     anyhow::ensure!(dash.status.success(), "history dashboard: {}", String::from_utf8_lossy(&dash.stderr));
     let page = std::fs::read_to_string(out.join("index.html")).context("the dashboard's index.html")?;
     anyhow::ensure!(page.contains("<h2 id=\"x86_64\">") && page.contains("hazards/slow-write"), "the page: {page}");
     Ok(())
+}
+
+/// The golden run.json as a later run: another id, its boots a year later.
+fn later_copy(golden: &Path, scratch: &Path) -> Result<PathBuf> {
+    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(golden)?)?;
+    run["run_id"] = "run-fixture-later".into();
+    run["generated_at"] = "2027-01-02T03:04:05Z".into();
+    for boot in run["arches"]
+        .as_array_mut()
+        .context("arches")?
+        .iter_mut()
+        .flat_map(|a| a["boots"].as_array_mut().map(|b| b.iter_mut().collect::<Vec<_>>()).unwrap_or_default())
+    {
+        if boot.get("started_at").is_some() {
+            boot["started_at"] = "2027-01-02T03:00:00Z".into();
+        }
+    }
+    let path = scratch.join("run-fixture-later.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&run)?)?;
+    Ok(path)
 }
 
 /// `xtask --history sqlite:... run --arch x86_64 --filter registration/*` twice, then

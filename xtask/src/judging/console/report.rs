@@ -6,6 +6,8 @@
 use protocol::Marker;
 use serde::Serialize;
 
+use super::fingerprint::{self, Stack};
+
 /// A report's excerpt keeps at most this many lines; the rest is in the full log.
 pub(super) const MAX_EXCERPT: usize = 60;
 pub(super) const CUT_HERE: &str = "------------[ cut here ]------------";
@@ -78,6 +80,14 @@ pub struct Finding {
     /// The excerpt does not reach the report's end: the log stopped, another report or a
     /// scenario marker interrupted it, or it was longer than the excerpt cap.
     pub truncated: bool,
+    /// The faulting place and the reliable frames of the report's first call trace, as printed
+    /// (`func+0xoff/0xlen`), at most [`super::fingerprint::KEPT_FRAMES`]; read from every line
+    /// of the report, past the excerpt's cap too.
+    pub frames: Vec<String>,
+    /// Its kind and first meaningful functions, `kasan:f<g<h` (`super::fingerprint`).
+    pub fingerprint: String,
+    /// A short stable hash of `fingerprint` (12 hex digits).
+    pub fingerprint_hash: String,
 }
 
 impl Finding {
@@ -207,6 +217,8 @@ pub(super) struct Report {
     pub(super) absorbed_die: bool,
     /// Lines consumed after the first one, past the excerpt cap too.
     pub(super) consumed: usize,
+    /// The call trace, from every line the report consumed.
+    pub(super) stack: Stack,
     pub(super) capped: bool,
 }
 
@@ -231,11 +243,15 @@ impl Report {
                 pid: None,
                 comm: None,
                 truncated: false,
+                frames: Vec::new(),
+                fingerprint: String::new(),
+                fingerprint_hash: String::new(),
             },
             ending: trigger.ending,
             trace: Trace::NotYet,
             absorbed_die: trigger.die_line,
             consumed: 0,
+            stack: Stack::default(),
             capped: false,
         };
         report.push(msg);
@@ -256,6 +272,7 @@ impl Report {
 
     pub(super) fn push(&mut self, msg: &str) {
         self.note(msg);
+        self.stack.feed(msg);
         self.consumed += 1;
         if self.finding.excerpt.len() < MAX_EXCERPT {
             self.finding.excerpt.push(msg.trim_end().to_string());
@@ -275,6 +292,15 @@ impl Report {
             f.pid = f.pid.or(pid);
             f.comm = f.comm.take().or(comm);
         }
+    }
+
+    /// The finding, its frames and fingerprint filled in.
+    pub(super) fn into_finding(self) -> Finding {
+        let mut f = self.finding;
+        f.frames = self.stack.frames();
+        f.fingerprint = fingerprint::fingerprint(f.kind.as_str(), &f.frames, &f.summary);
+        f.fingerprint_hash = fingerprint::hash(&f.fingerprint);
+        f
     }
 
     pub(super) fn step(&mut self, msg: &str) -> Step {

@@ -182,6 +182,11 @@ fn kernel_build_items(n: &Needs, v: &mut Items) {
         }
         if n.kernel == KernelWork::Build {
             add("bc".into(), format!("timeconst in {kb}"), program("bc"), Source::Package("bc"));
+            // A crash's frames resolved to source lines when the build has debug info.
+            for tool in ["nm", "addr2line"] {
+                let why = "a kernel report's frames to source lines".to_string();
+                add(tool.into(), why, program(tool), Source::Package("binutils"));
+            }
             for arch in &n.arches {
                 for (tool, package) in arch.image_tools {
                     let why = format!("the {} kernel image's compression", arch.name);
