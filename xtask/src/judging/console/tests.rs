@@ -25,6 +25,8 @@ const WARN: &str = include_str!("../../../test_data/console/x86_64-warn.log");
 const PANIC: &str = include_str!("../../../test_data/console/x86_64-panic.log");
 const ARM64_OOPS: &str = include_str!("../../../test_data/console/arm64-oops-panic.log");
 const KASAN: &str = include_str!("../../../test_data/console/x86_64-kasan.log");
+/// A real `--profile kmsan` boot with `xtask/test_data/patches/kmsan-uninit-read.patch`.
+const KMSAN: &str = include_str!("../../../test_data/console/x86_64-kmsan.log");
 const HUNG: &str = include_str!("../../../test_data/console/x86_64-hung-task.log");
 const TRUNCATED: &str = include_str!("../../../test_data/console/x86_64-truncated.log");
 const ANSI: &str = include_str!("../../../test_data/console/x86_64-ansi-crlf.log");
@@ -101,6 +103,17 @@ fn kasan_report_is_capped_and_ends_at_its_rule() {
     assert_eq!(f.excerpt[2], "", "blank report lines stay");
     assert_eq!((f.pid, f.comm.as_deref(), f.taint_flags.as_deref()), (Some(71), Some("ue-probe"), Some("")));
     assert_eq!(names(&scan)[2], (3, "abi/enable", 30, Some(113)));
+}
+
+#[test]
+fn kmsan_report_ends_at_its_rule_and_names_its_scenario() {
+    let scan = check(KMSAN, &[(Kmsan, 6, Some(1), false), (Kmsan, 29, Some(2), false), (Kmsan, 50, Some(2), true)]);
+    let f = &scan.findings[0];
+    assert_eq!(f.summary, "BUG: KMSAN: uninit-value in user_events_ioctl+0x221e/0x3240");
+    assert!(f.excerpt.contains(&"Uninit was created at:".to_string()), "{f:?}");
+    assert_eq!(f.excerpt.len(), 19, "from the header through the closing rule: {f:?}");
+    assert_eq!(f.excerpt.last().map(String::as_str), Some("====================================================="));
+    assert_eq!((f.pid, f.comm.as_deref()), (Some(40), Some("exe")));
 }
 
 #[test]
