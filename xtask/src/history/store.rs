@@ -221,7 +221,7 @@ impl Store {
                 if n == r.results.len() / 2 {
                     pause();
                 }
-                let k = &x.kernel;
+                let [release, source, source_id, patches, config_hash, profile] = kernel_values(&x.kernel);
                 db.exec(
                     "INSERT INTO results (run_id, host, scenario, suite, arch, kernel_release, kernel_source, \
                      source_id, patches, config_hash, profile, status, duration_ms, reason, project_commit, \
@@ -232,12 +232,12 @@ impl Store {
                         (&x.scenario).into(),
                         (&x.suite).into(),
                         (&x.arch).into(),
-                        (&k.release).into(),
-                        (&k.source).into(),
-                        (&k.source_id).into(),
-                        (&k.patches).into(),
-                        (&k.config_hash).into(),
-                        (&k.profile).into(),
+                        release,
+                        source,
+                        source_id,
+                        patches,
+                        config_hash,
+                        profile,
                         (&x.status).into(),
                         x.duration_ms.into(),
                         x.reason.as_ref().into(),
@@ -293,14 +293,7 @@ impl Store {
                 started_at: r[2].text(),
                 scenario: r[3].text(),
                 arch: r[4].text(),
-                kernel: KernelId {
-                    release: r[5].text(),
-                    source: r[6].text(),
-                    source_id: r[7].text(),
-                    patches: r[8].text(),
-                    config_hash: r[9].text(),
-                    profile: r[10].text(),
-                },
+                kernel: kernel_at(r, 5),
                 status: r[11].text(),
                 duration_ms: r[12].int(),
                 reason: r[13].opt_text(),
@@ -365,14 +358,7 @@ impl Store {
                 row: FindingRow {
                     scenario: r[3].text(),
                     arch: r[4].text(),
-                    kernel: KernelId {
-                        release: r[5].text(),
-                        source: r[6].text(),
-                        source_id: r[7].text(),
-                        patches: r[8].text(),
-                        config_hash: r[9].text(),
-                        profile: r[10].text(),
-                    },
+                    kernel: kernel_at(r, 5),
                     kind: r[11].text(),
                     fingerprint: r[12].text(),
                     signature: r[13].text(),
@@ -390,9 +376,35 @@ impl Store {
 }
 
 /// A run's kernel reports, numbered in its order.
+/// A kernel's identity as the `kernel_release` ... `profile` columns of `results` and
+/// `findings` hold it, in that order.
+fn kernel_values(k: &KernelId) -> [Value; 6] {
+    [
+        (&k.release).into(),
+        (&k.source).into(),
+        (&k.source_id).into(),
+        (&k.patches).into(),
+        (&k.config_hash).into(),
+        (&k.profile).into(),
+    ]
+}
+
+/// The kernel identity read back from a row's six columns from `at` on, as [`kernel_values`]
+/// writes them.
+fn kernel_at(r: &[Value], at: usize) -> KernelId {
+    KernelId {
+        release: r[at].text(),
+        source: r[at + 1].text(),
+        source_id: r[at + 2].text(),
+        patches: r[at + 3].text(),
+        config_hash: r[at + 4].text(),
+        profile: r[at + 5].text(),
+    }
+}
+
 fn insert_findings(db: &mut dyn Db, r: &Recorded) -> Result<()> {
     for (seq, f) in r.findings.iter().enumerate() {
-        let k = &f.kernel;
+        let [release, source, source_id, patches, config_hash, profile] = kernel_values(&f.kernel);
         db.exec(
             "INSERT INTO findings (run_id, host, seq, scenario, arch, kernel_release, kernel_source, source_id, \
              patches, config_hash, profile, kind, fingerprint, signature, summary) \
@@ -403,12 +415,12 @@ fn insert_findings(db: &mut dyn Db, r: &Recorded) -> Result<()> {
                 Value::Int(i64::try_from(seq).unwrap_or(i64::MAX)),
                 (&f.scenario).into(),
                 (&f.arch).into(),
-                (&k.release).into(),
-                (&k.source).into(),
-                (&k.source_id).into(),
-                (&k.patches).into(),
-                (&k.config_hash).into(),
-                (&k.profile).into(),
+                release,
+                source,
+                source_id,
+                patches,
+                config_hash,
+                profile,
                 (&f.kind).into(),
                 (&f.fingerprint).into(),
                 (&f.signature).into(),
