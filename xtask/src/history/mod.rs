@@ -160,8 +160,10 @@ pub fn expected(
             if !std::mem::replace(&mut opened, true) {
                 store = open(&selected()).ok().flatten();
             }
-            let mut durations = store.as_mut()?.passing_durations(name, arch).ok()?;
-            let median_ms = crate::vm::progress::median_ms(&mut durations)?;
+            let durations = store.as_mut()?.passing_durations(name, arch).ok()?;
+            let durations: Vec<f64> = durations.into_iter().map(|d| d as f64).collect();
+            // Whole milliseconds: an even count's middle pair averaged, rounded down.
+            let median_ms = stats::median(&durations)? as u64;
             Some(crate::vm::progress::Expected { median_ms, arch: arch.to_string() })
         })
         .collect()

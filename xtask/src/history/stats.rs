@@ -139,5 +139,8 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
         assert_eq!(median(&[]), None);
+        // The crawl rule's durations: one, and an even count of whole milliseconds.
+        assert_eq!(median(&[52_000.0]), Some(52_000.0));
+        assert_eq!(median(&[40.0, 10.0, 20.0, 30.0]), Some(25.0));
     }
 }

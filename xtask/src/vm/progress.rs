@@ -80,17 +80,6 @@ fn secs(ms: u64) -> u64 {
     ms.saturating_add(500) / 1000
 }
 
-/// The median of the durations of passing outcomes, `None` without any.
-pub fn median_ms(durations: &mut [u64]) -> Option<u64> {
-    durations.sort_unstable();
-    let n = durations.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(durations[n / 2]),
-        _ => Some((durations[n / 2 - 1] + durations[n / 2]) / 2),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,13 +164,5 @@ mod tests {
                 "no progress marker for 31 s after 5120 of at most 70000 in 4 s (a stall bound of 30 s): stalled"
             );
         }
-    }
-
-    #[test]
-    fn medians() {
-        assert_eq!(median_ms(&mut []), None);
-        assert_eq!(median_ms(&mut [52_000]), Some(52_000));
-        assert_eq!(median_ms(&mut [90, 10, 50]), Some(50));
-        assert_eq!(median_ms(&mut [40, 10, 20, 30]), Some(25));
     }
 }
