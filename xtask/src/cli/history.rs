@@ -79,6 +79,10 @@ pub enum HistoryCmd {
     /// A static HTML page of the history: per arch, scenario x kernel with the last outcomes,
     /// the class and the first bad run; the measured figures' trends, flagged beyond the noise.
     Dashboard(DashboardArgs),
+    /// The recorded runs as one KCIDB v5.3 document (the ids each run's own kcidb.json has),
+    /// each test with its class against the runs before it, its re-run and its kernel
+    /// reports known or new.
+    Kcidb(KcidbArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -112,6 +116,23 @@ pub struct DashboardArgs {
     /// The folder to write (its index.html; default: results/dashboard in the checkout).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// How many of a cell's latest outcomes the classes look at for flips.
+    #[arg(long, default_value_t = WINDOW)]
+    pub window: usize,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct KcidbArgs {
+    /// Only this run (its run id; repeat for more; default: every recorded run).
+    #[arg(long = "run", value_name = "RUN_ID")]
+    pub runs: Vec<String>,
+    /// Write the document here (default: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The URL the run folders are published under: each test's `log_url` is
+    /// `<URL>/<run id>/<arch>/console.log` (default: no log URLs).
+    #[arg(long, value_name = "URL")]
+    pub base: Option<String>,
     /// How many of a cell's latest outcomes the classes look at for flips.
     #[arg(long, default_value_t = WINDOW)]
     pub window: usize,

@@ -24,7 +24,8 @@ pub use boot::{BenchArgs, BootArgs, ExecArgs, RunArgs, SelectArgs, ShellArgs, Up
 pub use change::{BisectArgs, CompareArgs, CompareReportArgs, ValidateArgs};
 pub use folders::{CoverageArgs, MatrixArgs, MergeArgs, ReplayArgs, ReportArgs};
 pub use history::{
-    parse_location, DashboardArgs, FlakesArgs, HistoryArgs, HistoryCmd, ImportArgs, Location, ShowArgs, WINDOW,
+    parse_location, DashboardArgs, FlakesArgs, HistoryArgs, HistoryCmd, ImportArgs, KcidbArgs, Location, ShowArgs,
+    WINDOW,
 };
 pub use kernel::{ConfigArgs, KernelArgs, KnobArgs, SourceArgs, COVERAGE};
 pub use mutants::MutantsArgs;

@@ -10,6 +10,7 @@ use super::findings::mark;
 use super::rows::{FindingRow, KernelId, MetricRow, Recorded, ResultRow, RunRow};
 use super::schema;
 use super::store::{Db, Store, Value};
+use crate::results::model::{Rechecked, Rerun};
 
 /// Opens (making it on first use) the database of this name.
 pub type Connect<'a> = &'a dyn Fn(&str) -> Result<Box<dyn Db>>;
@@ -60,6 +61,7 @@ pub fn sample(run_id: &str, second: u32, statuses: &[(&str, &str)]) -> Recorded 
                 suite: scenario.split('/').next().unwrap_or_default().into(),
                 arch: "x86_64".into(),
                 kernel: kernel.clone(),
+                build_key: Some("x86_64-5c1e0e5d".into()),
                 status: (*status).into(),
                 duration_ms: (*status != "skip").then_some(1200),
                 reason: (*status == "skip").then(|| "requires CONFIG_X".to_string()),
@@ -67,6 +69,7 @@ pub fn sample(run_id: &str, second: u32, statuses: &[(&str, &str)]) -> Recorded 
             })
             .collect(),
         findings: Vec::new(),
+        rerun: None,
     }
 }
 
@@ -79,9 +82,32 @@ fn migrations(connect: Connect) -> Result<()> {
     // A database halfway (version 1) is brought up to date in order.
     let mut half = Store { db: connect("halfway")? };
     ensure!(half.migrate_to(1)? == 1, "not at version 1");
-    half.record(&sample("r0", 0, &[("a/b", "pass")]))?;
+    // A run as version 1 wrote it: its run, and a result without the later columns.
+    let r0 = sample("r0", 0, &[("a/b", "pass")]);
+    let run = &r0.run;
+    half.db.exec(
+        "INSERT INTO runs (run_id, host, started_at, project_commit, verdict, origin, folder, recorded_at) \
+         VALUES ($1, $2, $3, NULL, $4, $5, $6, $7)",
+        &[
+            (&run.run_id).into(),
+            (&run.host).into(),
+            (&run.started_at).into(),
+            (&run.verdict).into(),
+            run.origin.into(),
+            (&run.folder).into(),
+            (&run.recorded_at).into(),
+        ],
+    )?;
+    half.db.exec(
+        "INSERT INTO results (run_id, host, scenario, suite, arch, kernel_release, kernel_source, source_id, patches, \
+         config_hash, profile, status, recorded_at) VALUES ($1, $2, 'a/b', 'a', 'x86_64', '6.12', 's', 'i', '', 'c', \
+         'default', 'pass', $3)",
+        &[(&run.run_id).into(), (&run.host).into(), (&run.recorded_at).into()],
+    )?;
     ensure!(half.migrate()? == schema::current(), "not migrated to the end");
     ensure!(half.count_results()? == 1, "a migration lost a row");
+    let old = half.outcomes()?;
+    ensure!(old.len() == 1 && old[0].build_key.is_none(), "the old row read back: {old:?}");
     // A database newer than this build is refused, not written.
     let mut db = connect("migrations")?;
     db.exec(
@@ -117,6 +143,28 @@ fn record_and_read_back(connect: Connect) -> Result<()> {
     ensure!(passed == [1200, 1200], "a/b's passing durations: {passed:?}");
     ensure!(s.passing_durations("b/d", "x86_64")?.is_empty(), "a failure counted as a pass");
     ensure!(s.passing_durations("a/b", "arm64")?.is_empty(), "another arch's passes counted");
+    ensure!(fail.build_key.as_deref() == Some("x86_64-5c1e0e5d"), "the build key read back: {fail:?}");
+    // The gate's re-run of b/d, recorded after the run; a later re-run of it replaces it.
+    let again = |status: &str, class: &str| Rerun {
+        run_id: Some("20260101-000001-2".into()),
+        scenarios: vec![Rechecked {
+            arch: "x86_64".into(),
+            scenario: "b/d".into(),
+            flips: 2,
+            runs: 3,
+            rerun_status: status.into(),
+            class: class.into(),
+        }],
+    };
+    s.record_rerun(&run.run.run_id, &run.run.host, &again("pass", "unstable"))?;
+    s.record_rerun(&run.run.run_id, &run.run.host, &again("fail", "regression"))?;
+    let back = s.rechecks()?;
+    ensure!(
+        back.len() == 1
+            && back[0].row == again("fail", "regression").scenarios[0]
+            && back[0].rerun_run_id.as_deref() == Some("20260101-000001-2"),
+        "the re-run read back: {back:?}"
+    );
     Ok(())
 }
 

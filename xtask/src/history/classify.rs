@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use super::rows::KernelId;
 use super::store::Outcome;
+use crate::results::model::Rechecked;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -99,6 +100,10 @@ pub struct Classed {
     pub window: Vec<String>,
     /// This run's reason, if any (a skip's, a failure's).
     pub reason: Option<String>,
+    /// Its status in the gate's re-run in a fresh boot, when the run re-ran it (its class is
+    /// then the re-run's verdict: `unstable` when it passed there, else `regression`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerun: Option<String>,
 }
 
 /// The flips of a sequence of verdicts: (pass then fail, fail then pass).
@@ -164,11 +169,24 @@ pub fn classify(outcomes: &[Outcome], run_id: &str, host: &str, window: usize) -
                 status: here.then(|| last.status.clone()),
                 window: tail.iter().map(|o| o.status.clone()).collect(),
                 reason: if here { last.reason.clone() } else { None },
+                rerun: None,
             }
         })
         .collect();
     out.sort_by(|a, b| (a.class, &a.scenario, &a.arch, &a.kernel).cmp(&(b.class, &b.scenario, &b.arch, &b.kernel)));
     out
+}
+
+/// `classed` (one run's cells) with what the gate's re-run of that run said (`rechecked`): each
+/// failure re-run takes the re-run's class, as the gate did, and its status there; sorted again.
+pub fn with_rechecks(mut classed: Vec<Classed>, rechecked: &[Rechecked]) -> Vec<Classed> {
+    for c in &mut classed {
+        let Some(r) = rechecked.iter().find(|r| r.arch == c.arch && r.scenario == c.scenario) else { continue };
+        c.class = if r.gates() { Class::Regression } else { Class::Unstable };
+        c.rerun = Some(r.rerun_status.clone());
+    }
+    classed.sort_by(|a, b| (a.class, &a.scenario, &a.arch, &a.kernel).cmp(&(b.class, &b.scenario, &b.arch, &b.kernel)));
+    classed
 }
 
 /// Where a scenario flipped: one arch and kernel.

@@ -123,6 +123,7 @@ mod tests {
                     scenario: (*scenario).into(),
                     arch: "x86_64".into(),
                     kernel: kernel.clone(),
+                    build_key: None,
                     status: (*status).into(),
                     duration_ms: Some(10),
                     reason: None,

@@ -8,13 +8,14 @@
 //! because their history flips, and the exit code after; sans-IO), `render` (text and JSON),
 //! `checks` (the store's behaviour, checked alike on both backends), `dashboard` (the static
 //! page: cells over the runs, first bad runs, figures' trends; sans-IO) with `stats` (the
-//! Mann-Whitney U test).
+//! Mann-Whitney U test), `kcidb` (the recorded runs as one KCIDB document; sans-IO).
 
 pub mod checks;
 pub mod classify;
 pub mod dashboard;
 pub mod findings;
 pub mod gate;
+pub mod kcidb;
 pub mod postgres;
 pub mod render;
 pub mod rows;
@@ -28,7 +29,7 @@ use std::sync::Mutex;
 
 use anyhow::Result;
 
-use crate::cli::{DashboardArgs, FlakesArgs, Location, ShowArgs};
+use crate::cli::{DashboardArgs, FlakesArgs, KcidbArgs, Location, ShowArgs};
 use crate::results::model::Run;
 use crate::support::exit::{error, Kind};
 use crate::support::progress::line;
@@ -169,6 +170,20 @@ pub fn expected(
         .collect()
 }
 
+/// Records in the chosen store what the gate's re-run made of run `run`'s failures (its
+/// model's `rerun`). Never fails the run: a warning line.
+pub fn record_rerun(run: &Run) {
+    let Some(rerun) = &run.rerun else { return };
+    let host = run.host.as_ref().map_or_else(this_host, |h| h.hostname.clone());
+    let result = open(&selected()).and_then(|s| match s {
+        None => Ok(()),
+        Some(mut s) => s.record_rerun(&run.run_id, &host, rerun),
+    });
+    if let Err(e) = result {
+        line(format!("warning: history: the re-run of run {} not recorded: {e:#}", run.run_id));
+    }
+}
+
 /// The chosen store, or why there is none to read.
 fn open_selected() -> Result<Store> {
     match open(&selected())? {
@@ -218,7 +233,10 @@ pub fn show(args: &ShowArgs) -> Result<u8> {
         return Err(error(Kind::BadInput, format!("{}: {what}", store.describe())));
     };
     let outcomes = store.outcomes()?;
-    let classed = classify::classify(&outcomes, &run.run_id, &run.host, args.window);
+    let rechecked: Vec<_> =
+        store.rechecks()?.into_iter().filter(|c| c.run_id == run.run_id && c.host == run.host).map(|c| c.row).collect();
+    let classed =
+        classify::with_rechecks(classify::classify(&outcomes, &run.run_id, &run.host, args.window), &rechecked);
     let marked = findings::mark(&store.findings()?, &run.run_id, &run.host);
     let described = store.describe();
     let shown = render::Shown {
@@ -264,6 +282,36 @@ pub fn dashboard(args: &DashboardArgs) -> Result<u8> {
     let index = out.join("index.html");
     std::fs::write(&index, html).map_err(|e| error(Kind::Infra, format!("{}: {e}", index.display())))?;
     println!("dashboard of {} written to {}", store.describe(), index.display());
+    Ok(0)
+}
+
+/// `history kcidb`: the recorded runs (`--run`, else all) as one KCIDB document, to `--out` or
+/// standard output.
+pub fn kcidb(args: &KcidbArgs) -> Result<u8> {
+    let mut store = open_selected()?;
+    let runs = store.runs()?;
+    let chosen =
+        kcidb::chosen(&runs, &args.runs).map_err(|e| error(Kind::BadInput, format!("{}: {e}", store.describe())))?;
+    let (outcomes, found, rechecks) = (store.outcomes()?, store.findings()?, store.rechecks()?);
+    let held = kcidb::Held { outcomes: &outcomes, found: &found, rechecks: &rechecks };
+    let doc = kcidb::render(&held, &chosen, args.window, args.base.as_deref())?;
+    match &args.out {
+        None => {
+            use std::io::Write;
+            std::io::stdout().write_all(&doc)?;
+        }
+        Some(path) => {
+            crate::support::files::write_atomic(path, &doc)
+                .map_err(|e| error(Kind::Infra, format!("{}: {e:#}", path.display())))?;
+            let tests = serde_json::from_slice::<serde_json::Value>(&doc)?["tests"].as_array().map_or(0, Vec::len);
+            println!(
+                "KCIDB of {} run(s), {tests} test(s), from {} written to {}",
+                chosen.len(),
+                store.describe(),
+                path.display()
+            );
+        }
+    }
     Ok(0)
 }
 

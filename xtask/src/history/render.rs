@@ -75,7 +75,10 @@ pub fn show_text(s: &Shown, verbose: bool) -> String {
         if !verbose && matches!(c.class, Class::Stable | Class::Skipped) {
             continue;
         }
-        let reason = c.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+        let mut reason = c.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+        if let Some(again) = &c.rerun {
+            reason.push_str(&format!(" (re-run in a fresh boot: {again})"));
+        }
         out.push_str(&format!(
             "{:<18} {} {} {} [{}]{reason}\n",
             c.class.as_str(),

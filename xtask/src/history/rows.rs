@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::judging::console::fingerprint;
-use crate::results::model::{Finding, Kernel, Run};
+use crate::results::model::{Finding, Kernel, Rerun, Run};
 
 /// What the history keeps of a kernel: the parts that make two kernels the same one.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -109,6 +109,8 @@ pub struct ResultRow {
     pub suite: String,
     pub arch: String,
     pub kernel: KernelId,
+    /// The cache's key of the kernel's build (`None` without kernel metadata).
+    pub build_key: Option<String>,
     /// The model's status (`pass`, `fail`, `skip`, ...).
     pub status: String,
     pub duration_ms: Option<i64>,
@@ -151,6 +153,8 @@ pub struct Recorded {
     pub results: Vec<ResultRow>,
     /// Its kernel reports, in the run's order (arch, then boot, then scenario).
     pub findings: Vec<FindingRow>,
+    /// What the gate's re-run in a fresh boot made of its failures (the model's `rerun`).
+    pub rerun: Option<Rerun>,
 }
 
 /// What the run model does not say: the checkout's commit, this host, the time, the origin,
@@ -208,6 +212,7 @@ pub fn of_run(run: &Run, cx: &Context) -> Recorded {
                 suite: s.suite.clone(),
                 arch: a.arch.clone(),
                 kernel: kernel.clone(),
+                build_key: a.kernel.as_ref().map(|k| k.build_key.clone()),
                 status: s.status.as_str().to_string(),
                 duration_ms: s.duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX)),
                 reason: s.reason.clone(),
@@ -225,7 +230,7 @@ pub fn of_run(run: &Run, cx: &Context) -> Recorded {
             });
         }
     }
-    Recorded { run: row, results, findings }
+    Recorded { run: row, results, findings, rerun: run.rerun.clone() }
 }
 
 /// A finding's row; a run recorded before fingerprints gets its fingerprint from its excerpt.

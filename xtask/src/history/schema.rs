@@ -82,6 +82,23 @@ pub const MIGRATIONS: &[&str] = &[
         FOREIGN KEY (run_id, host) REFERENCES runs (run_id, host)
     );
     CREATE INDEX findings_by_fingerprint ON findings (fingerprint)",
+    // 5: a result's build (the cache's build key, so KCIDB out of the history names the build
+    // as the run's own KCIDB did; NULL for a run without kernel metadata, or recorded before),
+    // and what the gate's re-run in a fresh boot made of a run's failures (`run`'s recheck).
+    "ALTER TABLE results ADD COLUMN build_key TEXT;
+    CREATE TABLE rechecks (
+        run_id TEXT NOT NULL,
+        host TEXT NOT NULL,
+        arch TEXT NOT NULL,
+        scenario TEXT NOT NULL,
+        rerun_run_id TEXT,
+        rerun_status TEXT NOT NULL,
+        class TEXT NOT NULL,
+        flips BIGINT NOT NULL,
+        runs BIGINT NOT NULL,
+        PRIMARY KEY (run_id, host, arch, scenario),
+        FOREIGN KEY (run_id, host, arch, scenario) REFERENCES results (run_id, host, arch, scenario)
+    )",
 ];
 
 /// The version this build writes and reads.

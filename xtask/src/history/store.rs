@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 
 use super::rows::{stamp, FindingRow, KernelId, Recorded, ResultRow, RunRow};
 use super::schema::{self, MIGRATIONS, VERSION_TABLE};
+use crate::results::model::{Rechecked, Rerun};
 
 /// A value bound to a parameter or read from a column.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +87,8 @@ pub struct Outcome {
     pub scenario: String,
     pub arch: String,
     pub kernel: KernelId,
+    /// The cache's key of its kernel's build (`None` when not recorded).
+    pub build_key: Option<String>,
     pub status: String,
     pub duration_ms: Option<i64>,
     pub reason: Option<String>,
@@ -115,6 +118,16 @@ pub struct Found {
     pub host: String,
     pub started_at: String,
     pub row: FindingRow,
+}
+
+/// What the gate's re-run in a fresh boot made of one failure of a recorded run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recheck {
+    pub run_id: String,
+    pub host: String,
+    /// The re-run's own run id (`None` when its boots left no run).
+    pub rerun_run_id: Option<String>,
+    pub row: Rechecked,
 }
 
 /// The history on one database.
@@ -225,7 +238,8 @@ impl Store {
                 db.exec(
                     "INSERT INTO results (run_id, host, scenario, suite, arch, kernel_release, kernel_source, \
                      source_id, patches, config_hash, profile, status, duration_ms, reason, project_commit, \
-                     recorded_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+                     recorded_at, build_key) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
                     &[
                         (&r.run.run_id).into(),
                         (&r.run.host).into(),
@@ -243,12 +257,16 @@ impl Store {
                         x.reason.as_ref().into(),
                         r.run.project_commit.as_ref().into(),
                         (&r.run.recorded_at).into(),
+                        x.build_key.as_ref().into(),
                     ],
                 )
                 .with_context(|| format!("{} {} of run {}", x.arch, x.scenario, r.run.run_id))?;
                 insert_metrics(db, &r.run, x)?;
             }
             insert_findings(db, r)?;
+            if let Some(rerun) = &r.rerun {
+                insert_rechecks(db, &r.run.run_id, &r.run.host, rerun)?;
+            }
             Ok(())
         })?;
         Ok(fresh)
@@ -280,7 +298,7 @@ impl Store {
     pub fn outcomes(&mut self) -> Result<Vec<Outcome>> {
         let rows = self.db.query(
             "SELECT r.run_id, r.host, u.started_at, r.scenario, r.arch, r.kernel_release, r.kernel_source, \
-             r.source_id, r.patches, r.config_hash, r.profile, r.status, r.duration_ms, r.reason \
+             r.source_id, r.patches, r.config_hash, r.profile, r.status, r.duration_ms, r.reason, r.build_key \
              FROM results r JOIN runs u ON u.run_id = r.run_id AND u.host = r.host \
              ORDER BY u.started_at, u.run_id, u.host, r.arch, r.scenario",
             &[],
@@ -297,6 +315,7 @@ impl Store {
                 status: r[11].text(),
                 duration_ms: r[12].int(),
                 reason: r[13].opt_text(),
+                build_key: r[14].opt_text(),
             })
             .collect())
     }
@@ -368,6 +387,43 @@ impl Store {
             .collect())
     }
 
+    /// Records what the re-run of recorded run (`run_id`, `host`) made of its failures, in
+    /// place of what an earlier re-run of it said.
+    pub fn record_rerun(&mut self, run_id: &str, host: &str, rerun: &Rerun) -> Result<()> {
+        self.transaction(|db| {
+            let key = [Value::from(run_id), Value::from(host)];
+            db.exec("DELETE FROM rechecks WHERE run_id = $1 AND host = $2", &key)?;
+            insert_rechecks(db, run_id, host, rerun)
+        })
+    }
+
+    /// Every recorded re-run of a failure, its runs in time order.
+    pub fn rechecks(&mut self) -> Result<Vec<Recheck>> {
+        let rows = self.db.query(
+            "SELECT c.run_id, c.host, c.rerun_run_id, c.arch, c.scenario, c.flips, c.runs, c.rerun_status, c.class \
+             FROM rechecks c JOIN runs u ON u.run_id = c.run_id AND u.host = c.host \
+             ORDER BY u.started_at, u.run_id, u.host, c.arch, c.scenario",
+            &[],
+        )?;
+        let count = |v: &Value| v.int().and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
+        Ok(rows
+            .iter()
+            .map(|r| Recheck {
+                run_id: r[0].text(),
+                host: r[1].text(),
+                rerun_run_id: r[2].opt_text(),
+                row: Rechecked {
+                    arch: r[3].text(),
+                    scenario: r[4].text(),
+                    flips: count(&r[5]),
+                    runs: count(&r[6]),
+                    rerun_status: r[7].text(),
+                    class: r[8].text(),
+                },
+            })
+            .collect())
+    }
+
     /// How many results rows there are (the crash test's check).
     pub fn count_results(&mut self) -> Result<i64> {
         let rows = self.db.query("SELECT COUNT(*) FROM results", &[])?;
@@ -428,6 +484,30 @@ fn insert_findings(db: &mut dyn Db, r: &Recorded) -> Result<()> {
             ],
         )
         .with_context(|| format!("{} {} finding {seq} of run {}", f.arch, f.scenario, r.run.run_id))?;
+    }
+    Ok(())
+}
+
+/// A run's re-run of failures, a row per failure run again.
+fn insert_rechecks(db: &mut dyn Db, run_id: &str, host: &str, rerun: &Rerun) -> Result<()> {
+    let n = |v: usize| Value::Int(i64::try_from(v).unwrap_or(i64::MAX));
+    for c in &rerun.scenarios {
+        db.exec(
+            "INSERT INTO rechecks (run_id, host, arch, scenario, rerun_run_id, rerun_status, class, flips, runs) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            &[
+                run_id.into(),
+                host.into(),
+                (&c.arch).into(),
+                (&c.scenario).into(),
+                rerun.run_id.as_ref().into(),
+                (&c.rerun_status).into(),
+                (&c.class).into(),
+                n(c.flips),
+                n(c.runs),
+            ],
+        )
+        .with_context(|| format!("the re-run of {} {} of run {run_id}", c.arch, c.scenario))?;
     }
     Ok(())
 }

@@ -47,10 +47,7 @@ pub fn render(run: &Run, base: &str) -> Result<Vec<u8>> {
                 }
             }
         }
-        let build_id = match &arch.kernel {
-            Some(k) => format!("{ORIGIN}:{}", k.build_key),
-            None => format!("{ORIGIN}:{}-{}", run.run_id, arch.arch),
-        };
+        let build_id = build_id_of(arch.kernel.as_ref().map(|k| k.build_key.as_str()), &run.run_id, &arch.arch);
         builds.push(build(&build_id, &checkout_id, arch));
         for b in &arch.boots {
             let (status, why) = b.health();
@@ -92,29 +89,51 @@ pub fn render(run: &Run, base: &str) -> Result<Vec<u8>> {
 /// KCIDB's patchset hash: sha256 over the newline-terminated sha256 of each patch, in order;
 /// empty without patches.
 fn patchset_hash(arch: &ArchRun) -> String {
-    let Some(k) = &arch.kernel else { return String::new() };
-    if k.patches.is_empty() {
-        return String::new();
-    }
+    arch.kernel.as_ref().map_or_else(String::new, |k| patchset_of(k.patches.iter().map(|p| p.sha256.as_str())))
+}
+
+/// [`patchset_hash`] of the patches' sha256, in order (the history keeps only those).
+pub fn patchset_of<'a>(shas: impl Iterator<Item = &'a str>) -> String {
     let mut h = Sha256::new();
-    for p in &k.patches {
-        h.update(format!("{}\n", p.sha256));
+    let mut any = false;
+    for sha in shas {
+        any = true;
+        h.update(format!("{sha}\n"));
     }
-    crate::support::files::hex(&h.finalize())
+    if any {
+        crate::support::files::hex(&h.finalize())
+    } else {
+        String::new()
+    }
+}
+
+/// A checkout's id: its source's digest, and its patch set's hash when it has patches.
+pub fn checkout_id_of(source_id: &str, patchset: &str) -> String {
+    if patchset.is_empty() {
+        format!("{ORIGIN}:{source_id}")
+    } else {
+        format!("{ORIGIN}:{source_id}+{patchset}")
+    }
 }
 
 fn checkout_id(run: &Run, arch: &ArchRun) -> String {
     match &arch.kernel {
-        Some(k) => {
-            let ps = patchset_hash(arch);
-            if ps.is_empty() {
-                format!("{ORIGIN}:{}", k.source_id)
-            } else {
-                format!("{ORIGIN}:{}+{ps}", k.source_id)
-            }
-        }
+        Some(k) => checkout_id_of(&k.source_id, &patchset_hash(arch)),
         None => format!("{ORIGIN}:unknown-{}", run.run_id),
     }
+}
+
+/// A build's id: the cache's build key, or the run and arch without kernel metadata.
+pub fn build_id_of(build_key: Option<&str>, run_id: &str, arch: &str) -> String {
+    match build_key {
+        Some(key) => format!("{ORIGIN}:{key}"),
+        None => format!("{ORIGIN}:{run_id}-{arch}"),
+    }
+}
+
+/// A scenario's test id in run `run_id` on `arch`.
+pub fn test_id_of(run_id: &str, arch: &str, scenario: &str) -> String {
+    format!("{ORIGIN}:{run_id}:{arch}:{scenario}")
 }
 
 /// When a build started and how long it took: its finish time less its phases.
@@ -191,7 +210,7 @@ fn environment(b: &super::model::Boot) -> Value {
     json!({ "comment": clean(&format!("{qemu}, {}", b.accel)), "misc": misc })
 }
 
-fn kcidb_status(s: Status) -> &'static str {
+pub fn kcidb_status(s: Status) -> &'static str {
     match s {
         Status::Pass | Status::Xpass | Status::Fixed => "PASS",
         Status::Fail | Status::Xfail => "FAIL",
@@ -203,14 +222,19 @@ fn kcidb_status(s: Status) -> &'static str {
 
 /// A dot-separated path of `[a-zA-Z0-9_-]` parts: `user_events.<suite>.<scenario>`.
 fn path_of(s: &Scenario) -> String {
+    test_path(&s.suite, &s.name)
+}
+
+/// [`path_of`] a scenario `name` (`suite/short`) of `suite`.
+pub fn test_path(suite: &str, name: &str) -> String {
     let part =
         |p: &str| p.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect::<String>();
-    let short = s.name.split_once('/').map_or(s.name.as_str(), |(_, n)| n);
-    format!("user_events.{}.{}", part(&s.suite), part(short))
+    let short = name.split_once('/').map_or(name, |(_, n)| n);
+    format!("user_events.{}.{}", part(suite), part(short))
 }
 
 /// The last `EXCERPT_MAX` characters (the end of a log says most), cleaned.
-fn excerpt_of(text: &str) -> String {
+pub fn excerpt_of(text: &str) -> String {
     let text = clean(text);
     let n = text.chars().count();
     if n <= EXCERPT_MAX {
@@ -221,7 +245,7 @@ fn excerpt_of(text: &str) -> String {
 
 fn test(run: &Run, arch: &ArchRun, build_id: &str, s: &Scenario, url: &dyn Fn(&str) -> String) -> Value {
     let mut t = Map::new();
-    t.insert("id".into(), json!(format!("{ORIGIN}:{}:{}:{}", run.run_id, arch.arch, s.name)));
+    t.insert("id".into(), json!(test_id_of(&run.run_id, &arch.arch, &s.name)));
     t.insert("build_id".into(), json!(build_id));
     t.insert("origin".into(), json!(ORIGIN));
     t.insert("path".into(), json!(path_of(s)));

@@ -2,8 +2,9 @@
 //! history flips (`history::gate`) run again, once, in a fresh boot of the same kernels (the
 //! `--rerun-failed` selection narrowed to them). One that passes there is `unstable` and does
 //! not gate; one that fails again is a regression. The re-run has a run folder of its own,
-//! named in the first run's `run.json` (`rerun`), `summary.md` and `report.html`, and is not recorded in the
-//! history; `results/latest` stays the first run.
+//! named in the first run's `run.json` (`rerun`), `summary.md` and `report.html`; its outcomes are
+//! recorded in the history as the first run's rechecks (its cells take the re-run's class), not
+//! as a run of their own; `results/latest` stays the first run.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -82,6 +83,7 @@ pub fn recheck(p: &Pipeline, ran: &mut Ran) -> Result<()> {
         line("every failure passed on its re-run: unstable, not gating (exit 0)");
     }
     model.rerun = Some(Rerun { run_id: again.map(|r| r.run_id), scenarios: rechecked });
+    crate::history::record_rerun(model);
     rewrite(&dir, model)
 }
 

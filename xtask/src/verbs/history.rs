@@ -1,6 +1,6 @@
 //! `cargo xtask history`: the recorded runs asked about: the latest run's classes (`show`, the
 //! default; exits 1 on a regression), the scenarios that flip (`flakes`), run folders recorded
-//! after the fact (`import`), the static page of it all (`dashboard`).
+//! after the fact (`import`), the static page of it all (`dashboard`), KCIDB out of it (`kcidb`).
 
 use anyhow::Result;
 
@@ -17,6 +17,7 @@ impl HistoryArgs {
             }
             Some(HistoryCmd::Import(a)) => crate::history::import(&a.dirs),
             Some(HistoryCmd::Dashboard(a)) => crate::history::dashboard(&a),
+            Some(HistoryCmd::Kcidb(a)) => crate::history::kcidb(&a),
         }
     }
 }

@@ -15,11 +15,12 @@ use xtask::history::store::Db;
 
 pub const POSTGRES: &str = "history: the store's checks (migrations, a run's write and read-back, a writer that dies \
      mid-transaction, the classes, the measured figures, the kernel reports known or new) on a private PostgreSQL server, and \
-     `history import` then `history --json` through its postgres:// URL (a later copy of the run: its report known), and \
-     `history dashboard` of it";
+     `history import` then `history --json` through its postgres:// URL (a later copy of the run: its report known), \
+     `history dashboard` of it, and `history kcidb` (valid for kcidb-io, the run's own test ids)";
 
 pub const TWO_RUNS: &str = "x86_64: two runs of registration/* recorded into a fresh history, then `history` classes \
-     the second against the first (nothing new, no regression, exit 0) and `history flakes` lists none";
+     the second against the first (nothing new, no regression, exit 0), `history flakes` lists none, and `history kcidb` \
+     gives both runs' scenario tests, valid for kcidb-io, under the ids of each run's own kcidb.json";
 
 /// The uid and gid the server runs as when the check runs as root (`initdb` refuses root).
 const NOBODY: u32 = 65534;
@@ -151,7 +152,49 @@ pub fn postgres_store(scratch: &Path) -> Result<()> {
     anyhow::ensure!(dash.status.success(), "history dashboard: {}", String::from_utf8_lossy(&dash.stderr));
     let page = std::fs::read_to_string(out.join("index.html")).context("the dashboard's index.html")?;
     anyhow::ensure!(page.contains("<h2 id=\"x86_64\">") && page.contains("hazards/slow-write"), "the page: {page}");
+    // KCIDB out of the server's history: valid, and the fixture's tests under the ids the
+    // run's own document gives them.
+    let doc = history_kcidb(&xtask, &url, &["--run", "run-fixture"], scratch)?;
+    let run: xtask::results::model::Run = serde_json::from_slice(&std::fs::read(&golden)?)?;
+    same_test_ids(&doc, &[run])?;
     Ok(())
+}
+
+/// `history kcidb --out` through `history`, its document validated by kcidb-io and returned.
+fn history_kcidb(xtask: &Path, history: &str, extra: &[&str], scratch: &Path) -> Result<serde_json::Value> {
+    let out = scratch.join("history-kcidb.json");
+    let said = Command::new(xtask)
+        .args(["--history", history, "history", "kcidb"])
+        .args(extra)
+        .arg("--out")
+        .arg(&out)
+        .output()?;
+    anyhow::ensure!(said.status.success(), "history kcidb: {}", String::from_utf8_lossy(&said.stderr));
+    let bytes = std::fs::read(&out).with_context(|| format!("{}", out.display()))?;
+    xtask::results::tools::kcidb_validate(&bytes).context("history kcidb")?;
+    Ok(serde_json::from_slice(&bytes)?)
+}
+
+/// The tests of the history's KCIDB document are exactly the scenario tests of `runs`' own
+/// KCIDB documents: the same ids, builds, paths and statuses.
+fn same_test_ids(doc: &serde_json::Value, runs: &[xtask::results::model::Run]) -> Result<()> {
+    let key = |t: &serde_json::Value| {
+        ["id", "build_id", "path", "status"].map(|f| t[f].as_str().unwrap_or_default().to_string())
+    };
+    let mine: BTreeSet<[String; 4]> = doc["tests"].as_array().context("tests")?.iter().map(key).collect();
+    let mut own = BTreeSet::new();
+    for run in runs {
+        let d: serde_json::Value = serde_json::from_slice(&xtask::results::kcidb::render(run, "file:///r")?)?;
+        let scenarios = d["tests"].as_array().context("tests")?.iter().filter(|t| t["path"] != "user_events.boot");
+        own.extend(scenarios.map(key));
+    }
+    anyhow::ensure!(!mine.is_empty() && mine == own, "the history's KCIDB tests {mine:?}\nthe runs' own {own:?}");
+    Ok(())
+}
+
+/// Whether `file` is under the `latest` link (the same run as a folder beside it).
+fn entry_is_latest(file: &Path) -> bool {
+    file.parent().and_then(Path::file_name).is_some_and(|n| n == xtask::judging::run_folder::LATEST)
 }
 
 /// The golden run.json as a later run: another id, its boots a year later.
@@ -209,14 +252,25 @@ pub fn two_runs_then_classes(scratch: &Path, cache_dir: Option<&Path>) -> Result
     let flakes = with(&["history", "flakes", "--json"]).output()?;
     let doc: serde_json::Value = serde_json::from_slice(&flakes.stdout).context("history flakes --json")?;
     anyhow::ensure!(doc["scenarios"] == serde_json::json!([]), "flakes: {}", doc["scenarios"]);
+    // KCIDB out of the history: both real runs, under the ids of their own documents.
+    let doc = history_kcidb(&xtask, &history, &[], scratch)?;
+    let mut runs = Vec::new();
+    for entry in std::fs::read_dir(&results)? {
+        let file = entry?.path().join("run.json");
+        if file.is_file() && !entry_is_latest(&file) {
+            runs.push(serde_json::from_slice(&std::fs::read(&file)?)?);
+        }
+    }
+    anyhow::ensure!(runs.len() == 2, "{} run folders in {}", runs.len(), results.display());
+    same_test_ids(&doc, &runs)?;
     Ok(())
 }
 
 pub const RERUN: &str = "x86_64: `run` re-runs a failure whose history flips in a fresh boot before it gates: with no \
      history both failures of xtask/test_data/suites/rerun gate at once (exit 1); with a passing run planted between, the \
      one that fails on every boot is re-run and is a regression (exit 1), the one that passes in the second boot of its \
-     shared folder is unstable (alone: exit 0), each named in the progress lines, summary.md, report.html and run.json; \
-     --no-rerun-unstable gates it at once";
+     shared folder is unstable (alone: exit 0), each named in the progress lines, summary.md, report.html and run.json, and \
+     remembered: `history` gives each the re-run's class; --no-rerun-unstable gates it at once";
 
 /// One `run` of the rerun suite with a fresh share into `results`: its exit code, stderr and
 /// the first run's model (`results/latest/run.json`).
@@ -311,6 +365,19 @@ pub fn rerun_flaky_failures(scratch: &Path, cache_dir: Option<&Path>) -> Result<
     anyhow::ensure!(summary.contains("### Re-run in a fresh boot") && summary.contains(rerun_id), "{summary}");
     let page = std::fs::read_to_string(r.results.join(run_id).join("report.html"))?;
     anyhow::ensure!(page.contains(&format!("../{rerun_id}/report.html")), "report.html links no re-run");
+    // The history remembers the re-run: `history` gives each the class the gate gave it.
+    let show = Command::new(&r.xtask)
+        .arg("--history")
+        .arg(&r.history)
+        .args(["history", "--json", "--run", run_id])
+        .output()?;
+    let doc: serde_json::Value = serde_json::from_slice(&show.stdout).context("history --json")?;
+    let cells = doc["cells"].as_array().context("history --json: cells")?;
+    for (name, again, class) in [(always, "fail", "regression"), (second, "pass", "unstable")] {
+        let cell = cells.iter().find(|c| c["scenario"] == name).with_context(|| format!("no cell {name}"))?;
+        anyhow::ensure!(cell["class"] == class && cell["rerun"] == again, "history's {name}: {cell}");
+    }
+    anyhow::ensure!(show.status.code() == Some(1), "history of a run with a regression exited {}", show.status);
     // The one that passes on its re-run alone: unstable, exit 0.
     let (code, said, alone) = r.run(&["--filter", second])?;
     anyhow::ensure!(code == Some(0) && said.contains("[UNSTABLE] x86_64 rerun/passes"), "alone: exit {code:?}: {said}");

@@ -25,6 +25,7 @@ fn history(runs: &[&[(&str, &str, &str, &str)]]) -> Vec<Outcome> {
                 scenario: (*scenario).into(),
                 arch: (*arch).into(),
                 kernel: kernel(release),
+                build_key: None,
                 status: (*status).into(),
                 duration_ms: Some(10),
                 reason: None,
