@@ -33,7 +33,9 @@ pub const CLEARED_ENV: &[&str] =
 /// taken as their own knobs, `ARCH` and `O` belong to the tool.
 pub fn parse_make_arg(text: &str) -> Result<(String, String), String> {
     let (key, value) = text.split_once('=').ok_or_else(|| format!("`{text}`: write KEY=VALUE, e.g. W=1"))?;
-    let valid = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    // Kbuild's per-object variables have a dot: `CFLAGS_trace_events_user.o`.
+    let valid = key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
     if !valid {
         return Err(format!("`{key}` is not a make variable name"));
     }
@@ -241,6 +243,9 @@ mod tests {
         assert_eq!(parse_make_arg("KCFLAGS=-O2 -g"), Ok(("KCFLAGS".into(), "-O2 -g".into())));
         assert!(parse_make_arg("W").unwrap_err().contains("KEY=VALUE"));
         assert!(parse_make_arg("A B=1").unwrap_err().contains("not a make variable"));
+        assert!(parse_make_arg(".o=1").unwrap_err().contains("not a make variable"));
+        let per_object = ("CFLAGS_trace_events_user.o".to_string(), "-g".to_string());
+        assert_eq!(parse_make_arg("CFLAGS_trace_events_user.o=-g"), Ok(per_object));
         assert!(parse_make_arg("ARCH=arm").unwrap_err().contains("set by the tool"));
         let args = [("LLVM".into(), "1".into()), ("CC".into(), "clang-19".into()), ("W".into(), "1".into())];
         let k = Knobs::from_flags(false, None, None, false, &args).unwrap();

@@ -203,7 +203,7 @@ pub fn resolve(vmlinux: &Path, cross: &str, frames: &[String]) -> Result<Symbols
     cmd.args(addresses.iter().map(|(_, a)| format!("{a:#x}")));
     let places = parse_addr2line(&output(&mut cmd)?);
     for (frame, address) in addresses {
-        if let Some((_, lines)) = places.iter().find(|(a, _)| *a == address) {
+        if let Some((_, lines)) = places.iter().find(|(a, _)| *a == address).filter(|(_, l)| !l.is_empty()) {
             symbols.frames.insert(frame, lines.clone());
         }
     }
@@ -262,6 +262,8 @@ pub fn parse_addr2line(text: &str) -> Vec<(u64, Vec<String>)> {
         }
         match function.take() {
             None => function = Some(line),
+            // A frame outside the objects with DWARF: `??` and `??:0`, no place.
+            Some(func) if func == "??" || line.starts_with("??:") => {}
             Some(func) => {
                 if let Some((_, places)) = out.last_mut() {
                     places.push(format!("{func} {}", short_path(line)));

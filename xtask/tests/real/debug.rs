@@ -1,7 +1,8 @@
 //! The debug profile in `cargo xtask test`: the kernel of [`ARCH`] built with
 //! `kernel-configs/profiles/debug.config` (KASAN, lockdep, `DEBUG_ATOMIC_SLEEP`, hung-task
 //! detection), the whole gating plan run on it, and the run judged exactly ([`judge`]): every
-//! scenario ran, the ones that provoke a known bug showed their report, nothing else had one.
+//! scenario ran, the ones that provoke a known bug showed their report, nothing else had one,
+//! and the report's frames resolved to the tracing files' source lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -69,7 +70,19 @@ pub fn run_gating_plan(
         xtask::run::pipeline::compile_for(&chosen, p)?.skipped.into_iter().map(|s| s.name).collect();
     let judged = xtask::run::pipeline::run(&chosen, built, opts)?;
     let run = xtask::run::pipeline::publish(&judged, built)?.context("nothing booted")?;
-    judge(&run, ARCH, &expect_report, &MUST_REPORT, &skipped_anyway)
+    judge(&run, ARCH, &expect_report, &MUST_REPORT, &skipped_anyway)?;
+    symbolized(&run, MUST_REPORT[0].0)
+}
+
+/// The report of `scenario` has frames resolved to a tracing file's line (the debug profile
+/// compiles those files with DWARF: `# make: CFLAGS_<file>.o=-g`).
+fn symbolized(run: &Run, scenario: &str) -> Result<()> {
+    let a = run.arch(ARCH).with_context(|| format!("the run has no {ARCH}"))?;
+    let s = a.scenarios.iter().find(|s| s.name == scenario).with_context(|| format!("no {scenario}"))?;
+    let places: Vec<&String> = s.findings.iter().flat_map(|f| &f.frames).flat_map(|f| &f.source).collect();
+    let in_trace = places.iter().filter(|p| p.contains("kernel/trace/") && p.contains(".c:")).count();
+    anyhow::ensure!(in_trace > 0, "{scenario}: no frame resolved to kernel/trace/*.c:LINE; places {places:?}");
+    Ok(())
 }
 
 /// What a debug-profile run of `arch` must show, every problem listed: each scenario that
