@@ -1,20 +1,23 @@
 //! The classes of a run's scenarios against their history, and the flips of every scenario
 //! (sans-IO: outcomes in time order in, classes out).
 //!
-//! A cell is a scenario on an arch and a kernel (its release, source digest, patches, config
-//! digest and profile). An outcome has a verdict when its status says passed (`pass`,
-//! `xfail`, `fixed`) or failed (`fail`, `xpass`, `not-run`, `error`, as
-//! `Status::is_failure` says); `skip` and `collateral` have none and are passed over. For the
-//! run classified, each cell of an arch and kernel it ran is, looking at the cell's last
-//! `window` outcomes up to that run:
+//! A kernel is its release, source digest, patches, config digest and profile; a kernel *line*
+//! is what a series of kernels under test shares: the release's major.minor and the profile
+//! (6.12.117 and 6.12.117 with a patch, or a git tree's next commit, are one line; 7.3.4, or
+//! the debug profile, another). A cell is a scenario on an arch and a line. An outcome has a
+//! verdict when its status says passed (`pass`, `xfail`, `fixed`) or failed (`fail`, `xpass`,
+//! `not-run`, `error`, as `Status::is_failure` says); `skip` and `collateral` have none and are
+//! passed over. For the run classified, each cell of an arch and line it ran is, up to that
+//! run:
 //!
-//! - `new`: no verdict before this one;
-//! - `unstable`: the window flips both ways (a pass then a fail, and a fail then a pass), except
-//!   one regression that this run fixes, which is `fixed`;
-//! - otherwise against the verdict before: `regression` (passed, fails now: the only class that
-//!   gates), `fixed`, `persistent-failure`, `stable`;
+//! - `new`: no verdict before this one on the line;
+//! - `unstable`: the last `window` outcomes of this very kernel flip both ways (a pass then a
+//!   fail, and a fail then a pass), except one regression that this run fixes, which is
+//!   `fixed`: flips between two kernels of the line are what a change did, not noise;
+//! - otherwise against the line's verdict before (whichever kernel it was): `regression`
+//!   (passed, fails now: the only class that gates), `fixed`, `persistent-failure`, `stable`;
 //! - `skipped`: no verdict in this run;
-//! - `missing`: recorded before on this arch and kernel, not in this run.
+//! - `missing`: recorded before on this arch and line, not in this run.
 
 use std::collections::BTreeMap;
 
@@ -80,12 +83,26 @@ fn kernel_key(k: &KernelId) -> KernelKey {
 /// Release, source digest, patches, config digest, profile.
 type KernelKey = (String, String, String, String, String);
 
+/// A kernel's line: its release's major.minor (`6.12` of `6.12.117`, `6.13` of `6.13.0-rc1`)
+/// and its profile.
+pub fn line_of(k: &KernelId) -> (String, String) {
+    let mut parts = k.release.split(|c: char| !c.is_ascii_digit());
+    let series = match (parts.next(), parts.next()) {
+        (Some(major), Some(minor)) if !major.is_empty() && !minor.is_empty() => format!("{major}.{minor}"),
+        _ => k.release.clone(),
+    };
+    (series, k.profile.clone())
+}
+
 /// Scenario, arch, kernel.
 type Cell = (String, String, KernelKey);
 
 fn cell(o: &Outcome) -> Cell {
     (o.scenario.clone(), o.arch.clone(), kernel_key(&o.kernel))
 }
+
+/// Scenario, arch, line.
+type LineCell = (String, String, (String, String));
 
 /// One cell's class in the run classified.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -96,8 +113,12 @@ pub struct Classed {
     pub class: Class,
     /// Its status in this run (`None` when missing).
     pub status: Option<String>,
-    /// The statuses of its window, oldest first (this run's last).
+    /// The statuses of its line's last `window` outcomes, oldest first (this run's last).
     pub window: Vec<String>,
+    /// The verdicts of this very kernel's last `window` outcomes (failed `true`), oldest
+    /// first: what `unstable` is judged by.
+    #[serde(skip)]
+    pub same_kernel: Vec<bool>,
     /// This run's reason, if any (a skip's, a failure's).
     pub reason: Option<String>,
     /// Its status in the gate's re-run in a fresh boot, when the run re-ran it (its class is
@@ -120,15 +141,13 @@ pub fn flips(verdicts: &[bool]) -> (usize, usize) {
     (down, up)
 }
 
-/// The class of a cell from its outcomes up to this run, this run's last.
-fn class_of(window: &[&Outcome]) -> Class {
-    let Some((now, before)) = window.split_last() else { return Class::Missing };
+/// The class of a cell from its line's outcomes up to this run, this run's last, and the
+/// verdicts of this very kernel's window (`same_kernel`, this run's last).
+fn class_of(line: &[&Outcome], same_kernel: &[bool]) -> Class {
+    let Some((now, before)) = line.split_last() else { return Class::Missing };
     let Some(failed_now) = failed(&now.status) else { return Class::Skipped };
-    let prior: Vec<bool> = before.iter().filter_map(|o| failed(&o.status)).collect();
-    let Some(&failed_before) = prior.last() else { return Class::New };
-    let mut all = prior.clone();
-    all.push(failed_now);
-    let (down, up) = flips(&all);
+    let Some(failed_before) = before.iter().rev().find_map(|o| failed(&o.status)) else { return Class::New };
+    let (down, up) = flips(same_kernel);
     let fixed_now = failed_before && !failed_now;
     if down > 0 && up > 0 && !(fixed_now && down == 1 && up == 1) {
         return Class::Unstable;
@@ -142,32 +161,38 @@ fn class_of(window: &[&Outcome]) -> Class {
 }
 
 /// The classes of run (`run_id`, `host`)'s cells against `outcomes` (every recorded one, in
-/// time order): each cell of the arches and kernels the run has, looking at outcomes up to the
-/// run's, at most `window` of them. Sorted by class, then scenario, arch and kernel.
+/// time order): each cell of the arches and lines the run has, looking at outcomes up to the
+/// run's (`window` of them for the flips). Sorted by class, then scenario, arch and kernel.
 pub fn classify(outcomes: &[Outcome], run_id: &str, host: &str, window: usize) -> Vec<Classed> {
     let is_run = |o: &Outcome| o.run_id == run_id && o.host == host;
     // Outcomes after the run's are not looked at (a run classified after later ones).
     let end = outcomes.iter().rposition(is_run).map_or(0, |i| i + 1);
     let upto = &outcomes[..end];
-    let places: std::collections::BTreeSet<(String, KernelKey)> =
-        upto.iter().filter(|o| is_run(o)).map(|o| (o.arch.clone(), kernel_key(&o.kernel))).collect();
-    let mut cells: BTreeMap<Cell, Vec<&Outcome>> = BTreeMap::new();
-    for o in upto.iter().filter(|o| places.contains(&(o.arch.clone(), kernel_key(&o.kernel)))) {
-        cells.entry(cell(o)).or_default().push(o);
+    let places: std::collections::BTreeSet<(String, (String, String))> =
+        upto.iter().filter(|o| is_run(o)).map(|o| (o.arch.clone(), line_of(&o.kernel))).collect();
+    let mut cells: BTreeMap<LineCell, Vec<&Outcome>> = BTreeMap::new();
+    for o in upto.iter().filter(|o| places.contains(&(o.arch.clone(), line_of(&o.kernel)))) {
+        cells.entry((o.scenario.clone(), o.arch.clone(), line_of(&o.kernel))).or_default().push(o);
     }
+    let window = window.max(1);
     let mut out: Vec<Classed> = cells
         .into_values()
         .map(|seq| {
             let last = *seq.last().expect("a cell has an outcome");
             let here = is_run(last);
-            let tail = &seq[seq.len().saturating_sub(window.max(1))..];
+            let mine = kernel_key(&last.kernel);
+            let same: Vec<&&Outcome> = seq.iter().filter(|o| kernel_key(&o.kernel) == mine).collect();
+            let same_kernel: Vec<bool> =
+                same[same.len().saturating_sub(window)..].iter().filter_map(|o| failed(&o.status)).collect();
+            let tail = &seq[seq.len().saturating_sub(window)..];
             Classed {
                 scenario: last.scenario.clone(),
                 arch: last.arch.clone(),
                 kernel: last.kernel.clone(),
-                class: if here { class_of(tail) } else { Class::Missing },
+                class: if here { class_of(&seq, &same_kernel) } else { Class::Missing },
                 status: here.then(|| last.status.clone()),
                 window: tail.iter().map(|o| o.status.clone()).collect(),
+                same_kernel,
                 reason: if here { last.reason.clone() } else { None },
                 rerun: None,
             }

@@ -1,6 +1,6 @@
 //! The gate's use of the history (sans-IO): which failures of a run are run again in a fresh
-//! boot before they gate (those whose cell `classify` finds `unstable`: its window, this
-//! failure counted, flips both ways; never when a boot broke or the kernel reported in the
+//! boot before they gate (those whose cell `classify` finds `unstable`: this very kernel's
+//! window, this failure counted, flips both ways; never when a boot broke or the kernel reported in the
 //! scenario), what each becomes after that re-run (`unstable` when it passed there, else
 //! `regression`), and the run's exit code from them.
 
@@ -54,9 +54,8 @@ pub fn suspects(classed: &[Classed], forgivable: &BTreeSet<(String, String)>) ->
         .filter(|c| c.class == Class::Unstable && c.status.as_deref().and_then(failed) == Some(true))
         .filter(|c| forgivable.contains(&(c.arch.clone(), c.scenario.clone())))
         .map(|c| {
-            let verdicts: Vec<bool> = c.window.iter().filter_map(|s| failed(s)).collect();
-            let (down, up) = flips(&verdicts);
-            Suspect { arch: c.arch.clone(), scenario: c.scenario.clone(), flips: down + up, runs: verdicts.len() }
+            let (down, up) = flips(&c.same_kernel);
+            Suspect { arch: c.arch.clone(), scenario: c.scenario.clone(), flips: down + up, runs: c.same_kernel.len() }
         })
         .collect()
 }

@@ -19,8 +19,9 @@ pub const POSTGRES: &str = "history: the store's checks (migrations, a run's wri
      `history dashboard` of it, and `history kcidb` (valid for kcidb-io, the run's own test ids)";
 
 pub const TWO_RUNS: &str = "x86_64: two runs of registration/* recorded into a fresh history, then `history` classes \
-     the second against the first (nothing new, no regression, exit 0), `history flakes` lists none, and `history kcidb` \
-     gives both runs' scenario tests, valid for kcidb-io, under the ids of each run's own kcidb.json";
+     the second against the first (nothing new, no regression, exit 0), `history flakes` lists none, `history kcidb` \
+     gives both runs' scenario tests, valid for kcidb-io, under the ids of each run's own kcidb.json; then a mutant \
+     (delete-busy-errno.patch) makes its one scenario a regression (exit 1) and its fix makes it fixed, nothing else moving";
 
 /// The uid and gid the server runs as when the check runs as root (`initdb` refuses root).
 const NOBODY: u32 = 65534;
@@ -263,6 +264,34 @@ pub fn two_runs_then_classes(scratch: &Path, cache_dir: Option<&Path>) -> Result
     }
     anyhow::ensure!(runs.len() == 2, "{} run folders in {}", runs.len(), results.display());
     same_test_ids(&doc, &runs)?;
+    // Then a mutant (EBUSY made EAGAIN), then its fix (a third kernel of the 6.12 line): the
+    // one scenario the mutant breaks is a regression, then fixed; nothing else moves.
+    let patches = xtask::support::checkout::project_root().join("xtask/test_data/patches");
+    let (mutant, fix) = (patches.join("delete-busy-errno.patch"), patches.join("delete-busy-errno-fix.patch"));
+    let broken = "registration/delete-busy-and-missing";
+    for (patches, code, class) in [(vec![&mutant], 1, "regression"), (vec![&mutant, &fix], 0, "fixed")] {
+        let mut run = with(&["run", "--arch", "x86_64", "--filter", "registration/*", "--no-rerun-unstable"]);
+        run.arg("--results").arg(&results);
+        for p in &patches {
+            run.arg("--patch").arg(p);
+        }
+        if let Some(dir) = cache_dir {
+            run.arg("--cache-dir").arg(dir);
+        }
+        let out = run.output()?;
+        let said = String::from_utf8_lossy(&out.stderr);
+        anyhow::ensure!(out.status.code() == Some(code), "{class} run exited {}: {said}", out.status);
+        let show = with(&["history", "--json"]).output()?;
+        let doc: serde_json::Value = serde_json::from_slice(&show.stdout).context("history --json")?;
+        anyhow::ensure!(show.status.code() == Some(code), "history after the {class} run exited {}", show.status);
+        let cells = doc["cells"].as_array().context("cells")?;
+        let moved: Vec<(String, String)> = cells
+            .iter()
+            .filter(|c| c["class"] != "stable" && c["class"] != "skipped")
+            .map(|c| (c["scenario"].as_str().unwrap_or("").to_string(), c["class"].as_str().unwrap_or("").to_string()))
+            .collect();
+        anyhow::ensure!(moved == [(broken.to_string(), class.to_string())], "after the {class} run: {moved:?}");
+    }
     Ok(())
 }
 

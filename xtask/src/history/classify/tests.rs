@@ -119,3 +119,56 @@ fn flakes_count_flips_per_scenario_most_first() {
     assert_eq!((c[0].arch.as_str(), c[0].flips, c[0].runs, c[0].failed), ("x86_64", 2, 3, 1));
     assert_eq!((c[1].arch.as_str(), c[1].flips, c[1].runs), ("arm64", 1, 2), "the skip has no verdict");
 }
+
+/// A kernel of the 6.12 line with patches `patches` (a mutant, its fix).
+fn patched(patches: &str) -> KernelId {
+    KernelId { patches: patches.into(), ..kernel("6.12.117") }
+}
+
+#[test]
+fn a_line_of_kernels_two_runs_then_a_mutant_then_the_fix() {
+    let run = |n: usize, kernel: &KernelId, status: &str| Outcome {
+        run_id: format!("r{n}"),
+        host: "h".into(),
+        started_at: format!("2026-01-01T00:00:{n:02}Z"),
+        scenario: "a/b".into(),
+        arch: "x86_64".into(),
+        kernel: kernel.clone(),
+        build_key: None,
+        status: status.into(),
+        duration_ms: Some(10),
+        reason: None,
+    };
+    let (pristine, mutant, fix) = (kernel("6.12.117"), patched("m"), patched("f"));
+    let h = vec![
+        run(1, &pristine, "pass"),
+        run(2, &pristine, "pass"),
+        run(3, &mutant, "fail"),
+        run(4, &fix, "pass"),
+        run(5, &fix, "pass"),
+        run(6, &mutant, "fail"),
+    ];
+    let classes: Vec<Class> = (1..=6).map(|n| classify(&h, &format!("r{n}"), "h", 10)[0].class).collect();
+    assert_eq!(
+        classes,
+        [Class::New, Class::Stable, Class::Regression, Class::Fixed, Class::Stable, Class::Regression],
+        "flips between kernels of a line are changes, not noise"
+    );
+    let c = &classify(&h, "r6", "h", 10)[0];
+    assert_eq!(c.window, ["pass", "pass", "fail", "pass", "pass", "fail"], "the line's outcomes");
+    assert_eq!(c.same_kernel, [true, true], "the mutant's own two");
+    // Flips of one kernel are noise: the mutant passing between its failures is unstable.
+    let noisy =
+        vec![run(1, &pristine, "pass"), run(2, &mutant, "fail"), run(3, &mutant, "pass"), run(4, &mutant, "fail")];
+    let c = &classify(&noisy, "r4", "h", 10)[0];
+    assert_eq!((c.class, &c.same_kernel), (Class::Unstable, &vec![true, false, true]));
+}
+
+#[test]
+fn a_kernels_line_is_its_series_and_profile() {
+    let line = |release: &str, profile: &str| line_of(&KernelId { profile: profile.into(), ..kernel(release) });
+    assert_eq!(line("6.12.117", "default"), ("6.12".to_string(), "default".to_string()));
+    assert_eq!(line("6.13.0-rc1+", "debug"), ("6.13".to_string(), "debug".to_string()));
+    assert_eq!(line("unknown", "unknown"), ("unknown".to_string(), "unknown".to_string()));
+    assert_ne!(line("6.12.117", "default"), line("6.12.117", "default+mutant=3"), "a campaign's mutant");
+}
