@@ -486,7 +486,12 @@ fn exec_and_share(vm: &VmArgs, base: &KernelArgs, args: &TestArgs, scratch: &Pat
 /// The debug profile on `debug::ARCH`: its kernel built with the checkers on, the whole
 /// gating plan run and judged on it, then a deliberately racy patch caught by `validate
 /// --profile debug` through lockdep.
-fn debug_profile(opts: &xtask::run::boot::Options, base: &KernelArgs, scratch: &Path, outcomes: &mut Vec<Outcome>) {
+pub(crate) fn debug_profile(
+    opts: &xtask::run::boot::Options,
+    base: &KernelArgs,
+    scratch: &Path,
+    outcomes: &mut Vec<Outcome>,
+) {
     let arch = debug::ARCH;
     let started = Instant::now();
     let built = debug::build(base);

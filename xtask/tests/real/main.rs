@@ -42,8 +42,9 @@ struct Cli {
     /// (virtiofsd's sandbox against a guest's planted symlinks), or `atlas` (the atlas of the
     /// default source and 7.3 on x86_64), or `history` (the store on a private PostgreSQL
     /// server; two small runs recorded, then their classes; a failure whose
-    /// history flips re-run before it gates).
-    #[arg(long, value_parser = ["coverage", "consumers", "broken", "signals", "bisect-run", "mutants", "sandbox", "atlas", "history"])]
+    /// history flips re-run before it gates), or `debug` (the debug profile on x86_64: its
+    /// kernel, the gating plan judged, `validate --profile debug` of a racy patch).
+    #[arg(long, value_parser = ["coverage", "consumers", "broken", "signals", "bisect-run", "mutants", "sandbox", "atlas", "history", "debug"])]
     only: Option<String>,
 }
 
@@ -121,6 +122,13 @@ fn main() -> std::process::ExitCode {
             (history::TWO_RUNS, &|scratch| history::two_runs_then_classes(scratch, args.cache_dir.as_deref())),
             (history::RERUN, &|scratch| history::rerun_flaky_failures(scratch, args.cache_dir.as_deref())),
         ]),
+        Some("debug") => {
+            let scratch = tempfile::tempdir()?;
+            let opts = xtask::run::boot::Options::of(&test_vm(scratch.path()), args.cache_dir.as_deref())?;
+            let mut outcomes = Vec::new();
+            boots::debug_profile(&opts, &base_kernel("x86_64", &args), scratch.path(), &mut outcomes);
+            Ok(summary(&outcomes))
+        }
         Some("bisect-run") => only(&[(BISECT_RUN, &|scratch| git_tree::git_bisect_run_from_the_tree(scratch, &args))]),
         _ => run(&args),
     };
