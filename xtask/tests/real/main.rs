@@ -122,13 +122,7 @@ fn main() -> std::process::ExitCode {
             (history::TWO_RUNS, &|scratch| history::two_runs_then_classes(scratch, args.cache_dir.as_deref())),
             (history::RERUN, &|scratch| history::rerun_flaky_failures(scratch, args.cache_dir.as_deref())),
         ]),
-        Some("debug") => {
-            let scratch = tempfile::tempdir()?;
-            let opts = xtask::run::boot::Options::of(&test_vm(scratch.path()), args.cache_dir.as_deref())?;
-            let mut outcomes = Vec::new();
-            boots::debug_profile(&opts, &base_kernel("x86_64", &args), scratch.path(), &mut outcomes);
-            Ok(summary(&outcomes))
-        }
+        Some("debug") => only_debug(&args),
         Some("bisect-run") => only(&[(BISECT_RUN, &|scratch| git_tree::git_bisect_run_from_the_tree(scratch, &args))]),
         _ => run(&args),
     };
@@ -333,6 +327,15 @@ fn base_kernel(arch: &str, args: &TestArgs) -> KernelArgs {
 fn sandbox_check(scratch: &Path, args: &TestArgs) -> Result<()> {
     let base = base_kernel("x86_64", args);
     sandbox::symlink_escapes(scratch, &base, &test_vm(scratch), args.cache_dir.as_deref())
+}
+
+/// `--only debug`: the debug profile's checks alone.
+fn only_debug(args: &TestArgs) -> Result<u8> {
+    let scratch = tempfile::tempdir()?;
+    let opts = xtask::run::boot::Options::of(&test_vm(scratch.path()), args.cache_dir.as_deref())?;
+    let mut outcomes = Vec::new();
+    boots::debug_profile(&opts, &base_kernel("x86_64", args), scratch.path(), &mut outcomes);
+    Ok(summary(&outcomes))
 }
 
 /// `--only coverage`: the coverage checks alone.
