@@ -206,6 +206,10 @@ pub(crate) fn boot_checks(args: &TestArgs, base: &KernelArgs, outcomes: &mut Vec
     record(outcomes, EVERY_BOOT, started, result);
 
     let started = Instant::now();
+    let result = broken::a_fill_that_crawls(results.path());
+    record(outcomes, FILL_CRAWLS, started, result);
+
+    let started = Instant::now();
     let result = mutants::fixed_mutants(results.path());
     record(outcomes, MUTANTS, started, result);
 

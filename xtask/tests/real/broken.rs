@@ -153,7 +153,8 @@ pub fn breaks_every_boot(scratch: &Path) -> Result<()> {
 /// overrun, with what was measured; not at the deadline. Without a history (`--history off`):
 /// the stall needs none.
 pub fn a_fill_that_stops(scratch: &Path) -> Result<()> {
-    let (code, took, model, _) = boot(scratch, "stalls.yaml", &["--history", "off"], "stalls")?;
+    let (code, took, model, _) =
+        boot(scratch, "stalls.yaml", &["--history", "off", "--filter", "stalls/fill-stops"], "stalls")?;
     line(format!("a fill the kernel stops: verdict after {:.1} s of boots", took.as_secs_f64()));
     let got = statuses(&model);
     let want = [("stalls/fill-stops".to_string(), "fail".to_string(), "x86_64".to_string())];
@@ -166,6 +167,41 @@ pub fn a_fill_that_stops(scratch: &Path) -> Result<()> {
             && l.contains("of at most 70000 in")
             && l.contains(": stalled")),
         "no stall verdict: {log:?}"
+    );
+    anyhow::ensure!(code == Some(1), "exit {code:?}, expected 1");
+    anyhow::ensure!(took < BOUND, "the verdict took {:.1} s", took.as_secs_f64());
+    Ok(())
+}
+
+/// The fill of `stalls/fill-crawls` passes on the unpatched kernel, recorded into a private
+/// history; on the patched kernel each registration takes 10 ms more, so the fill keeps its
+/// markers coming (no stall) at a hundredth of its rate: the host ends it by its projected
+/// duration against that history's median, long before its 600 s deadline.
+pub fn a_fill_that_crawls(scratch: &Path) -> Result<()> {
+    let history = format!("sqlite:{}", scratch.join("crawl.sqlite").display());
+    let root = xtask::support::checkout::project_root();
+    let suite = root.join("xtask/test_data/suites/broken/stalls.yaml");
+    let xtask = crate::as_user::this_xtask()?;
+    let pristine = std::process::Command::new(&xtask)
+        .args(["--history", &history, "boot", "--arch", "x86_64", "--filter", "stalls/fill-crawls", "--suite"])
+        .arg(&suite)
+        .arg("--results")
+        .arg(scratch.join("crawl-pristine"))
+        .output()?;
+    let said = String::from_utf8_lossy(&pristine.stderr);
+    anyhow::ensure!(pristine.status.success(), "the fill on the unpatched kernel: {}: {said}", pristine.status);
+    let extra = ["--history", history.as_str(), "--filter", "stalls/fill-crawls"];
+    let (code, took, model, _) = boot(scratch, "stalls.yaml", &extra, "crawls")?;
+    line(format!("a fill the kernel slows: verdict after {:.1} s of boots", took.as_secs_f64()));
+    let got = statuses(&model);
+    let want = [("stalls/fill-crawls".to_string(), "fail".to_string(), "x86_64".to_string())];
+    anyhow::ensure!(got == want, "statuses {got:?}");
+    let log = log_of(&model, "stalls/fill-crawls");
+    anyhow::ensure!(
+        log.iter().any(|l| l.contains("ended by its progress:")
+            && l.contains("its median on x86_64 in the history is")
+            && l.contains(": crawling")),
+        "no crawl verdict: {log:?}"
     );
     anyhow::ensure!(code == Some(1), "exit {code:?}, expected 1");
     anyhow::ensure!(took < BOUND, "the verdict took {:.1} s", took.as_secs_f64());

@@ -73,6 +73,10 @@ const EVERY_BOOT: &str = "x86_64: a kernel that oopses on every boot: three brok
 const FILL_STOPS: &str = "x86_64: the fill of 65k events (deadline 600 s) on a kernel that stops it half way: the \
      progress markers stop and the host ends the scenario (judged timeout) 30 s after the last one, within 180 s";
 
+const FILL_CRAWLS: &str = "x86_64: the same fill on a kernel that slows each registration by 10 ms: it passes \
+     unpatched (recorded in a private history), and patched its markers keep coming at a hundredth of the rate, so the \
+     host ends it as crawling against the history's median, within 180 s instead of its 600 s deadline";
+
 const ATLAS: &str =
     "x86_64: atlas of the default source and --kernel-version 7.3, faults profile, on faults/* and format/*: \
      two kernel columns, every row a status on both, every difference explained (exit 0), atlas.json, atlas.html, \
@@ -111,6 +115,7 @@ fn main() -> std::process::ExitCode {
             (LEAK_AND_OOPS, &broken::leak_and_oops),
             (EVERY_BOOT, &broken::breaks_every_boot),
             (FILL_STOPS, &broken::a_fill_that_stops),
+            (FILL_CRAWLS, &broken::a_fill_that_crawls),
         ]),
         Some("sandbox") => {
             only(&[(SANDBOX, &|scratch| sandbox_check(scratch, &args)), (SANDBOX_FALLBACK, &sandbox::fallback)])
