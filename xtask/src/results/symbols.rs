@@ -262,8 +262,9 @@ pub fn parse_addr2line(text: &str) -> Vec<(u64, Vec<String>)> {
         }
         match function.take() {
             None => function = Some(line),
-            // A frame outside the objects with DWARF: `??` and `??:0`, no place.
-            Some(func) if func == "??" || line.starts_with("??:") => {}
+            // A frame outside the objects with DWARF: `??` and `??:0`, or a file without a
+            // line (`report.c:?`): no place.
+            Some(func) if func == "??" || line.starts_with("??:") || line.ends_with(":?") => {}
             Some(func) => {
                 if let Some((_, places)) = out.last_mut() {
                     places.push(format!("{func} {}", short_path(line)));

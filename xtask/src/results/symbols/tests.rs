@@ -33,7 +33,10 @@ fn addr2line_groups_follow_each_address_with_inlined_callers_and_no_place_withou
                /c/trees/abc/src/kernel/trace/trace_events_user.c:470\n\
                0xffffffff81003008\n\
                ??\n\
-               ??:0\n";
+               ??:0\n\
+               0xffffffff81004000\n\
+               print_report\n\
+               report.c:?\n";
     assert_eq!(
         parse_addr2line(out),
         [
@@ -45,6 +48,7 @@ fn addr2line_groups_follow_each_address_with_inlined_callers_and_no_place_withou
                 ]
             ),
             (0xffff_ffff_8100_3008, vec![]),
+            (0xffff_ffff_8100_4000, vec![]),
         ]
     );
 }
