@@ -71,10 +71,13 @@ pub enum DynamicRemoval {
 }
 
 pub fn dynamic_removal(line: &str) -> Option<DynamicRemoval> {
-    let head = line.split_whitespace().next()?;
-    if let Some(name) = head.strip_prefix("u:") {
-        return Some(DynamicRemoval::User(name.to_string()));
+    // A user event's name is all up to the first space (`user_event_show()` writes one before
+    // the fields), a tab included: `u:a\tb u32 x` is the event `a\tb`.
+    if let Some(rest) = line.strip_prefix("u:") {
+        let name = rest.split(' ').next().unwrap_or(rest).trim_end_matches('\n');
+        return (!name.is_empty()).then(|| DynamicRemoval::User(name.to_string()));
     }
+    let head = line.split_whitespace().next()?;
     let (_, event) = head.split_once(':')?;
     Some(DynamicRemoval::Command(format!("-:{event}")))
 }

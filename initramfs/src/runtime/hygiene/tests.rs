@@ -49,6 +49,9 @@ fn dynamic_lines_become_their_removal() {
     let cmd = |s: &str| Some(DynamicRemoval::Command(s.into()));
     assert_eq!(dynamic_removal("u:kp_k1 u32 a; s16 b"), Some(DynamicRemoval::User("kp_k1".into())));
     assert_eq!(dynamic_removal("u:bare"), Some(DynamicRemoval::User("bare".into())));
+    // A tab is part of a user event's name (format/name-is-the-text-before-the-first-space):
+    // split there, the delete missed the event and the check raced its own auto-delete.
+    assert_eq!(dynamic_removal("u:fmt_b1\tx u32 a"), Some(DynamicRemoval::User("fmt_b1\tx".into())));
     assert_eq!(dynamic_removal("e:eprobes/kp_k1_probe user_events.kp_k1 a=$a:u32"), cmd("-:eprobes/kp_k1_probe"));
     assert_eq!(dynamic_removal("s:synthetic/kp_k5_lat\tu32 id; u64 lat"), cmd("-:synthetic/kp_k5_lat"));
     assert_eq!(dynamic_removal("r10:kprobes/r_foo foo"), cmd("-:kprobes/r_foo"));
