@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::rows::KernelId;
-use super::store::Outcome;
+use super::store::{Outcome, Recheck};
 use crate::results::model::Rechecked;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -202,9 +202,24 @@ pub fn classify(outcomes: &[Outcome], run_id: &str, host: &str, window: usize) -
     out
 }
 
-/// `classed` (one run's cells) with what the gate's re-run of that run said (`rechecked`): each
-/// failure re-run takes the re-run's class, as the gate did, and its status there; sorted again.
-pub fn with_rechecks(mut classed: Vec<Classed>, rechecked: &[Rechecked]) -> Vec<Classed> {
+/// [`classify`], then each failure the gate re-ran in a fresh boot (`rechecks`: every recorded
+/// re-run; this run's are used) takes the re-run's class, as the gate did, and its status
+/// there: the classes `history`, its KCIDB and its dashboard show.
+pub fn classify_rechecked(
+    outcomes: &[Outcome],
+    rechecks: &[Recheck],
+    run_id: &str,
+    host: &str,
+    window: usize,
+) -> Vec<Classed> {
+    let rechecked: Vec<Rechecked> =
+        rechecks.iter().filter(|c| c.run_id == run_id && c.host == host).map(|c| c.row.clone()).collect();
+    with_rechecks(classify(outcomes, run_id, host, window), &rechecked)
+}
+
+/// `classed` (one run's cells) with what the gate's re-run of that run said (`rechecked`);
+/// sorted again.
+fn with_rechecks(mut classed: Vec<Classed>, rechecked: &[Rechecked]) -> Vec<Classed> {
     for c in &mut classed {
         let Some(r) = rechecked.iter().find(|r| r.arch == c.arch && r.scenario == c.scenario) else { continue };
         c.class = if r.gates() { Class::Regression } else { Class::Unstable };

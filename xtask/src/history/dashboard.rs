@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::classify::{self, failed, Class};
 use super::rows::{KernelId, RunRow};
 use super::stats::{mann_whitney, median};
-use super::store::{Measured, Outcome};
+use super::store::{Measured, Outcome, Recheck};
 
 /// How many outcomes a cell's strip shows.
 pub const STRIP: usize = 20;
@@ -136,8 +136,16 @@ fn is_mutant(profile: &str) -> bool {
     profile.contains("+mutant=")
 }
 
-/// The page from every run, every outcome and every measured figure, in time order.
-pub fn page(store: &str, runs: &[RunRow], outcomes: &[Outcome], measured: &[Measured], window: usize) -> Page {
+/// The page from every run, every outcome, every re-run of a failure and every measured
+/// figure, in time order.
+pub fn page(
+    store: &str,
+    runs: &[RunRow],
+    outcomes: &[Outcome],
+    rechecks: &[Recheck],
+    measured: &[Measured],
+    window: usize,
+) -> Page {
     let mutants: BTreeSet<(&str, &str)> = outcomes
         .iter()
         .filter(|o| is_mutant(&o.kernel.profile))
@@ -146,7 +154,7 @@ pub fn page(store: &str, runs: &[RunRow], outcomes: &[Outcome], measured: &[Meas
     let outcomes: Vec<Outcome> = outcomes.iter().filter(|o| !is_mutant(&o.kernel.profile)).cloned().collect();
     let measured: Vec<Measured> = measured.iter().filter(|m| !is_mutant(&m.profile)).cloned().collect();
     let arches: BTreeSet<&str> = outcomes.iter().map(|o| o.arch.as_str()).collect();
-    let arches = arches.into_iter().map(|a| arch_page(a, runs, &outcomes, &measured, window)).collect();
+    let arches = arches.into_iter().map(|a| arch_page(a, runs, (&outcomes, rechecks), &measured, window)).collect();
     Page { store: store.to_string(), runs: runs.len(), mutant_runs: mutants.len(), arches }
 }
 
@@ -166,11 +174,17 @@ fn worst(row: &Row) -> (bool, Class) {
     (!row.cells.iter().flatten().any(|c| failed(&c.status) == Some(true)), class)
 }
 
-fn arch_page(arch: &str, runs: &[RunRow], outcomes: &[Outcome], measured: &[Measured], window: usize) -> ArchPage {
+fn arch_page(
+    arch: &str,
+    runs: &[RunRow],
+    (outcomes, rechecks): (&[Outcome], &[Recheck]),
+    measured: &[Measured],
+    window: usize,
+) -> ArchPage {
     let here: Vec<&Outcome> = outcomes.iter().filter(|o| o.arch == arch).collect();
     let kernels: BTreeSet<String> = here.iter().map(|o| label(&o.kernel)).collect();
     let kernels: Vec<String> = kernels.into_iter().collect();
-    let classes = classes_of(arch, outcomes, window);
+    let classes = classes_of(arch, outcomes, rechecks, window);
     let commits: BTreeMap<(&str, &str), &RunRow> =
         runs.iter().map(|r| ((r.run_id.as_str(), r.host.as_str()), r)).collect();
     let mut seqs: BTreeMap<(&str, String), Vec<&Outcome>> = BTreeMap::new();
@@ -201,14 +215,19 @@ fn arch_page(arch: &str, runs: &[RunRow], outcomes: &[Outcome], measured: &[Meas
 
 /// The classes of each kernel's latest run on the arch, by scenario and kernel label (the
 /// worst when two kernels, a config apart, share a label).
-fn classes_of(arch: &str, outcomes: &[Outcome], window: usize) -> BTreeMap<(String, String), Class> {
+fn classes_of(
+    arch: &str,
+    outcomes: &[Outcome],
+    rechecks: &[Recheck],
+    window: usize,
+) -> BTreeMap<(String, String), Class> {
     let mut latest: BTreeMap<&KernelId, &Outcome> = BTreeMap::new();
     for o in outcomes.iter().filter(|o| o.arch == arch) {
         latest.insert(&o.kernel, o);
     }
     let mut out = BTreeMap::new();
     for (kernel, run) in latest {
-        for c in classify::classify(outcomes, &run.run_id, &run.host, window) {
+        for c in classify::classify_rechecked(outcomes, rechecks, &run.run_id, &run.host, window) {
             if c.arch == arch && &c.kernel == kernel {
                 // The worst class when two kernels share a label.
                 let class = out.entry((c.scenario.clone(), label(kernel))).or_insert(c.class);

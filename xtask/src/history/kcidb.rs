@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::Result;
 use serde_json::{json, Map, Value};
 
-use super::classify::{classify, with_rechecks, Classed};
+use super::classify::{classify_rechecked, Classed};
 use super::findings::{mark, Marked};
 use super::rows::{KernelId, RunRow};
 use super::store::{Found, Outcome, Recheck};
@@ -38,9 +38,7 @@ pub fn render(held: &Held, runs: &[&RunRow], window: usize, base: Option<&str>) 
     let mut tests = Vec::new();
     for run in runs {
         let mine = |run_id: &str, host: &str| run_id == run.run_id && host == run.host;
-        let rechecked: Vec<_> =
-            held.rechecks.iter().filter(|c| mine(&c.run_id, &c.host)).map(|c| c.row.clone()).collect();
-        let classed = with_rechecks(classify(held.outcomes, &run.run_id, &run.host, window), &rechecked);
+        let classed = classify_rechecked(held.outcomes, held.rechecks, &run.run_id, &run.host, window);
         let marked = mark(held.found, &run.run_id, &run.host);
         for o in held.outcomes.iter().filter(|o| mine(&o.run_id, &o.host)) {
             let patchset = patchset_of(o.kernel.patches.split(',').filter(|p| !p.is_empty()));

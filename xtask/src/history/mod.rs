@@ -233,10 +233,7 @@ pub fn show(args: &ShowArgs) -> Result<u8> {
         return Err(error(Kind::BadInput, format!("{}: {what}", store.describe())));
     };
     let outcomes = store.outcomes()?;
-    let rechecked: Vec<_> =
-        store.rechecks()?.into_iter().filter(|c| c.run_id == run.run_id && c.host == run.host).map(|c| c.row).collect();
-    let classed =
-        classify::with_rechecks(classify::classify(&outcomes, &run.run_id, &run.host, args.window), &rechecked);
+    let classed = classify::classify_rechecked(&outcomes, &store.rechecks()?, &run.run_id, &run.host, args.window);
     let marked = findings::mark(&store.findings()?, &run.run_id, &run.host);
     let described = store.describe();
     let shown = render::Shown {
@@ -318,6 +315,7 @@ pub fn kcidb(args: &KcidbArgs) -> Result<u8> {
 /// The dashboard of `store` as HTML.
 pub fn dashboard_html(store: &mut Store, window: usize) -> Result<String> {
     let runs = store.runs()?;
-    let page = dashboard::page(&store.describe(), &runs, &store.outcomes()?, &store.measurements()?, window);
+    let (outcomes, rechecks, measured) = (store.outcomes()?, store.rechecks()?, store.measurements()?);
+    let page = dashboard::page(&store.describe(), &runs, &outcomes, &rechecks, &measured, window);
     Ok(dashboard::html::render(&page))
 }

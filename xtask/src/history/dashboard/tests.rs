@@ -99,7 +99,7 @@ fn a_page_from_twelve_recorded_runs() {
     let measured = store.measurements().unwrap();
     assert_eq!(measured.iter().filter(|m| m.arch == "x86_64").count(), 12, "one figure per run");
     assert_eq!(measured[0].samples.len(), 6);
-    let p = page("sqlite test", &runs, &store.outcomes().unwrap(), &measured, 10);
+    let p = page("sqlite test", &runs, &store.outcomes().unwrap(), &[], &measured, 10);
     assert_eq!(p.runs, 12);
     let x86 = p.arches.iter().find(|a| a.arch == "x86_64").unwrap();
     let reg = x86.rows.iter().find(|r| r.scenario == "abi/register").expect("failing: not folded");
