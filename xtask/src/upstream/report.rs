@@ -47,13 +47,15 @@ pub fn report(name: &str, kernelrelease: &str, j: &BootRun) -> BinaryReport {
 }
 
 /// `suites/upstream-known.tsv`: (binary, case, kernelrelease) -> the known reason for its failure.
+/// A row's kernel column may list several releases, comma-separated: one key each.
 pub fn known_failures(text: &str) -> BTreeMap<(String, String, String), String> {
     text.lines()
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .filter_map(|l| {
             let f: Vec<&str> = l.splitn(4, '\t').collect();
-            (f.len() == 4).then(|| ((f[0].into(), f[1].into(), f[2].into()), f[3].into()))
+            (f.len() == 4).then_some(f)
         })
+        .flat_map(|f| f[2].split(',').map(move |k| ((f[0].into(), f[1].into(), k.trim().into()), f[3].into())))
         .collect()
 }
 
