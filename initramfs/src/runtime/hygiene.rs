@@ -368,9 +368,10 @@ impl Baseline {
     }
 
     /// Removes dynamic events newest first: an eprobe or a synthetic event before what it
-    /// refers to. User events are deleted by name, all of them in rounds, while any is busy and
-    /// [`DELETE_WAIT`] has not passed: a non-persistent one then deletes itself (ENOENT,
-    /// nothing left behind), a persistent one is deleted (the scenario left it).
+    /// refers to. User events are deleted by name, all of them in rounds, while any delete
+    /// fails (EBUSY, or another errno from a changed kernel) and [`DELETE_WAIT`] has not
+    /// passed: a non-persistent one then deletes itself (ENOENT, nothing left behind), a
+    /// persistent one is deleted (the scenario left it).
     fn remove_dynamic(&self, lines: &[&String], c: &mut Cleanup) {
         let t = &self.roots.tracefs;
         let mut users = Vec::new();
@@ -414,20 +415,23 @@ impl Baseline {
                 match outcome::ioctl(fd.as_raw_fd(), DIAG_IOCSDEL, text.as_ptr() as u64) {
                     Ok(_) => c.left.push(format!("user event {name} (deleted)")),
                     Err(libc::ENOENT) => {}
-                    Err(libc::EBUSY) => busy.push((name, text)),
-                    Err(errno) => c.failed.push(format!("user event {name}: DIAG_IOCSDEL: {}", sys::errno_name(errno))),
+                    // EBUSY, or whatever a changed kernel says instead: what counts is whether
+                    // the event is gone by the end of the wait (a non-persistent one deletes
+                    // itself once its references go, whatever its delete returned before).
+                    Err(errno) => busy.push((name, text, errno)),
                 }
             }
             if busy.is_empty() {
                 return;
             }
             if Instant::now() >= until {
-                for (name, _) in busy {
-                    c.failed.push(format!("user event {name}: DIAG_IOCSDEL: EBUSY for {} s", DELETE_WAIT.as_secs()));
+                for (name, _, errno) in busy {
+                    let errno = sys::errno_name(errno);
+                    c.failed.push(format!("user event {name}: DIAG_IOCSDEL: {errno} for {} s", DELETE_WAIT.as_secs()));
                 }
                 return;
             }
-            pending = busy;
+            pending = busy.into_iter().map(|(name, text, _)| (name, text)).collect();
             thread::sleep(DELETE_POLL);
         }
     }

@@ -113,7 +113,7 @@ fn what_cannot_be_undone_is_a_failure() {
     let t = roots.tracefs.clone();
     let b = Baseline::take(&roots);
     // A plain file takes neither the eprobe's removal (the command is appended as a line)
-    // nor DIAG_IOCSDEL (ENOTTY).
+    // nor DIAG_IOCSDEL (ENOTTY, tried until the wait ends).
     fs::write(t.join("dynamic_events"), "u:ev_a u32 a\ne:eprobes/ev_p user_events.ev_a $a\n").unwrap();
     fs::write(t.join("user_events_status"), "ev_a\n\nActive: 1\nBusy: 0\n").unwrap();
     let c = b.restore();
@@ -121,7 +121,7 @@ fn what_cannot_be_undone_is_a_failure() {
     assert_eq!(
         c.failed,
         [
-            "user event ev_a: DIAG_IOCSDEL: ENOTTY",
+            "user event ev_a: DIAG_IOCSDEL: ENOTTY for 2 s",
             "dynamic event u:ev_a u32 a after cleanup",
             "dynamic event e:eprobes/ev_p user_events.ev_a $a after cleanup",
             "dynamic event -:eprobes/ev_p after cleanup",
