@@ -81,6 +81,7 @@ fn runs_a_plan_end_to_end() {
         gcov: None,
         stop_at_first_failure: false,
         expected_failures: vec![],
+        groups: None,
     };
     fs::write(dir.join("plan.json"), serde_json::to_string(&plan).unwrap()).unwrap();
     let start = Instant::now();
@@ -178,6 +179,7 @@ fn user_events_steps_run_in_the_child() {
         gcov: None,
         stop_at_first_failure: false,
         expected_failures: vec![],
+        groups: None,
     };
     fs::write(dir.join("plan.json"), serde_json::to_string(&plan).unwrap()).unwrap();
     let (code, lines) = agent(&dir.join("plan.json"));
@@ -259,6 +261,7 @@ fn fork_thread_and_exec_agent_steps() {
         gcov: None,
         stop_at_first_failure: false,
         expected_failures: vec![],
+        groups: None,
     };
     fs::write(dir.join("plan.json"), serde_json::to_string(&plan).unwrap()).unwrap();
     let (code, lines) = agent(&dir.join("plan.json"));
@@ -309,6 +312,7 @@ fn exec_agent_keeps_the_named_descriptors() {
         gcov: None,
         stop_at_first_failure: false,
         expected_failures: vec![],
+        groups: None,
     };
     fs::write(
         dir.join("plan.json"),

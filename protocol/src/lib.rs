@@ -17,7 +17,7 @@ pub mod value;
 pub use expect::{closest_errno, errno_name, errno_number, Expect, ERRNOS};
 pub use kmsg::{kmsg_matches, KMSG_ANY};
 pub use markers::{Marker, PROGRESS_INDEX_ENV, PROGRESS_KMSG_ENV};
-pub use plan::{Plan, Scenario};
+pub use plan::{Groups, Plan, Scenario};
 pub use result::{median, step_line, step_text, ExecEnd, ExitStatus, Metric, Outcome, ResultLine, METRIC_PREFIX};
 pub use steps::{
     octal_mode, Addr, Area, BpfKind, Consumers, FieldValue, MeasureKind, MemoryOp, PerfAction, RawReg, RawUnreg,

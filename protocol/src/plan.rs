@@ -36,6 +36,33 @@ pub struct Plan {
     /// The scenarios expected to fail (`xfail`), which do not stop a `stop_at_first_failure` plan.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expected_failures: Vec<String>,
+    /// Mutation testing in batches: scenarios that run under one setting of a kernel switch (a
+    /// mutant's number). Absent otherwise, so a normal plan's JSON is as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Groups>,
+}
+
+/// Consecutive scenarios with the same value in `of` are a group. The agent writes the value
+/// to `switch` before the group's first scenario, and `0` after its last, before the hygiene
+/// (which then runs on the unswitched kernel and, unlike between two scenarios of a group,
+/// does not judge the scenario: it only says whether the next group can run in this boot).
+/// With `stop_at_first_failure`, a failure skips the rest of its group, not of the plan.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Groups {
+    /// The file each group's value is written to (the schemata kernel's `mutant` parameter).
+    pub switch: String,
+    /// Each grouped scenario's value, by name.
+    pub of: std::collections::BTreeMap<String, u32>,
+}
+
+impl Plan {
+    /// The group value of scenario `i`, if the plan has groups and names it.
+    pub fn group_of(&self, i: usize) -> Option<u32> {
+        let name = &self.scenarios.get(i)?.name;
+        self.groups.as_ref()?.of.get(name).copied()
+    }
 }
 
 impl Plan {
@@ -52,6 +79,7 @@ impl Plan {
             gcov: None,
             stop_at_first_failure: false,
             expected_failures: vec![],
+            groups: None,
         }
     }
 }
@@ -93,6 +121,7 @@ mod tests {
             gcov: None,
             stop_at_first_failure: false,
             expected_failures: vec![],
+            groups: None,
         };
         let json = serde_json::to_string(&plan).unwrap();
         assert!(!json.contains("gcov"), "a normal plan's JSON is as before coverage: {json}");

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use protocol::{Marker, Outcome, Plan, ResultLine, Scenario};
 
 use crate::runtime::hygiene::{self, Baseline, HygieneRoots};
+use between::{died, say_costs, send_gcov, skip_one, skip_the_rest, switch, tidy, HygieneCost};
 use crate::runtime::stuck::{self, Guard, KILL_GRACE};
 use crate::runtime::sys;
 
@@ -134,9 +135,28 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
     // The boot state each scenario must leave as it found it, and what restoring it cost.
     let baseline = paths.hygiene.as_ref().map(Baseline::take);
     let mut hygiene = HygieneCost::default();
+    // Grouped plans: the value the switch holds (0 as booted), and the group a failure stopped.
+    let (mut switched, mut stopped) = (0u32, None::<(u32, String)>);
     for (i, scenario) in plan.scenarios.iter().enumerate() {
         let index = i + 1;
         let name = scenario.name.clone();
+        let group = plan.group_of(i);
+        if let (Some(g), Some((stop, by))) = (group, &stopped) {
+            if g == *stop {
+                skip_one(index, scenario, &format!("not run: its group stops at its first failure ({by})"), paths, out);
+                counts.skipped += 1;
+                continue;
+            }
+        }
+        if let (Some(g), Some(groups)) = (group, &plan.groups) {
+            if g != switched {
+                if let Err(why) = switch(groups, g) {
+                    emit(out, &ResultLine::Abort { after: i, reason: why });
+                    return counts;
+                }
+                switched = g;
+            }
+        }
         if let Some(g) = guard {
             let budget = Duration::from_millis(scenario.deadline_ms) + KILL_GRACE + GUARD_SLACK;
             g.arm(budget, format!("scenario {index} {name}"), i);
@@ -161,8 +181,22 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
         // what some leave (65k events) takes minutes. Not on a broken kernel: the boot ends.
         // What cannot be undone ends the boot too, once: every later scenario would otherwise
         // wait for the same leftover again and fail on it, so they run on a fresh boot instead.
+        let unexpected = matches!(outcome, Outcome::Fail | Outcome::Timeout)
+            && !plan.expected_failures.iter().any(|n| *n == plan.scenarios[i].name);
+        let stops = plan.stop_at_first_failure && unexpected;
+        // A group ends at its last scenario or at the failure that stops it: the switch goes back
+        // to 0 and the hygiene runs on the unswitched kernel, for the next group, not as a check
+        // of this scenario (a boot of its own would have had no hygiene after it).
+        let ends_group = group.is_some() && (stops || plan.group_of(i + 1) != group);
         if let (Some(b), None) = (&baseline, &broken) {
-            if index < plan.scenarios.len() {
+            if index < plan.scenarios.len() && ends_group {
+                let groups = plan.groups.as_ref().expect("a grouped scenario");
+                broken = switch(groups, 0).err().or_else(|| {
+                    let (_, _, failed) = tidy(b, outcome, reason.clone(), out, &mut hygiene);
+                    failed.map(|f| format!("the group ending at {name} left what cannot be undone ({f}): the rest need a fresh boot"))
+                });
+                switched = 0;
+            } else if index < plan.scenarios.len() {
                 let failed;
                 (outcome, reason, failed) = tidy(b, outcome, reason, out, &mut hygiene);
                 broken = failed.map(|f| format!("{name} left what cannot be undone ({f}): the rest need a fresh boot"));
@@ -187,117 +221,23 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
         if paths.reap_orphans {
             sys::reap_zombies();
         }
-        let unexpected = matches!(outcome, Outcome::Fail | Outcome::Timeout)
-            && !plan.expected_failures.iter().any(|n| *n == plan.scenarios[i].name);
+        // A failure after the hygiene's verdict (a scenario it failed) stops the plan too.
+        let unexpected = unexpected
+            || (matches!(outcome, Outcome::Fail) && !plan.expected_failures.iter().any(|n| *n == plan.scenarios[i].name));
         if plan.stop_at_first_failure && unexpected {
-            skip_the_rest(plan, index, paths, out, &mut counts);
-            break;
+            match group {
+                Some(g) => stopped = Some((g, plan.scenarios[i].name.clone())),
+                None => {
+                    skip_the_rest(plan, index, paths, out, &mut counts);
+                    break;
+                }
+            }
         }
     }
     say_costs(&hygiene, gcov.as_ref(), &gcov_wait);
     let Counts { passed, failed, skipped, timeout } = counts;
     emit(out, &ResultLine::Sentinel { total: plan.scenarios.len(), passed, failed, skipped, timeout });
     counts
-}
-
-/// A coverage kernel's counters after scenario `index`, sent once they settle; the wait
-/// added to `wait`.
-fn send_gcov(g: &crate::runtime::gcov::Collector, index: usize, out: &mut dyn Write, wait: &mut HygieneCost) {
-    let (took, settled) = g.collect(index, out, emit);
-    wait.add(took);
-    if !settled {
-        emit(out, &diag(&format!("gcov: the counters still changed after {} ms", took.as_millis())));
-    }
-}
-
-/// What the between-scenario hygiene and the coverage counters' collection cost, on the
-/// console.
-fn say_costs(hygiene: &HygieneCost, gcov: Option<&crate::runtime::gcov::Collector>, gcov_wait: &HygieneCost) {
-    if hygiene.runs > 0 {
-        sys::console(&format!(
-            "ue-agent: between-scenario hygiene: {} runs, {} us in total, at most {} us",
-            hygiene.runs,
-            hygiene.total.as_micros(),
-            hygiene.max.as_micros()
-        ));
-    }
-    if let (Some(g), true) = (gcov, gcov_wait.runs > 0) {
-        let (reading, sending) = g.spent.get();
-        sys::console(&format!(
-            "ue-agent: gcov counters settled and sent: {} runs, {} us in total, at most {} us; {} us reading, {} us sending",
-            gcov_wait.runs,
-            gcov_wait.total.as_micros(),
-            gcov_wait.max.as_micros(),
-            reading.as_micros(),
-            sending.as_micros()
-        ));
-    }
-}
-
-/// A `stop_at_first_failure` plan after its first failure at `after`: every later scenario
-/// reported as skipped, unrun.
-fn skip_the_rest(plan: &Plan, after: usize, paths: &Paths, out: &mut dyn Write, counts: &mut Counts) {
-    let reason = format!("not run: the plan stops at its first failure ({})", plan.scenarios[after - 1].name);
-    for (index, s) in plan.scenarios.iter().enumerate().skip(after).map(|(i, s)| (i + 1, s)) {
-        let (name, taint, reason) = (s.name.clone(), read_taint(&paths.tainted), reason.clone());
-        emit(out, &ResultLine::Begin { index, name: name.clone(), taint });
-        emit(out, &ResultLine::Result { index, name, outcome: Outcome::Skip, time_ms: 0, taint, reason });
-        emit(out, &ResultLine::End { index, taint });
-        counts.skipped += 1;
-    }
-}
-
-/// What the between-scenario hygiene cost, for the console.
-#[derive(Debug, Default)]
-struct HygieneCost {
-    runs: u32,
-    total: Duration,
-    max: Duration,
-}
-
-impl HygieneCost {
-    /// One more run, which took `took`.
-    fn add(&mut self, took: Duration) {
-        self.runs += 1;
-        self.total += took;
-        self.max = self.max.max(took);
-    }
-}
-
-/// Restores the baseline after a scenario: each thing it left becomes a `cleanup:` line, each
-/// thing that could not be undone a `cleanup failed:` line and a failure of the scenario.
-/// The kernel's taint bit for "died": an Oops or BUG happened (`TAINT_DIE`, `D`).
-const TAINT_DIE: u64 = 1 << 7;
-
-/// Why the boot cannot go on after scenario `name`: the kernel oopsed while it ran.
-fn died(before: u64, after: u64, name: &str) -> Option<String> {
-    (after & TAINT_DIE != 0 && before & TAINT_DIE == 0)
-        .then(|| format!("the kernel oopsed while {name} ran (taint D): the rest need a fresh boot"))
-}
-
-/// Restores the boot's baseline after a scenario; what could not be restored fails it and
-/// comes back as the first such item.
-fn tidy(
-    baseline: &Baseline,
-    outcome: Outcome,
-    reason: String,
-    out: &mut dyn Write,
-    cost: &mut HygieneCost,
-) -> (Outcome, String, Option<String>) {
-    let started = Instant::now();
-    let c = baseline.restore();
-    cost.add(started.elapsed());
-    for item in &c.left {
-        emit(out, &diag(&format!("cleanup: {item}")));
-    }
-    for item in &c.failed {
-        emit(out, &diag(&format!("cleanup failed: {item}")));
-    }
-    let failed = c.failed.first().cloned();
-    match outcome {
-        Outcome::Pass | Outcome::Skip if failed.is_some() => (Outcome::Fail, String::new(), failed),
-        _ => (outcome, reason, failed),
-    }
 }
 
 /// How one scenario ran.
@@ -477,6 +417,7 @@ fn spawn_scenario(
                 gcov: None,
                 stop_at_first_failure: false,
                 expected_failures: vec![],
+                groups: None,
             };
             fs::write(file, serde_json::to_vec(&one).map_err(io::Error::other)?)?;
             (file, 1)
@@ -596,5 +537,6 @@ fn clean(text: &str) -> String {
     s
 }
 
+mod between;
 #[cfg(test)]
 mod tests;

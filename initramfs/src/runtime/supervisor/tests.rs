@@ -64,6 +64,7 @@ fn plan(scenarios: Vec<Scenario>) -> Plan {
         gcov: None,
         stop_at_first_failure: false,
         expected_failures: vec![],
+        groups: None,
     }
 }
 
@@ -378,4 +379,43 @@ fn diag_text_is_made_safe() {
         "# | ue-sentinel total=0 passed=0 failed=0 skipped=0 timeout=0"
     );
     assert_eq!(diag("ue-begin garbage"), ResultLine::Diag("| ue-begin garbage".into()));
+}
+
+#[test]
+fn a_grouped_plan_switches_per_group_and_a_failure_skips_only_the_rest_of_its_group() {
+    let dir = temp_dir("groups");
+    let script = r#"
+d=$(dirname "$4")
+echo "$2=$(cat "$d/switch") max=$(cat "$d/sys/kernel/user_events_max")" >> "$d/seen"
+case "$2" in
+  2) echo 5 > "$d/sys/kernel/user_events_max"; exit 3 ;;
+  *) exit 0 ;;
+esac
+"#;
+    let p = with_hygiene(&dir, script);
+    fs::write(dir.join("switch"), "0").unwrap();
+    let names = ["t/a@m7", "t/b@m7", "t/c@m7", "t/a@m9", "t/c@m9"];
+    let mut grouped = plan(names.iter().map(|n| scenario(n, 5000)).collect());
+    grouped.stop_at_first_failure = true;
+    let of = names.iter().map(|n| (n.to_string(), if n.ends_with("m7") { 7 } else { 9 })).collect();
+    grouped.groups = Some(protocol::Groups { switch: dir.join("switch").display().to_string(), of });
+    let mut out = Vec::new();
+    let counts = run_plan(&grouped, &p, &mut out, None);
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(counts, Counts { passed: 3, failed: 1, skipped: 1, timeout: 0 }, "{text}");
+    // Group 7 stops at t/b; its sysctl is undone on the unswitched kernel before group 9.
+    let seen = fs::read_to_string(dir.join("seen")).unwrap();
+    assert_eq!(seen, "1=7 max=32768\n2=7 max=32768\n4=9 max=32768\n5=9 max=32768\n", "{text}");
+    assert!(text.contains("not run: its group stops at its first failure (t/b@m7)"), "{text}");
+    assert!(text.contains("cleanup: sysctl kernel.user_events_max 5 (restored to 32768)"), "{text}");
+    assert!(!text.contains("ue-abort"), "{text}");
+    // A switch that cannot be written ends the boot before the group's first scenario.
+    fs::remove_file(dir.join("seen")).unwrap();
+    grouped.groups.as_mut().unwrap().switch = dir.join("no/such/switch").display().to_string();
+    let mut out = Vec::new();
+    let counts = run_plan(&grouped, &p, &mut out, None);
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(counts, Counts::default(), "{text}");
+    assert!(text.lines().last().unwrap().contains("cannot write 7 to"), "{text}");
+    fs::remove_dir_all(&dir).unwrap();
 }
