@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use protocol::{Marker, Outcome, Plan, ResultLine, Scenario};
 
 use crate::runtime::hygiene::{self, Baseline, HygieneRoots};
-use between::{died, say_costs, send_gcov, skip_one, skip_the_rest, switch, tidy, HygieneCost};
 use crate::runtime::stuck::{self, Guard, KILL_GRACE};
 use crate::runtime::sys;
+use between::{died, enter_group, say_costs, send_gcov, skip_the_rest, switch, tidy, HygieneCost};
 
 /// How often the supervisor checks whether a scenario has exited.
 const POLL: Duration = Duration::from_millis(10);
@@ -141,20 +141,15 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
         let index = i + 1;
         let name = scenario.name.clone();
         let group = plan.group_of(i);
-        if let (Some(g), Some((stop, by))) = (group, &stopped) {
-            if g == *stop {
-                skip_one(index, scenario, &format!("not run: its group stops at its first failure ({by})"), paths, out);
+        match enter_group(plan, i, (&mut switched, &stopped), paths, out) {
+            Ok(true) => {}
+            Ok(false) => {
                 counts.skipped += 1;
                 continue;
             }
-        }
-        if let (Some(g), Some(groups)) = (group, &plan.groups) {
-            if g != switched {
-                if let Err(why) = switch(groups, g) {
-                    emit(out, &ResultLine::Abort { after: i, reason: why });
-                    return counts;
-                }
-                switched = g;
+            Err(why) => {
+                emit(out, &ResultLine::Abort { after: i, reason: why });
+                return counts;
             }
         }
         if let Some(g) = guard {
@@ -193,7 +188,11 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
                 let groups = plan.groups.as_ref().expect("a grouped scenario");
                 broken = switch(groups, 0).err().or_else(|| {
                     let (_, _, failed) = tidy(b, outcome, reason.clone(), out, &mut hygiene);
-                    failed.map(|f| format!("the group ending at {name} left what cannot be undone ({f}): the rest need a fresh boot"))
+                    failed.map(|f| {
+                        format!(
+                            "the group ending at {name} left what cannot be undone ({f}): the rest need a fresh boot"
+                        )
+                    })
                 });
                 switched = 0;
             } else if index < plan.scenarios.len() {
@@ -223,7 +222,8 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
         }
         // A failure after the hygiene's verdict (a scenario it failed) stops the plan too.
         let unexpected = unexpected
-            || (matches!(outcome, Outcome::Fail) && !plan.expected_failures.iter().any(|n| *n == plan.scenarios[i].name));
+            || (matches!(outcome, Outcome::Fail)
+                && !plan.expected_failures.iter().any(|n| *n == plan.scenarios[i].name));
         if plan.stop_at_first_failure && unexpected {
             match group {
                 Some(g) => stopped = Some((g, plan.scenarios[i].name.clone())),

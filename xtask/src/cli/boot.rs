@@ -32,6 +32,10 @@ pub struct SelectArgs {
     /// mutant's covering scenarios fastest first, so a failure that kills it comes early.
     #[arg(long)]
     pub in_filter_order: bool,
+    /// Mutants in one boot (what `mutants --run` writes): each mutant's covering scenarios as a
+    /// group, renamed `<scenario>@<mutant id>`, under its number in the schemata kernel.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub mutant_batch: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

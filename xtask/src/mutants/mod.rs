@@ -11,6 +11,8 @@
 //! - `plan`: the scenarios covering each mutant from a coverage run, the resumable state file;
 //! - `equivalent`: the tracked list of equivalent mutants, each keyed to the file text it was
 //!   argued for, with its class and Kconfig conditions; what applies and what is stale (sans-IO);
+//! - `batch`: several mutants in one boot, each a group of its covering scenarios under its
+//!   number, the batch's run split per mutant and the outcomes it can vouch for (sans-IO);
 //! - `classify`: a mutant's outcome from its build and its scenarios' run (sans-IO);
 //! - `report`: the outcomes, the tracked equivalent list, `mutants.json` in Stryker's schema
 //!   (sans-IO);
@@ -22,6 +24,7 @@
 //!   own command line and compared with the original's and the others';
 //! - `summary`: `summary.md`, the score with and without NoCoverage, per operator and function.
 
+pub mod batch;
 pub mod classify;
 pub mod equivalent;
 pub mod find;

@@ -1,12 +1,13 @@
 //! A mutation campaign, what `cargo xtask mutants` does with the mutants of `mutants/`: the file
 //! mutated (`target`), the equivalent list read against it (`equivalents`), the stages planned
 //! from coverage maps and run (`stages`), each mutant a child `run` of this binary on the
-//! schemata kernel or its own (`runner`), trivial compiler equivalence on a built kernel
+//! schemata kernel or its own (`runner`), or several in one boot (`batches`), trivial compiler equivalence on a built kernel
 //! (`tce`), the selection shown and the reports written (`output`), shard folders merged
 //! (`merge`). Above `run/` and `setup/`:
 //! it builds kernels through them (TCE's build folder, the suites' `xfail` marks), where
 //! `mutants/` stays the model, mostly sans-IO, that the reports and plans are made of.
 
+pub mod batches;
 pub mod equivalents;
 pub mod merge;
 pub mod output;

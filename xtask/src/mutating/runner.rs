@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Parser;
 
+use super::batches::Batching;
 use crate::cli::Xtask;
 use crate::mutants::classify::{self, RunEnd};
 use crate::mutants::mutant::Mutant;
@@ -26,6 +27,7 @@ use crate::mutants::plan::{self, Step};
 use crate::mutants::report::{MutantResult, Outcome};
 use crate::mutants::schemata;
 use crate::support::exit::{error, Kind};
+use crate::support::progress::line;
 
 /// The `run` command line of one mutant: the base patches then its own, the arches of its covering scenarios and
 /// their union as filters in the plan's order (fastest first, `--in-filter-order`; each arch
@@ -85,7 +87,7 @@ pub struct Kernels<'a> {
 }
 
 /// `--patch P` for each base patch, then for `last`.
-fn patch_args(base: &[PathBuf], last: &Path) -> Vec<String> {
+pub(super) fn patch_args(base: &[PathBuf], last: &Path) -> Vec<String> {
     base.iter()
         .map(PathBuf::as_path)
         .chain([last])
@@ -94,7 +96,7 @@ fn patch_args(base: &[PathBuf], last: &Path) -> Vec<String> {
 }
 
 /// `--profile NAME` for each profile.
-fn profile_args(profiles: &[String]) -> Vec<String> {
+pub(super) fn profile_args(profiles: &[String]) -> Vec<String> {
     profiles.iter().flat_map(|p| ["--profile".to_string(), p.clone()]).collect()
 }
 
@@ -116,33 +118,65 @@ pub fn run_all(
     kernels: Kernels,
     steps: &BTreeMap<String, Step>,
     (out, stage): (&Path, Option<&str>),
-    timeout: Option<Duration>,
-    parallel: usize,
+    (timeout, parallel, batching): (Option<Duration>, usize, Option<&Batching>),
 ) -> Result<u8> {
     let state = plan::state_file(out);
     std::fs::create_dir_all(out.join("patches")).with_context(|| format!("creating {}", out.display()))?;
     let todo: Vec<&Mutant> = mutants.iter().filter(|m| matches!(steps.get(&m.id), Some(Step::Run { .. }))).collect();
+    let work = work_of(&todo, steps, &kernels, batching);
     let next = AtomicUsize::new(0);
     let appending = Mutex::new(());
     let gate = RwLock::new(());
+    let record = |result: Option<MutantResult>| -> Result<()> {
+        // Nothing booted: this stage's kernel skips every covering scenario, so it says nothing
+        // of the mutant (an earlier stage's result stands).
+        let Some(mut result) = result else { return Ok(()) };
+        result.stage = stage.map(str::to_string);
+        let _one_at_a_time = appending.lock().unwrap_or_else(|e| e.into_inner());
+        plan::append_state(&state, &result)
+    };
+    let position = |m: &Mutant| todo.iter().position(|t| t.id == m.id).unwrap_or(0) + 1;
     std::thread::scope(|s| -> Result<()> {
         let worker = || -> Result<()> {
             loop {
                 let n = next.fetch_add(1, Ordering::SeqCst);
-                let Some(m) = todo.get(n) else { return Ok(()) };
-                let Some(Step::Run { scenarios }) = steps.get(&m.id) else { continue };
-                let done = run_mutant(m, (n + 1, todo.len()), scenarios, source, &kernels, out, (timeout, &gate))
-                    .and_then(|result| {
-                        // Nothing booted: this stage's kernel skips every covering scenario, so
-                        // it says nothing of the mutant (an earlier stage's result stands).
-                        let Some(mut result) = result else { return Ok(()) };
-                        result.stage = stage.map(str::to_string);
-                        let _one_at_a_time = appending.lock().unwrap_or_else(|e| e.into_inner());
-                        plan::append_state(&state, &result)
-                    });
-                if done.is_err() {
-                    next.store(todo.len(), Ordering::SeqCst);
-                    return done;
+                let Some(w) = work.get(n) else { return Ok(()) };
+                let alone = match w {
+                    Work::One(m) => vec![*m],
+                    Work::Batch(ms) => {
+                        let numbers = kernels.schemata.map(|(_, n)| n.clone()).unwrap_or_default();
+                        let decided = {
+                            let _shared = gate.read().unwrap_or_else(PoisonError::into_inner);
+                            line(format!(
+                                "mutants {}-{}/{}: a batch in one boot",
+                                position(ms[0]),
+                                position(ms[ms.len() - 1]),
+                                todo.len()
+                            ));
+                            super::batches::run_batch(ms, steps, &numbers, &kernels, out, timeout)
+                        };
+                        let decided = match decided {
+                            Ok(d) => d,
+                            Err(e) => {
+                                next.store(work.len(), Ordering::SeqCst);
+                                return Err(e);
+                            }
+                        };
+                        for (_, result) in decided.results {
+                            record(result)?;
+                        }
+                        decided.alone
+                    }
+                };
+                for m in alone {
+                    let Some(Step::Run { scenarios }) = steps.get(&m.id) else { continue };
+                    let done =
+                        run_mutant(m, (position(m), todo.len()), scenarios, source, &kernels, out, (timeout, &gate))
+                            .and_then(&record);
+                    if done.is_err() {
+                        next.store(work.len(), Ordering::SeqCst);
+                        return done;
+                    }
                 }
             }
         };
@@ -155,6 +189,39 @@ pub fn run_all(
         first
     })?;
     Ok(0)
+}
+
+/// What a worker takes: a mutant in a boot of its own, or a batch in one boot.
+enum Work<'a> {
+    One(&'a Mutant),
+    Batch(Vec<&'a Mutant>),
+}
+
+/// The mutants to run as work: those a batch can hold in batches of the batching's size (in
+/// the mutants' order), the others one by one after them.
+fn work_of<'a>(
+    todo: &[&'a Mutant],
+    steps: &BTreeMap<String, Step>,
+    kernels: &Kernels,
+    batching: Option<&Batching>,
+) -> Vec<Work<'a>> {
+    let Some(b) = batching else { return todo.iter().map(|m| Work::One(m)).collect() };
+    let number = |m: &Mutant| kernels.schemata.and_then(|(_, n)| n.get(&m.id).copied());
+    let (held, alone): (Vec<&Mutant>, Vec<&Mutant>) =
+        todo.iter().partition(|m| steps.get(&m.id).is_some_and(|step| b.holds(m, step, number(m))));
+    // A batch is one arch's: consecutive mutants of the same arch.
+    let mut work: Vec<Work> = Vec::new();
+    let mut by_arch: BTreeMap<&str, Vec<&Mutant>> = BTreeMap::new();
+    for m in held {
+        let Some(Step::Run { scenarios }) = steps.get(&m.id) else { continue };
+        let arch = scenarios.keys().next().map(String::as_str).unwrap_or_default();
+        by_arch.entry(arch).or_default().push(m);
+    }
+    for ms in by_arch.into_values() {
+        work.extend(ms.chunks(b.size).map(|c| Work::Batch(c.to_vec())));
+    }
+    work.extend(alone.into_iter().map(Work::One));
+    work
 }
 
 /// One mutant's run (`n` of `total`): the schemata kernel with its number, or its own diff;
@@ -283,7 +350,7 @@ pub fn booted_kernels(results: &Path, cache: &Path) -> Vec<(serde_json::Value, P
 fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result<Option<RunEnd>> {
     let latest = results.join(crate::judging::run_folder::LATEST);
     let before = std::fs::read_link(&latest).ok();
-    let (code, said) = child(args)?;
+    let (code, said) = child(args, true)?;
     let fresh = std::fs::read_link(&latest).ok() != before;
     if code == Some(0) && !fresh {
         return Ok(None);
@@ -328,16 +395,18 @@ fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result
 }
 
 /// `cargo xtask <args>` as a child process: its exit code and what it said on stderr (shown as
-/// it comes, and kept for the compiler's first error).
-fn child(args: &[String]) -> Result<(Option<i32>, Vec<String>)> {
+/// it comes, and kept for the compiler's first error); recorded in the history when `record`.
+pub(super) fn child(args: &[String], record: bool) -> Result<(Option<i32>, Vec<String>)> {
     // This very program, even when a rebuild has replaced its file since it started.
     let proc_exe = Path::new("/proc/self/exe");
     let exe = if proc_exe.exists() { proc_exe.to_path_buf() } else { std::env::current_exe()? };
     // std::process rather than xshell: the child's stderr is shown as it comes.
     let mut child = std::process::Command::new(&exe)
         .args(args)
-        // The child run records into the history this campaign was given.
+        // The child run records into the history this campaign was given (a batch's does not:
+        // its scenarios have the batch's names).
         .envs(crate::history::child_env())
+        .envs((!record).then_some((crate::history::ENV, "off")))
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -400,7 +469,7 @@ pub fn schemata_kernel(
         argv.extend(patch_args(base, &patch));
         argv.extend(profile_args(kernels.profiles));
         argv.extend(kernels.source.iter().cloned());
-        let (code, said) = child(&argv)?;
+        let (code, said) = child(&argv, true)?;
         match code {
             Some(0) => {
                 std::fs::write(&record_path, serde_json::to_vec_pretty(&record)?)

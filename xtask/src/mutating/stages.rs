@@ -72,14 +72,17 @@ pub fn run_stages(
             Some(super::runner::schemata_kernel(&all, &target.name, &target.text, &kernels, &arches, out)?)
         };
         let label = (stages.len() > 1).then_some(stage.label.as_str());
+        let batching = match (&schemata, args.batch) {
+            (Some(_), n) if n > 1 => Some(super::batches::Batching::of(mutants, stage, n as usize)?),
+            _ => None,
+        };
         code = super::runner::run_all(
             mutants,
             &target.text,
             super::runner::Kernels { schemata: schemata.as_ref(), ..kernels },
             &todo,
             (out, label),
-            args.timeout,
-            args.parallel as usize,
+            (args.timeout, args.parallel as usize, batching.as_ref()),
         )?;
     }
     Ok(code)

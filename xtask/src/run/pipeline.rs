@@ -144,6 +144,8 @@ pub struct Chosen {
     pub select: select::Selection,
     /// The catalogue's summary of each item (`suites/catalogue.tsv`), for the reports.
     pub catalogue: std::collections::BTreeMap<String, String>,
+    /// `--mutant-batch`: the plan is the batch's groups.
+    pub batch: Option<crate::mutants::batch::Batch>,
 }
 
 impl Chosen {
@@ -201,7 +203,16 @@ pub fn choose(args: &SelectArgs, results: &Path) -> Result<Chosen> {
     let catalogue = coverage::load(&project_root())
         .map(|(items, _)| items.into_iter().map(|i| (i.id, i.summary)).collect())
         .unwrap_or_default();
-    Ok(Chosen { suites, select, catalogue })
+    let batch = match &args.mutant_batch {
+        None => None,
+        Some(f) => {
+            let text = std::fs::read(f).map_err(|e| error(Kind::BadInput, format!("{}: {e}", f.display())))?;
+            let batch =
+                serde_json::from_slice(&text).map_err(|e| error(Kind::BadInput, format!("{}: {e}", f.display())))?;
+            Some(batch)
+        }
+    };
+    Ok(Chosen { suites, select, catalogue, batch })
 }
 
 /// The suites compiled against one kernel (its release and `.config`), narrowed to the chosen
@@ -230,7 +241,10 @@ pub fn compile_for(chosen: &Chosen, b: &kernel::Built) -> Result<suites::Compile
     compiled.plan.scenarios.sort_by_key(|s| chosen.select.rank(arch, &s.name));
     compiled.isolated.sort_by_key(|s| chosen.select.rank(arch, &s.name));
     compiled.skipped.retain(|s| chosen.select.wants(arch, &s.name));
-    Ok(compiled)
+    Ok(match &chosen.batch {
+        Some(batch) => batch.expand(compiled),
+        None => compiled,
+    })
 }
 
 /// What the agent collects on this kernel: its GCOV sources, if it was built for coverage.

@@ -95,6 +95,7 @@ fn rerun(p: &Pipeline, first: &Path, by_arch: BTreeMap<String, BTreeSet<String>>
         suites: p.chosen.suites.clone(),
         select: Selection::rerunning(first.to_path_buf(), by_arch),
         catalogue: p.chosen.catalogue.clone(),
+        batch: None,
     };
     let again =
         pipeline::run(&chosen, &p.built, &p.opts).and_then(|judged| pipeline::publish_as(&judged, &p.built, false));

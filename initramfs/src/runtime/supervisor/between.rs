@@ -14,7 +14,12 @@ use crate::runtime::sys;
 
 /// A coverage kernel's counters after scenario `index`, sent once they settle; the wait
 /// added to `wait`.
-pub(super) fn send_gcov(g: &crate::runtime::gcov::Collector, index: usize, out: &mut dyn Write, wait: &mut HygieneCost) {
+pub(super) fn send_gcov(
+    g: &crate::runtime::gcov::Collector,
+    index: usize,
+    out: &mut dyn Write,
+    wait: &mut HygieneCost,
+) {
     let (took, settled) = g.collect(index, out, emit);
     wait.add(took);
     if !settled {
@@ -24,7 +29,11 @@ pub(super) fn send_gcov(g: &crate::runtime::gcov::Collector, index: usize, out: 
 
 /// What the between-scenario hygiene and the coverage counters' collection cost, on the
 /// console.
-pub(super) fn say_costs(hygiene: &HygieneCost, gcov: Option<&crate::runtime::gcov::Collector>, gcov_wait: &HygieneCost) {
+pub(super) fn say_costs(
+    hygiene: &HygieneCost,
+    gcov: Option<&crate::runtime::gcov::Collector>,
+    gcov_wait: &HygieneCost,
+) {
     if hygiene.runs > 0 {
         sys::console(&format!(
             "ue-agent: between-scenario hygiene: {} runs, {} us in total, at most {} us",
@@ -121,4 +130,32 @@ pub(super) fn tidy(
         Outcome::Pass | Outcome::Skip if failed.is_some() => (Outcome::Fail, String::new(), failed),
         _ => (outcome, reason, failed),
     }
+}
+
+/// Before scenario `i` of a plan: whether it runs (false: its group stopped at a failure, and
+/// it is reported skipped), a grouped one with the switch (`switched`) set to its group's
+/// value; why the boot ends when the switch cannot be set.
+pub(super) fn enter_group(
+    plan: &Plan,
+    i: usize,
+    (switched, stopped): (&mut u32, &Option<(u32, String)>),
+    paths: &Paths,
+    out: &mut dyn Write,
+) -> Result<bool, String> {
+    let (Some(g), Some(groups)) = (plan.group_of(i), &plan.groups) else { return Ok(true) };
+    if let Some((_, by)) = stopped.as_ref().filter(|(stop, _)| *stop == g) {
+        skip_one(
+            i + 1,
+            &plan.scenarios[i],
+            &format!("not run: its group stops at its first failure ({by})"),
+            paths,
+            out,
+        );
+        return Ok(false);
+    }
+    if g != *switched {
+        switch(groups, g)?;
+        *switched = g;
+    }
+    Ok(true)
 }
