@@ -120,28 +120,30 @@ pub fn split(run: &Run, batch: &Batch) -> BTreeMap<String, Run> {
 }
 
 /// Whether the batch can vouch for a mutant's outcome from its part of the run (`mine`, from
-/// [`split`]); why not, so that it runs in a boot of its own. It can when every covering
-/// scenario ended (passed, failed, or skipped by the agent: the kernel's `requires`, or after
-/// the group's failure), and the outcome is a survival in boots with no kernel report outside
-/// a scenario, or a kill by a failing check with no kernel report. A kernel report, a hang,
-/// a scenario the boot never reached, or a report between scenarios (whose mutant's it is
-/// cannot be told) is left to a boot of the mutant's own, as are outcomes a batch has no
-/// evidence for.
+/// [`split`]); why not, so that it runs in a boot of its own. A kill or a Timeout stands when
+/// every covering scenario before the first failure ended (what comes after it a run of its
+/// own would not run either: `--fail-fast`); it is the mutant's doing, in one of its own
+/// scenarios, with the switch on, and the hygiene on the unswitched kernel had restored what
+/// the groups before it changed. A survival stands when every covering scenario ended (passed,
+/// or skipped by the agent: the kernel's `requires`) and no boot of the batch has a kernel
+/// report between scenarios (whose mutant's it is cannot be told). Anything else (a scenario
+/// the boot never reached, an outcome the batch has no evidence for) is left to a boot of the
+/// mutant's own.
 pub fn vouched(mine: &Run, outcome: &Outcome, whole: &Run) -> Result<(), String> {
-    let unfinished: Vec<&str> = mine
-        .arches
-        .iter()
-        .flat_map(|a| &a.scenarios)
-        .filter(|s| !matches!(s.status, Status::Pass | Status::Fail | Status::Skip | Status::Xfail | Status::Fixed))
-        .map(|s| s.name.as_str())
-        .collect();
+    let mut unfinished = Vec::new();
+    for s in mine.arches.iter().flat_map(|a| &a.scenarios) {
+        if matches!(s.status, Status::Fail | Status::Error | Status::Xpass) {
+            break;
+        }
+        if !matches!(s.status, Status::Pass | Status::Skip | Status::Xfail | Status::Fixed) {
+            unfinished.push(s.name.as_str());
+        }
+    }
     if let Some(first) = unfinished.first() {
         return Err(format!("{} covering scenario(s) did not end in the batch ({first})", unfinished.len()));
     }
-    let reports = mine.arches.iter().flat_map(|a| &a.scenarios).any(|s| !s.findings.is_empty());
-    let hang = mine.arches.iter().flat_map(|a| &a.scenarios).any(|s| s.judged.as_deref() == Some("timeout"));
     match outcome {
-        Outcome::Killed { .. } if !reports && !hang => Ok(()),
+        Outcome::Killed { .. } | Outcome::Timeout { .. } => Ok(()),
         Outcome::Survived => {
             let between: Vec<&str> = whole
                 .arches
@@ -155,7 +157,6 @@ pub fn vouched(mine: &Run, outcome: &Outcome, whole: &Run) -> Result<(), String>
                 Some(b) => Err(format!("boot {b} has a kernel report outside any scenario")),
             }
         }
-        Outcome::Killed { .. } => Err("killed with a kernel report or a hang".into()),
         other => Err(format!("{} in the batch", other.name())),
     }
 }

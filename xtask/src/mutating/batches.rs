@@ -21,19 +21,24 @@ use crate::mutants::classify;
 use crate::mutants::mutant::Mutant;
 use crate::mutants::plan::{Stage, Step};
 use crate::mutants::report::MutantResult;
+use crate::results::model::{Run, Status};
 use crate::support::exit::Kind;
 use crate::support::progress::line;
 
-/// How a stage's mutants are batched: at most `size` a boot; the ids in `alone` never.
+/// How a stage's mutants are batched: at most `size` a boot; the ids in `alone` never; the
+/// scenarios in `isolated` (boots of their own) never in a batch's plan.
 #[derive(Debug, Clone, Default)]
 pub struct Batching {
     pub size: usize,
     pub alone: BTreeSet<String>,
+    pub isolated: BTreeSet<String>,
 }
 
 impl Batching {
-    /// The stage's batching: the mutants on a line its map says the boot runs, or covered by
-    /// a scenario the suites mark `isolated`, run alone.
+    /// The stage's batching: the mutants on a line its map says the boot runs run alone, and
+    /// the scenarios the suites mark `isolated` are left to a mutant's own run (a batch runs
+    /// the others; a survivor with isolated scenarios left then runs alone, as its own run
+    /// would have reached them only after the others passed).
     pub fn of(mutants: &[Mutant], stage: &Stage, size: usize) -> Result<Batching> {
         let select = crate::cli::SelectArgs::default();
         let chosen = crate::run::pipeline::choose(&select, Path::new("results"))?;
@@ -46,36 +51,39 @@ impl Batching {
         for m in mutants {
             for map in stage.map.values() {
                 let lines = map.lines_of(m);
-                let at_boot = map.scenarios.get(BOOT).is_some_and(|b| lines.iter().any(|l| b.contains(l)));
-                let covered_by_isolated =
-                    map.scenarios.iter().any(|(s, ran)| isolated.contains(s) && lines.iter().any(|l| ran.contains(l)));
-                if at_boot || covered_by_isolated {
+                if map.scenarios.get(BOOT).is_some_and(|b| lines.iter().any(|l| b.contains(l))) {
                     alone.insert(m.id.clone());
                 }
             }
         }
-        Ok(Batching { size, alone })
+        Ok(Batching { size, alone, isolated })
     }
 
     /// Whether mutant `m`, with its step and number in the schemata kernel, can be batched.
     pub fn holds(&self, m: &Mutant, step: &Step, number: Option<u32>) -> bool {
-        let one_arch = matches!(step, Step::Run { scenarios } if scenarios.len() == 1);
+        let shared = |s: &Vec<String>| s.iter().any(|s| !self.isolated.contains(s));
+        let one_arch =
+            matches!(step, Step::Run { scenarios } if scenarios.len() == 1 && scenarios.values().all(shared));
         self.size > 1 && number.is_some() && one_arch && !self.alone.contains(&m.id)
     }
 }
 
 /// What a batch's run decided: each vouched mutant's result (`None`: this stage's kernel skips
-/// every scenario that covers it), and the mutants to run alone.
+/// every scenario that covers it), the mutants to run alone, those whose group the boot never
+/// started (it ended at an earlier group's crash or hang), for another batch, and the
+/// survivors whose isolated scenarios are left, to run alone with only those.
 pub struct Decided<'a> {
     pub results: Vec<(&'a Mutant, Option<MutantResult>)>,
     pub alone: Vec<&'a Mutant>,
+    pub again: Vec<&'a Mutant>,
+    pub isolated_left: Vec<(&'a Mutant, BTreeMap<String, Vec<String>>)>,
 }
 
 /// One batch's boot: its mutants' groups in one `run --mutant-batch` child of this binary (not
 /// recorded in the history: its scenario names are the batch's), the run split per mutant.
 pub fn run_batch<'a>(
     ms: &[&'a Mutant],
-    steps: &BTreeMap<String, Step>,
+    (steps, batching): (&BTreeMap<String, Step>, &Batching),
     numbers: &BTreeMap<String, u32>,
     kernels: &Kernels,
     out: &Path,
@@ -83,11 +91,18 @@ pub fn run_batch<'a>(
 ) -> Result<Decided<'a>> {
     let mut groups = Vec::new();
     let mut arch = String::new();
+    // The isolated covering scenarios of each mutant, which a survival in the batch leaves untried.
+    let mut untried = BTreeMap::new();
     for m in ms {
         let Some(Step::Run { scenarios }) = steps.get(&m.id) else { continue };
         let Some((a, names)) = scenarios.iter().next() else { continue };
         arch.clone_from(a);
-        groups.push(Group { id: m.id.clone(), number: numbers[&m.id], scenarios: names.clone() });
+        let (isolated, shared): (Vec<String>, Vec<String>) =
+            names.iter().cloned().partition(|s| batching.isolated.contains(s));
+        if !isolated.is_empty() {
+            untried.insert(m.id.clone(), BTreeMap::from([(a.clone(), isolated)]));
+        }
+        groups.push(Group { id: m.id.clone(), number: numbers[&m.id], scenarios: shared });
     }
     let b = Batch { groups };
     let dir = out.join("batches").join(&ms[0].id);
@@ -115,17 +130,35 @@ pub fn run_batch<'a>(
         .flatten();
     let Some(run) = run else {
         line(format!("mutants: the batch of {} left no run (exit {code:?}): each runs alone", ms.len()));
-        return Ok(Decided { results: vec![], alone: ms.to_vec() });
+        return Ok(Decided { results: vec![], alone: ms.to_vec(), again: vec![], isolated_left: vec![] });
     };
     let parts = batch::split(&run, &b);
-    let mut decided = Decided { results: vec![], alone: vec![] };
+    let mut decided = Decided { results: vec![], alone: vec![], again: vec![], isolated_left: vec![] };
+    // The groups after the first that never started go to another batch; with none started,
+    // the boot itself is in question, and each runs alone.
+    let began = |r: &Run| {
+        r.arches.iter().flat_map(|a| &a.scenarios).any(|s| !matches!(s.status, Status::NotRun | Status::Collateral))
+    };
+    let any_started = parts.values().any(began);
     for m in ms {
         let Some(mine) = parts.get(&m.id) else {
             decided.results.push((m, None));
             continue;
         };
+        if any_started && !began(mine) {
+            decided.again.push(m);
+            continue;
+        }
         let outcome = classify::classify(mine);
-        if let Err(why) = batch::vouched(mine, &outcome, &run) {
+        let vouched = batch::vouched(mine, &outcome, &run);
+        if let (Ok(()), crate::mutants::report::Outcome::Survived, Some(left)) =
+            (&vouched, &outcome, untried.get(&m.id))
+        {
+            line(format!("mutant {}: survived the batch: its isolated scenarios in boots of its own", m.id));
+            decided.isolated_left.push((m, left.clone()));
+            continue;
+        }
+        if let Err(why) = vouched {
             line(format!("mutant {}: {why}: once more in a boot of its own", m.id));
             decided.alone.push(m);
             continue;

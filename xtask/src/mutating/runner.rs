@@ -145,27 +145,52 @@ pub fn run_all(
                     Work::One(m) => vec![*m],
                     Work::Batch(ms) => {
                         let numbers = kernels.schemata.map(|(_, n)| n.clone()).unwrap_or_default();
-                        let decided = {
-                            let _shared = gate.read().unwrap_or_else(PoisonError::into_inner);
-                            line(format!(
-                                "mutants {}-{}/{}: a batch in one boot",
-                                position(ms[0]),
-                                position(ms[ms.len() - 1]),
-                                todo.len()
-                            ));
-                            super::batches::run_batch(ms, steps, &numbers, &kernels, out, timeout)
-                        };
-                        let decided = match decided {
-                            Ok(d) => d,
-                            Err(e) => {
-                                next.store(work.len(), Ordering::SeqCst);
-                                return Err(e);
+                        let (mut batch, mut alone) = (ms.clone(), Vec::new());
+                        while !batch.is_empty() {
+                            let decided = {
+                                let _shared = gate.read().unwrap_or_else(PoisonError::into_inner);
+                                let (first, last) = (position(batch[0]), position(batch[batch.len() - 1]));
+                                line(format!("mutants {first}-{last}/{}: {} in one boot", todo.len(), batch.len()));
+                                super::batches::run_batch(
+                                    &batch,
+                                    (steps, batching.expect("only when batching")),
+                                    &numbers,
+                                    &kernels,
+                                    out,
+                                    timeout,
+                                )
+                            };
+                            let decided = match decided {
+                                Ok(d) => d,
+                                Err(e) => {
+                                    next.store(work.len(), Ordering::SeqCst);
+                                    return Err(e);
+                                }
+                            };
+                            for (_, result) in decided.results {
+                                record(result)?;
                             }
-                        };
-                        for (_, result) in decided.results {
-                            record(result)?;
+                            alone.extend(decided.alone);
+                            for (m, isolated) in decided.isolated_left {
+                                let done = run_mutant(
+                                    m,
+                                    (position(m), todo.len()),
+                                    &isolated,
+                                    source,
+                                    &kernels,
+                                    out,
+                                    (timeout, &gate),
+                                )
+                                .map(|r| r.map(|r| with_covering(r, steps.get(&m.id))))
+                                .and_then(&record);
+                                if done.is_err() {
+                                    next.store(work.len(), Ordering::SeqCst);
+                                    return done;
+                                }
+                            }
+                            batch = decided.again;
                         }
-                        decided.alone
+                        alone
                     }
                 };
                 for m in alone {
@@ -189,6 +214,16 @@ pub fn run_all(
         first
     })?;
     Ok(0)
+}
+
+/// A result whose run had only some of the mutant's covering scenarios (a batch ran the
+/// others) with all of them.
+fn with_covering(mut r: MutantResult, step: Option<&Step>) -> MutantResult {
+    if let Some(Step::Run { scenarios }) = step {
+        let all: BTreeSet<String> = scenarios.values().flatten().cloned().chain(r.covered_by.drain(..)).collect();
+        r.covered_by = all.into_iter().collect();
+    }
+    r
 }
 
 /// What a worker takes: a mutant in a boot of its own, or a batch in one boot.

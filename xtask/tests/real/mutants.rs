@@ -103,7 +103,7 @@ pub fn fixed_mutants(scratch: &Path) -> Result<()> {
 
     // Run with an empty equivalent list: the equivalent one is built and run too.
     let mut run = common.clone();
-    run.extend(strings(&["--run", "--report", "--timeout", "5m", "--equivalent"]));
+    run.extend(strings(&["--run", "--report", "--timeout", "5m", "--batch", "1", "--equivalent"]));
     run.push(none.display().to_string());
     let (code, log) = xtask(&run)?;
     anyhow::ensure!(code == Some(0), "mutants --run exited {code:?}:\n{log}");
@@ -153,6 +153,8 @@ pub fn fixed_mutants(scratch: &Path) -> Result<()> {
     }
     anyhow::ensure!(by_id.len() == 4, "mutants.json has {} mutants, not the four asked for", by_id.len());
 
+    batched_like_alone(&common, &none, &state, scratch)?;
+
     // The report again with the tracked entry: the kept Survived becomes Ignored, with the reason.
     let text = json["files"].as_object().and_then(|f| f.values().next()).and_then(|f| f["source"].as_str());
     let listed = scratch.join("equivalent-keyed-to-the-patched-text.tsv");
@@ -181,6 +183,44 @@ pub fn fixed_mutants(scratch: &Path) -> Result<()> {
         "summary.md's score line(s) {scores:?}, expected exactly [{want:?}] (1 Killed, 1 NoCoverage, the \
          CompileError and the equivalent excluded):\n{summary}"
     );
+    Ok(())
+}
+
+/// The same mutants with `--batch 8` into another folder: the two the schemata kernel holds
+/// run in one boot, each under its number switched at run time (no boot parameter), and end as
+/// they did in boots of their own, killed by the same scenarios.
+fn batched_like_alone(
+    common: &[String],
+    none: &Path,
+    alone: &std::collections::BTreeMap<String, xtask::mutants::report::MutantResult>,
+    scratch: &Path,
+) -> Result<()> {
+    let out = scratch.join("mutants-batched");
+    let mut run: Vec<String> =
+        common.iter().map(|a| if a.ends_with("mutants-out") { out.display().to_string() } else { a.clone() }).collect();
+    run.extend(strings(&["--run", "--timeout", "5m", "--batch", "8", "--equivalent"]));
+    run.push(none.display().to_string());
+    let (code, log) = xtask(&run)?;
+    anyhow::ensure!(code == Some(0), "mutants --run --batch 8 exited {code:?}:\n{log}");
+    let state = xtask::mutants::plan::load_state(&xtask::mutants::plan::state_file(&out))?;
+    for id in [KILLED, EQUIVALENT] {
+        let (a, b) = (alone.get(id).map(|r| &r.outcome), state.get(id).map(|r| &r.outcome));
+        let by = |o: Option<&xtask::mutants::report::Outcome>| match o {
+            Some(xtask::mutants::report::Outcome::Killed { by, .. }) => by.clone(),
+            _ => vec![],
+        };
+        anyhow::ensure!(
+            a.map(|o| o.name()) == b.map(|o| o.name()) && by(a) == by(b),
+            "{id}: {a:?} alone, {b:?} in a batch\n{log}"
+        );
+    }
+    anyhow::ensure!(log.contains("2 in one boot"), "the two schemata mutants did not share a boot:\n{log}");
+    let batches: Vec<_> = std::fs::read_dir(out.join("batches"))?.flatten().map(|e| e.path()).collect();
+    anyhow::ensure!(batches.len() == 1, "batch folders {batches:?}, expected one");
+    let batch = run_folder(&batches[0]).context("no batch run folder")?;
+    let qemu = std::fs::read_to_string(batch.join("x86_64").join("qemu-command.txt"))?;
+    let param = format!("{}=", xtask::mutants::schemata::PARAM);
+    anyhow::ensure!(!qemu.contains(&param), "the batch booted with {param}N: {qemu}");
     Ok(())
 }
 

@@ -79,15 +79,26 @@ fn the_run_splits_per_mutant_and_vouches_for_check_kills_and_clean_survivals() {
     assert!(why.contains("kernel report outside any scenario"), "{why}");
     assert_eq!(vouched(&parts["m1"], &m1, &reported), Ok(()));
 
-    // A kill by a kernel report, and a scenario the boot never reached, are not vouched for.
+    // A kill by a kernel report in the mutant's own scenario, and a hang there (what follows
+    // it never runs), are vouched for; a scenario the boot never reached before any failure is
+    // not.
     let mut oops = run.clone();
     oops.arches[0].scenarios[1].findings.push(finding);
     let parts = split(&oops, &batch());
     let killed = classify(&parts["m1"]);
-    assert!(vouched(&parts["m1"], &killed, &oops).unwrap_err().contains("kernel report"));
+    assert!(matches!(&killed, Outcome::Killed { evidence, .. } if evidence.contains("warning")), "{killed:?}");
+    assert_eq!(vouched(&parts["m1"], &killed, &oops), Ok(()));
+    let mut hung = run.clone();
+    hung.arches[0].scenarios[0].status = Status::Fail;
+    hung.arches[0].scenarios[0].judged = Some("timeout".into());
+    hung.arches[0].scenarios[1].status = Status::Collateral;
+    let parts = split(&hung, &batch());
+    let timeout = classify(&parts["m1"]);
+    assert!(matches!(timeout, Outcome::Timeout { .. }), "{timeout:?}");
+    assert_eq!(vouched(&parts["m1"], &timeout, &hung), Ok(()));
     let mut cut = run.clone();
     cut.arches[0].scenarios[2].status = Status::NotRun;
     let parts = split(&cut, &batch());
-    let why = vouched(&parts["m2"], &classify(&parts["m2"]), &cut).unwrap_err();
+    let why = vouched(&parts["m2"], &Outcome::Survived, &cut).unwrap_err();
     assert!(why.starts_with("1 covering scenario(s) did not end in the batch (s/b)"), "{why}");
 }
