@@ -7,7 +7,7 @@ use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -18,6 +18,8 @@ use crate::runtime::hygiene::{self, Baseline, HygieneRoots};
 use crate::runtime::stuck::{self, Guard, KILL_GRACE};
 use crate::runtime::sys;
 use between::{died, enter_group, say_costs, send_gcov, skip_the_rest, switch, tidy, HygieneCost};
+use stream::{clean, diag};
+pub use stream::{emit, read_taint, Counts};
 
 /// How often the supervisor checks whether a scenario has exited.
 const POLL: Duration = Duration::from_millis(10);
@@ -65,27 +67,6 @@ impl Paths {
     /// Running on a host for testing: no kmsg markers, no reaping of other threads' children.
     pub fn host(plan: PathBuf) -> Paths {
         Paths { plan, kmsg: None, scenario_file: None, reap_orphans: false, hygiene: None, ..Paths::guest() }
-    }
-}
-
-/// How many scenarios ended which way.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Counts {
-    pub passed: usize,
-    pub failed: usize,
-    pub skipped: usize,
-    pub timeout: usize,
-}
-
-impl Counts {
-    /// One more scenario that ended with `outcome`.
-    fn count(&mut self, outcome: Outcome) {
-        match outcome {
-            Outcome::Pass => self.passed += 1,
-            Outcome::Fail => self.failed += 1,
-            Outcome::Skip => self.skipped += 1,
-            Outcome::Timeout => self.timeout += 1,
-        }
     }
 }
 
@@ -141,7 +122,7 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
         let index = i + 1;
         let name = scenario.name.clone();
         let group = plan.group_of(i);
-        match enter_group(plan, i, (&mut switched, &stopped), paths, out) {
+        match enter_group(plan, i, (&mut switched, &stopped), &paths.tainted, out) {
             Ok(true) => {}
             Ok(false) => {
                 counts.skipped += 1;
@@ -228,7 +209,7 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
             match group {
                 Some(g) => stopped = Some((g, plan.scenarios[i].name.clone())),
                 None => {
-                    skip_the_rest(plan, index, paths, out, &mut counts);
+                    skip_the_rest(plan, index, &paths.tainted, out, &mut counts);
                     break;
                 }
             }
@@ -487,11 +468,6 @@ pub fn find_result_port(virtio_ports: &Path, dev: &Path, wait: Duration) -> Opti
     }
 }
 
-/// The kernel's taint mask; 0 when unreadable (no /proc), which the host sees as untainted.
-pub fn read_taint(path: &Path) -> u64 {
-    fs::read_to_string(path).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
-}
-
 /// A marker in the kernel log. The file is opened per message because /dev/kmsg rate-limits
 /// writes per open file (10 per 5 s), which a long plan would exceed.
 fn kmsg(paths: &Paths, msg: &str) {
@@ -502,41 +478,7 @@ fn kmsg(paths: &Paths, msg: &str) {
     }
 }
 
-/// Writes one line and flushes it, so a crash loses nothing already reported.
-pub fn emit(out: &mut dyn Write, line: &ResultLine) {
-    static BROKEN: AtomicBool = AtomicBool::new(false);
-    let text = format!("{}\n", line.format());
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        if !BROKEN.swap(true, Ordering::Relaxed) {
-            sys::console(&format!("ue-agent: result channel write failed: {}", sys::error_name(&e)));
-        }
-    }
-}
-
-/// A Diag line that reads back as the same Diag: control characters are escaped, and text
-/// that would parse as one of the agent's own lines (`ue-end 1 taint=0`) is marked as output.
-fn diag(text: &str) -> ResultLine {
-    let text = clean(text);
-    let line = ResultLine::Diag(text.clone());
-    if ResultLine::parse(&line.format()).as_ref() == Some(&line) {
-        line
-    } else {
-        ResultLine::Diag(format!("| {text}"))
-    }
-}
-
-fn clean(text: &str) -> String {
-    let mut s = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() && c != '\t' {
-            s.push_str(&format!("\\x{:02x}", c as u32));
-        } else {
-            s.push(c);
-        }
-    }
-    s
-}
-
 mod between;
+mod stream;
 #[cfg(test)]
 mod tests;

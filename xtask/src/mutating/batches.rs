@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use super::runner::{child, profile_args, run_argv, Kernels};
+use super::child::{child, profile_args, run_argv, Kernels};
 use crate::cli::Xtask;
 use crate::coverage::runs::BOOT;
 use crate::mutants::batch::{self, Batch, Group};

@@ -1,14 +1,17 @@
 //! A mutation campaign, what `cargo xtask mutants` does with the mutants of `mutants/`: the file
 //! mutated (`target`), the equivalent list read against it (`equivalents`), the stages planned
 //! from coverage maps and run (`stages`), each mutant a child `run` of this binary on the
-//! schemata kernel or its own (`runner`), or several in one boot (`batches`), trivial compiler equivalence on a built kernel
-//! (`tce`), the selection shown and the reports written (`output`), shard folders merged
-//! (`merge`). Above `run/` and `setup/`:
-//! it builds kernels through them (TCE's build folder, the suites' `xfail` marks), where
-//! `mutants/` stays the model, mostly sans-IO, that the reports and plans are made of.
+//! schemata kernel or its own (`runner`, its command line and child process in `child`), or several in one boot (`batches`), each one's
+//! covering scenarios in the order that killed most so far (`kills`), trivial compiler
+//! equivalence on a built kernel (`tce`), the selection shown and the reports written
+//! (`output`), shard folders merged (`merge`). Above `run/` and `setup/`: it builds kernels
+//! through them (TCE's build folder, the suites' `xfail` marks), where `mutants/` stays the
+//! model, mostly sans-IO, that the reports and plans are made of.
 
 pub mod batches;
+pub mod child;
 pub mod equivalents;
+pub mod kills;
 pub mod merge;
 pub mod output;
 pub mod runner;

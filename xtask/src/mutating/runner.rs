@@ -10,7 +10,7 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
@@ -20,6 +20,8 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use super::batches::Batching;
+use super::child::{child, patch_args, profile_args, run_argv, Kernels};
+use super::kills::Kills;
 use crate::cli::Xtask;
 use crate::mutants::classify::{self, RunEnd};
 use crate::mutants::mutant::Mutant;
@@ -28,77 +30,6 @@ use crate::mutants::report::{MutantResult, Outcome};
 use crate::mutants::schemata;
 use crate::support::exit::{error, Kind};
 use crate::support::progress::line;
-
-/// The `run` command line of one mutant: the base patches then its own, the arches of its covering scenarios and
-/// their union as filters in the plan's order (fastest first, `--in-filter-order`; each arch
-/// runs the union: a superset of its own), its own results folder, `--fail-fast` (one failure
-/// kills it), and the per-mutant `--timeout` if any.
-pub fn run_argv(
-    base: &[PathBuf],
-    patch: &Path,
-    scenarios: &BTreeMap<String, Vec<String>>,
-    results: &Path,
-    timeout: Option<Duration>,
-) -> Vec<String> {
-    let arches: Vec<&str> = scenarios.keys().map(String::as_str).collect();
-    // Each arch's order (fastest first), the first arch's before the others'.
-    let mut all: Vec<&String> = vec![];
-    for s in scenarios.values().flatten() {
-        if !all.contains(&s) {
-            all.push(s);
-        }
-    }
-    let mut argv = vec![
-        "xtask".to_string(),
-        "run".into(),
-        "--fail-fast".into(),
-        // A mutant's failure is its kill: never re-run (a schemata kernel's cells flip between
-        // mutants by design).
-        "--no-rerun-unstable".into(),
-        "--in-filter-order".into(),
-        "--arch".into(),
-        arches.join(","),
-    ];
-    argv.extend(patch_args(base, patch));
-    argv.extend(["--results".to_string(), results.display().to_string()]);
-    if let Some(t) = timeout {
-        argv.extend(["--timeout".to_string(), format!("{}s", t.as_secs().max(1))]);
-    }
-    for s in all {
-        argv.extend(["--filter".to_string(), s.clone()]);
-    }
-    argv
-}
-
-/// The schemata kernel's patch and the number of each mutant it holds.
-pub type SchemataKernel = (PathBuf, BTreeMap<String, u32>);
-
-/// What the mutants' kernels are made of (the base patches, the profiles, the schemata kernel
-/// if any) and where they are cached.
-#[derive(Clone, Copy)]
-pub struct Kernels<'a> {
-    pub base: &'a [PathBuf],
-    /// The source's flags (`--kernel-version X`), for the schemata build and every run.
-    pub source: &'a [String],
-    pub profiles: &'a [String],
-    pub schemata: Option<&'a SchemataKernel>,
-    /// The kernel cache, where a mutant built on its own is removed from after its run.
-    pub cache: &'a Path,
-}
-
-/// `--patch P` for each base patch, then for `last`.
-pub(super) fn patch_args(base: &[PathBuf], last: &Path) -> Vec<String> {
-    base.iter()
-        .map(PathBuf::as_path)
-        .chain([last])
-        .flat_map(|p| ["--patch".to_string(), p.display().to_string()])
-        .collect()
-}
-
-/// `--profile NAME` for each profile.
-pub(super) fn profile_args(profiles: &[String]) -> Vec<String> {
-    profiles.iter().flat_map(|p| ["--profile".to_string(), p.clone()]).collect()
-}
 
 /// Runs every mutant whose step is `Run`, in order, `parallel` at a time, each result (with the
 /// stage's label when there are stages) appended
@@ -124,6 +55,7 @@ pub fn run_all(
     std::fs::create_dir_all(out.join("patches")).with_context(|| format!("creating {}", out.display()))?;
     let todo: Vec<&Mutant> = mutants.iter().filter(|m| matches!(steps.get(&m.id), Some(Step::Run { .. }))).collect();
     let work = work_of(&todo, steps, &kernels, batching);
+    let kills = Kills::of(plan::load_state(&state)?.values());
     let next = AtomicUsize::new(0);
     let appending = Mutex::new(());
     let gate = RwLock::new(());
@@ -132,76 +64,39 @@ pub fn run_all(
         // of the mutant (an earlier stage's result stands).
         let Some(mut result) = result else { return Ok(()) };
         result.stage = stage.map(str::to_string);
+        kills.count(&result);
         let _one_at_a_time = appending.lock().unwrap_or_else(|e| e.into_inner());
         plan::append_state(&state, &result)
     };
     let position = |m: &Mutant| todo.iter().position(|t| t.id == m.id).unwrap_or(0) + 1;
+    let ctx = Ctx {
+        source,
+        kernels: &kernels,
+        out,
+        timeout,
+        gate: &gate,
+        record: &record,
+        position: &position,
+        total: todo.len(),
+    };
     std::thread::scope(|s| -> Result<()> {
         let worker = || -> Result<()> {
             loop {
                 let n = next.fetch_add(1, Ordering::SeqCst);
                 let Some(w) = work.get(n) else { return Ok(()) };
-                let alone = match w {
-                    Work::One(m) => vec![*m],
-                    Work::Batch(ms) => {
-                        let numbers = kernels.schemata.map(|(_, n)| n.clone()).unwrap_or_default();
-                        let (mut batch, mut alone) = (ms.clone(), Vec::new());
-                        while !batch.is_empty() {
-                            let decided = {
-                                let _shared = gate.read().unwrap_or_else(PoisonError::into_inner);
-                                let (first, last) = (position(batch[0]), position(batch[batch.len() - 1]));
-                                line(format!("mutants {first}-{last}/{}: {} in one boot", todo.len(), batch.len()));
-                                super::batches::run_batch(
-                                    &batch,
-                                    (steps, batching.expect("only when batching")),
-                                    &numbers,
-                                    &kernels,
-                                    out,
-                                    timeout,
-                                )
-                            };
-                            let decided = match decided {
-                                Ok(d) => d,
-                                Err(e) => {
-                                    next.store(work.len(), Ordering::SeqCst);
-                                    return Err(e);
-                                }
-                            };
-                            for (_, result) in decided.results {
-                                record(result)?;
-                            }
-                            alone.extend(decided.alone);
-                            for (m, isolated) in decided.isolated_left {
-                                let done = run_mutant(
-                                    m,
-                                    (position(m), todo.len()),
-                                    &isolated,
-                                    source,
-                                    &kernels,
-                                    out,
-                                    (timeout, &gate),
-                                )
-                                .map(|r| r.map(|r| with_covering(r, steps.get(&m.id))))
-                                .and_then(&record);
-                                if done.is_err() {
-                                    next.store(work.len(), Ordering::SeqCst);
-                                    return done;
-                                }
-                            }
-                            batch = decided.again;
-                        }
-                        alone
-                    }
+                let ids: Vec<&str> = match w {
+                    Work::One(m) => vec![m.id.as_str()],
+                    Work::Batch(ms) => ms.iter().map(|m| m.id.as_str()).collect(),
                 };
-                for m in alone {
-                    let Some(Step::Run { scenarios }) = steps.get(&m.id) else { continue };
-                    let done =
-                        run_mutant(m, (position(m), todo.len()), scenarios, source, &kernels, out, (timeout, &gate))
-                            .and_then(&record);
-                    if done.is_err() {
-                        next.store(work.len(), Ordering::SeqCst);
-                        return done;
-                    }
+                // Each mutant's scenarios in the order that killed most so far.
+                let ordered = kills.order(steps, ids);
+                let done = match w {
+                    Work::One(m) => alone(&ctx, &ordered, &[*m]),
+                    Work::Batch(ms) => in_batches(&ctx, &ordered, ms, batching.expect("only when batching")),
+                };
+                if done.is_err() {
+                    next.store(work.len(), Ordering::SeqCst);
+                    return done;
                 }
             }
         };
@@ -214,6 +109,56 @@ pub fn run_all(
         first
     })?;
     Ok(0)
+}
+
+/// What a worker's runs share: the file's text, the kernels, the output folder, the per-mutant
+/// `--timeout`, the gate, how a result is recorded and where a mutant is in the whole run.
+struct Ctx<'a> {
+    source: &'a str,
+    kernels: &'a Kernels<'a>,
+    out: &'a Path,
+    timeout: Option<Duration>,
+    gate: &'a RwLock<()>,
+    record: &'a (dyn Fn(Option<MutantResult>) -> Result<()> + Sync),
+    position: &'a (dyn Fn(&Mutant) -> usize + Sync),
+    total: usize,
+}
+
+/// Each of `ms` in a boot of its own, its result recorded.
+fn alone(ctx: &Ctx, steps: &BTreeMap<String, Step>, ms: &[&Mutant]) -> Result<()> {
+    for m in ms {
+        let Some(Step::Run { scenarios }) = steps.get(&m.id) else { continue };
+        let n = ((ctx.position)(m), ctx.total);
+        let result = run_mutant(m, n, scenarios, ctx.source, ctx.kernels, ctx.out, (ctx.timeout, ctx.gate))?;
+        (ctx.record)(result)?;
+    }
+    Ok(())
+}
+
+/// A batch of mutants in one boot, the groups it never started in another, until none is left;
+/// then what it could not vouch for alone, and its survivors' isolated scenarios.
+fn in_batches(ctx: &Ctx, steps: &BTreeMap<String, Step>, ms: &[&Mutant], batching: &Batching) -> Result<()> {
+    let numbers = ctx.kernels.schemata.map(|(_, n)| n.clone()).unwrap_or_default();
+    let (mut batch, mut left) = (ms.to_vec(), Vec::new());
+    while !batch.is_empty() {
+        let decided = {
+            let _shared = ctx.gate.read().unwrap_or_else(PoisonError::into_inner);
+            let (first, last) = ((ctx.position)(batch[0]), (ctx.position)(batch[batch.len() - 1]));
+            line(format!("mutants {first}-{last}/{}: {} in one boot", ctx.total, batch.len()));
+            super::batches::run_batch(&batch, (steps, batching), &numbers, ctx.kernels, ctx.out, ctx.timeout)?
+        };
+        for (_, result) in decided.results {
+            (ctx.record)(result)?;
+        }
+        left.extend(decided.alone);
+        for (m, isolated) in decided.isolated_left {
+            let n = ((ctx.position)(m), ctx.total);
+            let result = run_mutant(m, n, &isolated, ctx.source, ctx.kernels, ctx.out, (ctx.timeout, ctx.gate))?;
+            (ctx.record)(result.map(|r| with_covering(r, steps.get(&m.id))))?;
+        }
+        batch = decided.again;
+    }
+    alone(ctx, steps, &left)
 }
 
 /// A result whose run had only some of the mutant's covering scenarios (a batch ran the
@@ -427,32 +372,6 @@ fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result
         Some(_) => judged().map(RunEnd::Judged),
     };
     end.map(Some)
-}
-
-/// `cargo xtask <args>` as a child process: its exit code and what it said on stderr (shown as
-/// it comes, and kept for the compiler's first error); recorded in the history when `record`.
-pub(super) fn child(args: &[String], record: bool) -> Result<(Option<i32>, Vec<String>)> {
-    // This very program, even when a rebuild has replaced its file since it started.
-    let proc_exe = Path::new("/proc/self/exe");
-    let exe = if proc_exe.exists() { proc_exe.to_path_buf() } else { std::env::current_exe()? };
-    // std::process rather than xshell: the child's stderr is shown as it comes.
-    let mut child = std::process::Command::new(&exe)
-        .args(args)
-        // The child run records into the history this campaign was given (a batch's does not:
-        // its scenarios have the batch's names).
-        .envs(crate::history::child_env())
-        .envs((!record).then_some((crate::history::ENV, "off")))
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .with_context(|| format!("starting {}", exe.display()))?;
-    let mut said = Vec::new();
-    for line in BufReader::new(child.stderr.take().expect("piped")).lines() {
-        let line = line.context("reading the child's output")?;
-        eprintln!("{line}");
-        said.push(line);
-    }
-    Ok((child.wait().context("waiting for the child")?.code(), said))
 }
 
 /// The schemata kernel of `file`: every mutant of the file that can be (`schemata::schemata`)

@@ -58,7 +58,7 @@ pub fn run_stages(
             })
             .flatten()
             .collect();
-        let kernels = super::runner::Kernels {
+        let kernels = super::child::Kernels {
             base: &target.patches,
             source: &target.source_args,
             profiles: &stage.profiles,
@@ -79,7 +79,7 @@ pub fn run_stages(
         code = super::runner::run_all(
             mutants,
             &target.text,
-            super::runner::Kernels { schemata: schemata.as_ref(), ..kernels },
+            super::child::Kernels { schemata: schemata.as_ref(), ..kernels },
             &todo,
             (out, label),
             (args.timeout, args.parallel as usize, batching.as_ref()),

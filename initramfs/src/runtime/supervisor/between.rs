@@ -4,11 +4,12 @@
 
 use std::fs;
 use std::io::Write;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use protocol::{Outcome, Plan, ResultLine, Scenario};
 
-use super::{diag, emit, read_taint, Counts, Paths};
+use super::stream::{diag, emit, read_taint, Counts};
 use crate::runtime::hygiene::Baseline;
 use crate::runtime::sys;
 
@@ -57,17 +58,17 @@ pub(super) fn say_costs(
 
 /// A `stop_at_first_failure` plan after its first failure at `after`: every later scenario
 /// reported as skipped, unrun.
-pub(super) fn skip_the_rest(plan: &Plan, after: usize, paths: &Paths, out: &mut dyn Write, counts: &mut Counts) {
+pub(super) fn skip_the_rest(plan: &Plan, after: usize, tainted: &Path, out: &mut dyn Write, counts: &mut Counts) {
     let reason = format!("not run: the plan stops at its first failure ({})", plan.scenarios[after - 1].name);
     for (index, s) in plan.scenarios.iter().enumerate().skip(after).map(|(i, s)| (i + 1, s)) {
-        skip_one(index, s, &reason, paths, out);
+        skip_one(index, s, &reason, tainted, out);
         counts.skipped += 1;
     }
 }
 
 /// Scenario `index` reported as skipped, unrun, for `reason`.
-pub(super) fn skip_one(index: usize, s: &Scenario, reason: &str, paths: &Paths, out: &mut dyn Write) {
-    let (name, taint, reason) = (s.name.clone(), read_taint(&paths.tainted), reason.to_string());
+pub(super) fn skip_one(index: usize, s: &Scenario, reason: &str, tainted: &Path, out: &mut dyn Write) {
+    let (name, taint, reason) = (s.name.clone(), read_taint(tainted), reason.to_string());
     emit(out, &ResultLine::Begin { index, name: name.clone(), taint });
     emit(out, &ResultLine::Result { index, name, outcome: Outcome::Skip, time_ms: 0, taint, reason });
     emit(out, &ResultLine::End { index, taint });
@@ -139,7 +140,7 @@ pub(super) fn enter_group(
     plan: &Plan,
     i: usize,
     (switched, stopped): (&mut u32, &Option<(u32, String)>),
-    paths: &Paths,
+    tainted: &Path,
     out: &mut dyn Write,
 ) -> Result<bool, String> {
     let (Some(g), Some(groups)) = (plan.group_of(i), &plan.groups) else { return Ok(true) };
@@ -148,7 +149,7 @@ pub(super) fn enter_group(
             i + 1,
             &plan.scenarios[i],
             &format!("not run: its group stops at its first failure ({by})"),
-            paths,
+            tainted,
             out,
         );
         return Ok(false);
