@@ -66,7 +66,8 @@ const LEAK_AND_OOPS: &str = "x86_64: an event the hygiene cannot delete, then an
      within 180 s";
 const MUTANTS: &str = "x86_64: mutants --run on four fixed mutants with a format/* coverage map: one Killed by \
      format scenarios with a mismatch, one CompileError, one NoCoverage, the listed equivalent Survived (Ignored with \
-     the tracked list); mutants.json meets the schema";
+     the tracked list); mutants.json meets the schema; with --batch 8 the two the schemata kernel holds share one \
+     boot, switched at run time, and end as they did alone";
 const EVERY_BOOT: &str = "x86_64: a kernel that oopses on every boot: three broken fresh boots in a row, then the \
      rest are collateral of the first culprit (run.json, KTAP, JUnit), within 180 s";
 
