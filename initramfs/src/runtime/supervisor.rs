@@ -7,7 +7,6 @@ use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -157,15 +156,14 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
         // what some leave (65k events) takes minutes. Not on a broken kernel: the boot ends.
         // What cannot be undone ends the boot too, once: every later scenario would otherwise
         // wait for the same leftover again and fail on it, so they run on a fresh boot instead.
-        let unexpected = matches!(outcome, Outcome::Fail | Outcome::Timeout)
-            && !plan.expected_failures.iter().any(|n| *n == plan.scenarios[i].name);
-        let stops = plan.stop_at_first_failure && unexpected;
+        let expected = plan.expected_failures.contains(&name);
+        let stops = plan.stop_at_first_failure && matches!(outcome, Outcome::Fail | Outcome::Timeout) && !expected;
         // A group ends at its last scenario or at the failure that stops it: the switch goes back
         // to 0 and the hygiene runs on the unswitched kernel, for the next group, not as a check
         // of this scenario (a boot of its own would have had no hygiene after it).
         let ends_group = group.is_some() && (stops || plan.group_of(i + 1) != group);
-        if let (Some(b), None) = (&baseline, &broken) {
-            if index < plan.scenarios.len() && ends_group {
+        if let (Some(b), None, true) = (&baseline, &broken, index < plan.scenarios.len()) {
+            if ends_group {
                 let groups = plan.groups.as_ref().expect("a grouped scenario");
                 broken = switch(groups, 0).err().or_else(|| {
                     let (_, _, failed) = tidy(b, outcome, reason.clone(), out, &mut hygiene);
@@ -176,7 +174,7 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
                     })
                 });
                 switched = 0;
-            } else if index < plan.scenarios.len() {
+            } else {
                 let failed;
                 (outcome, reason, failed) = tidy(b, outcome, reason, out, &mut hygiene);
                 broken = failed.map(|f| format!("{name} left what cannot be undone ({f}): the rest need a fresh boot"));
@@ -201,11 +199,8 @@ pub fn run_plan(plan: &Plan, paths: &Paths, out: &mut dyn Write, guard: Option<&
         if paths.reap_orphans {
             sys::reap_zombies();
         }
-        // A failure after the hygiene's verdict (a scenario it failed) stops the plan too.
-        let unexpected = unexpected
-            || (matches!(outcome, Outcome::Fail)
-                && !plan.expected_failures.iter().any(|n| *n == plan.scenarios[i].name));
-        if plan.stop_at_first_failure && unexpected {
+        // After the hygiene's verdict: a scenario it failed stops the plan too.
+        if plan.stop_at_first_failure && matches!(outcome, Outcome::Fail | Outcome::Timeout) && !expected {
             match group {
                 Some(g) => stopped = Some((g, plan.scenarios[i].name.clone())),
                 None => {

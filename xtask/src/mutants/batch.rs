@@ -105,8 +105,7 @@ pub fn split(run: &Run, batch: &Batch) -> BTreeMap<String, Run> {
                 s.name.truncate(s.name.len() - suffix.len());
                 any = true;
             }
-            let booted: BTreeSet<&str> = arch.scenarios.iter().filter_map(|s| s.boot.as_deref()).collect();
-            let booted: BTreeSet<String> = booted.into_iter().map(String::from).collect();
+            let booted: BTreeSet<String> = arch.scenarios.iter().filter_map(|s| s.boot.clone()).collect();
             arch.boots.retain(|b| booted.contains(&b.name));
             for b in &mut arch.boots {
                 b.findings.clear();

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use super::child::{child, profile_args, run_argv, Kernels};
+use super::child::{child_run, profile_args, run_argv, ChildRun, Kernels};
 use crate::cli::Xtask;
 use crate::coverage::runs::BOOT;
 use crate::mutants::batch::{self, Batch, Group};
@@ -72,6 +72,7 @@ impl Batching {
 /// every scenario that covers it), the mutants to run alone, those whose group the boot never
 /// started (it ended at an earlier group's crash or hang), for another batch, and the
 /// survivors whose isolated scenarios are left, to run alone with only those.
+#[derive(Default)]
 pub struct Decided<'a> {
     pub results: Vec<(&'a Mutant, Option<MutantResult>)>,
     pub alone: Vec<&'a Mutant>,
@@ -84,11 +85,11 @@ pub struct Decided<'a> {
 pub fn run_batch<'a>(
     ms: &[&'a Mutant],
     (steps, batching): (&BTreeMap<String, Step>, &Batching),
-    numbers: &BTreeMap<String, u32>,
     kernels: &Kernels,
     out: &Path,
     timeout: Option<Duration>,
 ) -> Result<Decided<'a>> {
+    let (patch, numbers) = kernels.schemata.context("a batch runs on the schemata kernel")?;
     let mut groups = Vec::new();
     let mut arch = String::new();
     // The isolated covering scenarios of each mutant, which a survival in the batch leaves untried.
@@ -109,7 +110,6 @@ pub fn run_batch<'a>(
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let file = dir.join("batch.json");
     std::fs::write(&file, serde_json::to_vec_pretty(&b)?).with_context(|| format!("writing {}", file.display()))?;
-    let (patch, _) = kernels.schemata.context("a batch runs on the schemata kernel")?;
     let timeout = timeout.map(|t| t * ms.len() as u32);
     let filters = BTreeMap::from([(arch, b.filters())]);
     let mut argv = run_argv(kernels.base, patch, &filters, &dir, timeout);
@@ -118,22 +118,18 @@ pub fn run_batch<'a>(
     argv.extend(kernels.source.iter().cloned());
     Xtask::try_parse_from(&argv).context("the batch's run command line")?;
     let started = Instant::now();
-    let latest = dir.join(crate::judging::run_folder::LATEST);
-    let before = std::fs::read_link(&latest).ok();
-    let (code, _) = child(&argv[1..], false)?;
+    let ChildRun { code, run, .. } = child_run(&argv[1..], &dir, false)?;
     if code == Some(i32::from(Kind::Interrupted.code())) || code.is_none() {
         return Err(crate::support::exit::error(Kind::Interrupted, "the batch's run was interrupted"));
     }
-    let fresh = std::fs::read_link(&latest).ok() != before;
-    let run = fresh
-        .then(|| crate::results::compare::read_run_json(&latest.join(crate::judging::run_folder::RUN_JSON)).ok())
-        .flatten();
+    let run =
+        run.and_then(|r| crate::results::compare::read_run_json(&r.join(crate::judging::run_folder::RUN_JSON)).ok());
     let Some(run) = run else {
         line(format!("mutants: the batch of {} left no run (exit {code:?}): each runs alone", ms.len()));
-        return Ok(Decided { results: vec![], alone: ms.to_vec(), again: vec![], isolated_left: vec![] });
+        return Ok(Decided { alone: ms.to_vec(), ..Decided::default() });
     };
     let parts = batch::split(&run, &b);
-    let mut decided = Decided { results: vec![], alone: vec![], again: vec![], isolated_left: vec![] };
+    let mut decided = Decided::default();
     // The groups after the first that never started go to another batch; with none started,
     // the boot itself is in question, and each runs alone.
     let began = |r: &Run| {
@@ -164,8 +160,11 @@ pub fn run_batch<'a>(
             continue;
         }
         let ran: u64 = mine.arches.iter().flat_map(|a| &a.scenarios).filter_map(|s| s.duration_ms).sum();
-        let covered_by: BTreeSet<String> =
-            b.groups.iter().filter(|g| g.id == m.id).flat_map(|g| g.scenarios.clone()).collect();
+        // Every covering scenario, as a run of its own records it (isolated ones included).
+        let covered_by: BTreeSet<String> = match steps.get(&m.id) {
+            Some(Step::Run { scenarios }) => scenarios.values().flatten().cloned().collect(),
+            _ => BTreeSet::new(),
+        };
         line(format!("mutant {}: {} (in a batch of {})", m.id, outcome.name(), ms.len()));
         let result = MutantResult {
             id: m.id.clone(),

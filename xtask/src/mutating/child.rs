@@ -104,3 +104,20 @@ pub fn child(args: &[String], record: bool) -> Result<(Option<i32>, Vec<String>)
     }
     Ok((child.wait().context("waiting for the child")?.code(), said))
 }
+
+/// How a child `run` into the results folder `results` ended: its exit code, what it said, and
+/// its own run folder when it made one (`latest` moved), else `None`.
+pub struct ChildRun {
+    pub code: Option<i32>,
+    pub said: Vec<String>,
+    pub run: Option<PathBuf>,
+}
+
+/// `cargo xtask <args>` as a child process (see [`child`]) whose `run` writes into `results`.
+pub fn child_run(args: &[String], results: &Path, record: bool) -> Result<ChildRun> {
+    let latest = results.join(crate::judging::run_folder::LATEST);
+    let before = std::fs::read_link(&latest).ok();
+    let (code, said) = child(args, record)?;
+    let fresh = std::fs::read_link(&latest).ok() != before;
+    Ok(ChildRun { code, said, run: fresh.then_some(latest) })
+}

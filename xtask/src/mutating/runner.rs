@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use super::batches::Batching;
-use super::child::{child, patch_args, profile_args, run_argv, Kernels};
+use super::child::{child, child_run, patch_args, profile_args, run_argv, ChildRun, Kernels};
 use super::kills::Kills;
 use crate::cli::Xtask;
 use crate::mutants::classify::{self, RunEnd};
@@ -138,14 +138,13 @@ fn alone(ctx: &Ctx, steps: &BTreeMap<String, Step>, ms: &[&Mutant]) -> Result<()
 /// A batch of mutants in one boot, the groups it never started in another, until none is left;
 /// then what it could not vouch for alone, and its survivors' isolated scenarios.
 fn in_batches(ctx: &Ctx, steps: &BTreeMap<String, Step>, ms: &[&Mutant], batching: &Batching) -> Result<()> {
-    let numbers = ctx.kernels.schemata.map(|(_, n)| n.clone()).unwrap_or_default();
     let (mut batch, mut left) = (ms.to_vec(), Vec::new());
     while !batch.is_empty() {
         let decided = {
             let _shared = ctx.gate.read().unwrap_or_else(PoisonError::into_inner);
             let (first, last) = ((ctx.position)(batch[0]), (ctx.position)(batch[batch.len() - 1]));
             line(format!("mutants {first}-{last}/{}: {} in one boot", ctx.total, batch.len()));
-            super::batches::run_batch(&batch, (steps, batching), &numbers, ctx.kernels, ctx.out, ctx.timeout)?
+            super::batches::run_batch(&batch, (steps, batching), ctx.kernels, ctx.out, ctx.timeout)?
         };
         for (_, result) in decided.results {
             (ctx.record)(result)?;
@@ -328,14 +327,12 @@ pub fn booted_kernels(results: &Path, cache: &Path) -> Vec<(serde_json::Value, P
 /// A run that `timeout` stopped is judged by `classify::timed_out` (its own run only: an
 /// earlier run's `run.json` says nothing of this one).
 fn run_one(args: &[String], results: &Path, timeout: Option<Duration>) -> Result<Option<RunEnd>> {
-    let latest = results.join(crate::judging::run_folder::LATEST);
-    let before = std::fs::read_link(&latest).ok();
-    let (code, said) = child(args, true)?;
-    let fresh = std::fs::read_link(&latest).ok() != before;
+    let ChildRun { code, said, run: own } = child_run(args, results, true)?;
+    let fresh = own.is_some();
     if code == Some(0) && !fresh {
         return Ok(None);
     }
-    let run_json = latest.join(crate::judging::run_folder::RUN_JSON);
+    let run_json = results.join(crate::judging::run_folder::LATEST).join(crate::judging::run_folder::RUN_JSON);
     let run = || crate::results::compare::read_run_json(&run_json);
     let judged = || -> Result<Outcome> { Ok(classify::classify(&run()?)) };
     let end = match code {

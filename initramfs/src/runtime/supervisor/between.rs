@@ -97,8 +97,6 @@ impl HygieneCost {
     }
 }
 
-/// Restores the baseline after a scenario: each thing it left becomes a `cleanup:` line, each
-/// thing that could not be undone a `cleanup failed:` line and a failure of the scenario.
 /// The kernel's taint bit for "died": an Oops or BUG happened (`TAINT_DIE`, `D`).
 pub(super) const TAINT_DIE: u64 = 1 << 7;
 
@@ -108,8 +106,9 @@ pub(super) fn died(before: u64, after: u64, name: &str) -> Option<String> {
         .then(|| format!("the kernel oopsed while {name} ran (taint D): the rest need a fresh boot"))
 }
 
-/// Restores the boot's baseline after a scenario; what could not be restored fails it and
-/// comes back as the first such item.
+/// Restores the boot's baseline after a scenario: each thing it left becomes a `cleanup:` line,
+/// each thing that could not be undone a `cleanup failed:` line; what could not be restored
+/// fails it and comes back as the first such item.
 pub(super) fn tidy(
     baseline: &Baseline,
     outcome: Outcome,
