@@ -35,9 +35,9 @@ pub use prebuilt::prebuilt;
 
 /// A kernel's source mirror, synced to its source and patches, and the lock that keeps it so.
 pub fn source_tree(src: &SourceRef) -> Result<(PathBuf, crate::support::files::Lock)> {
-    let tree_dir = src.cache_dir.join("trees").join(location(&src.identity));
-    let lock = crate::support::files::Lock::acquire(&tree_dir.join("lock"))?;
     let pristine = source::pristine_root(&src.spec, &src.identity, &src.cache_dir)?;
+    let tree_dir = src.cache_dir.join("trees").join(location(&src.identity, &pristine));
+    let lock = crate::support::files::Lock::acquire(&tree_dir.join("lock"))?;
     let mirror = tree_dir.join("src");
     source::sync_mirror(&pristine, &mirror, &tree_dir.join("state.json"), &src.identity.id, &src.patches)?;
     Ok((mirror, lock))
@@ -91,7 +91,7 @@ fn build_or_reuse(req: &Job) -> Result<Built> {
     }
     let source_ref = source_ref(req);
 
-    let location = location(req.source);
+    let location = location(req.source, &source::pristine_root(req.spec, req.source, req.cache_dir)?);
     let tree_dir = req.cache_dir.join("trees").join(&location);
     let mut durations = BTreeMap::new();
 

@@ -280,6 +280,10 @@ struct MirrorState {
     /// the patches' digests); absent while a sync is under way or after one failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     synced: Option<String>,
+    /// The pristine tree the mirror was last brought to in full: a mirror switched to another
+    /// one (another source of its release line) has the files whose content differs refreshed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pristine: Option<PathBuf>,
 }
 
 /// Whether the mirror is already `pristine` with `patches` applied (what [`sync_mirror`] would
@@ -331,6 +335,11 @@ pub fn sync_mirror(
             restore(pristine, mirror, rel)?;
         }
     } else {
+        // Another pristine tree (another source of the release line, or a git tree's other
+        // commit): the files whose content differs from what the mirror holds, found before
+        // the mirror is linked to the new tree, whose mtimes may be older than the objects.
+        let switched = whole && previous.pristine.as_deref() != Some(pristine);
+        let changed = if switched { content_changes(pristine, mirror)? } else { vec![] };
         std::fs::create_dir_all(mirror)?;
         let mut src = pristine.as_os_str().to_owned();
         src.push("/");
@@ -339,11 +348,11 @@ pub fn sync_mirror(
         let link_dest = format!("--link-dest={}", pristine.display());
         stdout(cmd!(sh, "rsync -a --delete --exclude=/.git {link_dest} {src} {dst}"))
             .with_context(|| format!("mirroring {} into {}", pristine.display(), mirror.display()))?;
-        for rel in &previous.patched_files {
+        for rel in previous.patched_files.iter().chain(&changed) {
             refresh(&mirror.join(rel))?;
         }
     }
-    let mut state = MirrorState::default();
+    let mut state = MirrorState { pristine: Some(pristine.to_path_buf()), ..MirrorState::default() };
     for patch in patches {
         let touched = dry_run(mirror, &patch.path)?;
         state.patched_files.extend(touched.iter().cloned());
@@ -364,6 +373,24 @@ pub fn sync_mirror(
     state.synced = Some(wanted);
     crate::support::files::write_atomic(state_file, &serde_json::to_vec(&state)?)?;
     Ok(())
+}
+
+/// The regular files of `pristine` whose content the mirror does not hold (changed or new), by
+/// rsync's checksums in a dry run: what `make` must rebuild after a switch of source.
+fn content_changes(pristine: &Path, mirror: &Path) -> Result<Vec<String>> {
+    let sh = sh()?;
+    let (mut src, mut dst) = (pristine.as_os_str().to_owned(), mirror.as_os_str().to_owned());
+    src.push("/");
+    dst.push("/");
+    let format = "--out-format=%i %n";
+    let out = text(cmd!(sh, "rsync -rlp --checksum --dry-run --exclude=/.git {format} {src} {dst}"))
+        .with_context(|| format!("comparing {} with {}", pristine.display(), mirror.display()))?;
+    Ok(out
+        .lines()
+        .filter_map(|l| l.strip_prefix(">f"))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(_, n)| n.to_string())
+        .collect())
 }
 
 /// The files the mirror's current patch set touched (relative paths), as `sync_mirror` recorded.

@@ -37,18 +37,20 @@ struct Cli {
     cache_dir: Option<std::path::PathBuf>,
     /// Only this group of checks: `coverage`, `consumers` (kunit.py and kcidb-io read the
     /// renderings of the results fixture; no kernel), or `broken` (kernels that break
-    /// themselves: culprit, collateral, bound), `signals` (Ctrl-C mid-boot), `bisect-run` (`git bisect run ue-conformance`
-    /// from the test git tree), `mutants` (`mutants --run` on four fixed mutants), or `sandbox`
+    /// themselves: culprit, collateral, bound), `signals` (Ctrl-C mid-boot), `git-tree` (`validate` and
+    /// `bisect` of the test git tree, then `git bisect run ue-conformance` from inside it), `mutants` (`mutants --run` on four fixed mutants), or `sandbox`
     /// (virtiofsd's sandbox against a guest's planted symlinks), or `atlas` (the atlas of the
     /// default source and 7.3 on x86_64), or `history` (the store on a private PostgreSQL
     /// server; two small runs recorded, then their classes; a failure whose
     /// history flips re-run before it gates), or `debug` (the debug profile on x86_64: its
     /// kernel, the gating plan judged, `validate --profile debug` of a racy patch).
-    #[arg(long, value_parser = ["coverage", "consumers", "broken", "signals", "bisect-run", "mutants", "sandbox", "atlas", "history", "debug"])]
+    #[arg(long, value_parser = ["coverage", "consumers", "broken", "signals", "git-tree", "mutants", "sandbox", "atlas", "history", "debug"])]
     only: Option<String>,
 }
 
 /// The check of `git bisect run` with the installed spelling, from the kernel tree.
+const GIT_TREE: &str =
+    "x86_64: a git tree's breaking commit: validate --base HEAD~2 names the broken scenario and exits 1, bisect finds the commit";
 const BISECT_RUN: &str =
     "x86_64: `git bisect run ue-conformance run --arch x86_64 --filter ...` from a kernel git tree \
      (the tree the default source) names the breaking commit; the tree is left as it was";
@@ -129,7 +131,10 @@ fn main() -> std::process::ExitCode {
             (history::RERUN, &|scratch| history::rerun_flaky_failures(scratch, args.cache_dir.as_deref())),
         ]),
         Some("debug") => only_debug(&args),
-        Some("bisect-run") => only(&[(BISECT_RUN, &|scratch| git_tree::git_bisect_run_from_the_tree(scratch, &args))]),
+        Some("git-tree") => only(&[
+            (GIT_TREE, &|scratch| git_tree::git_tree_validate_and_bisect(scratch, &args)),
+            (BISECT_RUN, &|scratch| git_tree::git_bisect_run_from_the_tree(scratch, &args)),
+        ]),
         _ => run(&args),
     };
     match result {

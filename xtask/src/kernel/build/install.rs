@@ -34,8 +34,8 @@ pub(super) fn install(
     copy(&build_dir.join("System.map"), "System.map")?;
     copy(&build_dir.join("vmlinux"), "vmlinux")?;
     copy(&build_dir.join("build.log"), "build.log")?;
-    let mirror = req.cache_dir.join("trees").join(location(req.source)).join("src");
     let pristine = source::pristine_root(req.spec, req.source, req.cache_dir)?;
+    let mirror = req.cache_dir.join("trees").join(location(req.source, &pristine)).join("src");
     crate::kernel::gcov::keep(tmp.path(), build_dir, (&mirror, &pristine), req.gcov_files)?;
     let frag_dir = tmp.path().join("fragments");
     write_fragments(&frag_dir, req.fragments)?;

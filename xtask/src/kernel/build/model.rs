@@ -100,9 +100,30 @@ pub struct SourceRef {
     pub cache_dir: PathBuf,
 }
 
-/// The private mirror's folder name of a source location.
-pub(super) fn location(source: &Identity) -> String {
-    sha256_hex(format!("{}\0{}", source.kind, source.location.display()))[..16].to_string()
+/// The private mirror's folder name of a source: its release line (`linux-6.12`, from the
+/// top Makefile's `VERSION` and `PATCHLEVEL`), so every source of one line (Debian's package, a
+/// git tree, its commits, a tarball) shares one mirror and one build directory per arch and
+/// profile, and moving between them rebuilds only what differs (`source::sync_mirror`). A tree
+/// whose Makefile says no version has a folder of its own.
+pub(super) fn location(source: &Identity, pristine: &Path) -> String {
+    match release_line(pristine) {
+        Some(line) => format!("linux-{line}"),
+        None => sha256_hex(format!("{}\0{}", source.kind, source.location.display()))[..16].to_string(),
+    }
+}
+
+/// `VERSION.PATCHLEVEL` of a kernel tree's top Makefile.
+fn release_line(tree: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(tree.join("Makefile")).ok()?;
+    let field = |name: &str| {
+        text.lines().take(20).find_map(|l| {
+            let (key, value) = l.split_once('=')?;
+            (key.trim() == name)
+                .then(|| value.trim().to_string())
+                .filter(|v| v.chars().all(|c| c.is_ascii_digit()) && !v.is_empty())
+        })
+    };
+    Some(format!("{}.{}", field("VERSION")?, field("PATCHLEVEL")?))
 }
 
 pub(super) fn file_name(path: &str) -> String {
@@ -113,4 +134,32 @@ pub(super) fn host() -> String {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     format!("{} ({cores} cores)", name.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_of_one_release_line_share_a_location() {
+        let ident = |kind: &str, at: &Path| Identity {
+            kind: kind.into(),
+            label: String::new(),
+            id: kind.into(),
+            location: at.to_path_buf(),
+            git_head: None,
+            git_dirty: None,
+            package_version: None,
+        };
+        let (a, b, c) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(a.path().join("Makefile"), "# SPDX\nVERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 118\n").unwrap();
+        std::fs::write(b.path().join("Makefile"), "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\nEXTRAVERSION = -rc1\n")
+            .unwrap();
+        std::fs::write(c.path().join("Makefile"), "all:\n").unwrap();
+        assert_eq!(location(&ident("debian-package", a.path()), a.path()), "linux-6.12");
+        assert_eq!(location(&ident("git-tree", b.path()), b.path()), "linux-6.12");
+        let own = location(&ident("tree", c.path()), c.path());
+        assert_eq!(own.len(), 16, "a tree with no version has a folder of its own: {own}");
+        assert_ne!(own, location(&ident("git-tree", c.path()), c.path()));
+    }
 }

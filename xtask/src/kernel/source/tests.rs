@@ -113,6 +113,41 @@ fn a_mirror_already_synced_to_the_same_source_and_patches_is_left_alone() {
     assert!(mtime() > first, "and the patched file rewritten");
 }
 
+/// Every file of `dir` dated a year back, as an unpacked tarball or a git export is.
+fn backdate(dir: &Path) {
+    let sh = sh().unwrap();
+    let each = "{}";
+    stdout(cmd!(sh, "find {dir} -type f -exec touch -d 2025-01-01 {each} +")).unwrap();
+}
+
+#[test]
+fn a_switch_to_another_tree_refreshes_exactly_the_files_whose_content_differs() {
+    let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    kernel_like_tree(one.path());
+    kernel_like_tree(two.path());
+    let rel = "kernel/trace/trace_events_user.c";
+    std::fs::write(two.path().join(rel), "int x = 7;\n").unwrap();
+    std::fs::write(two.path().join("kernel/new.c"), "int n;\n").unwrap();
+    backdate(one.path());
+    backdate(two.path());
+    let work = tempfile::tempdir().unwrap();
+    let (mirror, state) = (work.path().join("src"), work.path().join("state.json"));
+    sync_mirror(one.path(), &mirror, &state, "one", &[]).unwrap();
+    // The build of the first tree: its objects are newer than every source file.
+    let built = std::time::SystemTime::now();
+    sync_mirror(two.path(), &mirror, &state, "two", &[]).unwrap();
+    let mtime = |rel: &str| std::fs::metadata(mirror.join(rel)).unwrap().modified().unwrap();
+    assert_eq!(std::fs::read_to_string(mirror.join(rel)).unwrap(), "int x = 7;\n");
+    assert!(mtime(rel) >= built, "a file whose content changed is newer than the objects");
+    assert!(mtime("kernel/new.c") >= built, "and so is a new file");
+    assert!(mtime("Kconfig") < built, "an unchanged file is not");
+    use std::os::unix::fs::MetadataExt;
+    let (linked, source) =
+        (std::fs::metadata(mirror.join("Kconfig")).unwrap(), std::fs::metadata(two.path().join("Kconfig")).unwrap());
+    assert_eq!(linked.ino(), source.ino(), "unchanged files are links into the tree switched to");
+    assert_eq!(std::fs::read_to_string(one.path().join(rel)).unwrap(), "int x;\n", "the first tree untouched");
+}
+
 #[test]
 fn another_patch_set_on_the_same_source_puts_back_only_what_the_last_one_touched() {
     let src = tempfile::tempdir().unwrap();
