@@ -1,5 +1,6 @@
 //! One arch's kernel built: its cache key, a hit read back, else the private mirror synced,
-//! the build directory configured (`configure`), the image made and checked again, and the
+//! a new build directory seeded from another profile's (`seed`), the build directory configured
+//! (`configure`), the image made and checked again, and the
 //! result installed with its provenance in the content-addressed cache (`install`); a user's
 //! image taken as it is (`prebuilt`). The data it hands on is in `model`.
 
@@ -8,6 +9,7 @@ mod install;
 mod make;
 mod model;
 mod prebuilt;
+mod seed;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -103,6 +105,12 @@ fn build_or_reuse(req: &Job) -> Result<Built> {
     std::fs::create_dir_all(&build_dir)?;
     // One build at a time in a build directory.
     let _building = crate::support::files::Lock::acquire(&build_dir.join("xtask-lock"))?;
+    let t = Instant::now();
+    if let Some(from) = seed::seed(&build_dir, req.fragments, &compiler.version)? {
+        durations.insert("seed".to_string(), t.elapsed().as_secs_f64());
+        let from = from.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        progress::line(format!("{}: a new build directory, seeded from {from} (another profile's objects)", arch.name));
+    }
     let log_path = build_dir.join("build.log");
     let mut log = std::fs::File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
     let make = Make {
