@@ -1,6 +1,6 @@
 //! The real check of `cargo xtask atlas`: Debian's default source and `--kernel-version 7.3`
-//! on one arch, the faults profile, the allocation-failure suite and another, the grid, the
-//! exit code and the files checked.
+//! on one arch, the faults and coverage profiles (the coverage checks' kernel), the
+//! allocation-failure suite and another, the grid, the exit code and the files checked.
 
 use std::path::Path;
 
@@ -15,7 +15,8 @@ pub const ARCH: &str = "x86_64";
 /// version's count of points, and a suite of the everyday ABI.
 const FILTERS: [&str; 2] = ["faults/*", "format/*"];
 
-/// `atlas --arch x86_64 --kernel-version 7.3 --profile faults --filter faults/* --filter format/*`: two
+/// `atlas --arch x86_64 --kernel-version 7.3 --profile faults --profile coverage --filter faults/*
+/// --filter format/*`: two
 /// kernel columns (6.12 then 7.3) on one arch, every selected scenario a row with a status on
 /// both, every differing cell explained (exit 0), and `atlas.json`, `atlas.html`, `kcidb.json`
 /// in `results/latest-atlas`, each kernel's run folder beside it.
@@ -30,7 +31,8 @@ pub fn default_and_7_3(scratch: &Path, cache_dir: Option<&Path>) -> Result<()> {
         suites: vec![],
         filters: FILTERS.iter().map(|f| f.to_string()).collect(),
         list: false,
-        profiles: vec!["faults".into()],
+        // The coverage checks' kernel (faults and GCOV): one build serves both checks.
+        profiles: vec![crate::coverage::PROFILE.into(), "coverage".into()],
         explained: None,
         jobs: None,
         cache_dir: cache_dir.map(Path::to_path_buf),

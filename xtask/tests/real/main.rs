@@ -81,7 +81,7 @@ const FILL_CRAWLS: &str = "x86_64: the same fill on a kernel that slows each reg
      host ends it as crawling against the history's median, within 180 s instead of its 600 s deadline";
 
 const ATLAS: &str =
-    "x86_64: atlas of the default source and --kernel-version 7.3, faults profile, on faults/* and format/*: \
+    "x86_64: atlas of the default source and --kernel-version 7.3, faults and coverage profiles, on faults/* and format/*: \
      two kernel columns, every row a status on both, every difference explained (exit 0), atlas.json, atlas.html, \
      kcidb.json and each kernel's run folder";
 

@@ -84,7 +84,8 @@ pub fn fixed_mutants(scratch: &Path) -> Result<()> {
     let root = xtask::support::checkout::project_root();
     stale_equivalents_fail(scratch)?;
     let cov = scratch.join("mutants-coverage");
-    let mut args = strings(&["run", "--arch", "x86_64", "--coverage", "--filter", "format/*", "--results"]);
+    let mut args = strings(&["run", "--arch", "x86_64", "--coverage", "--profile", crate::coverage::PROFILE]);
+    args.extend(strings(&["--filter", "format/*", "--results"]));
     args.push(cov.display().to_string());
     let (code, log) = xtask(&args)?;
     anyhow::ensure!(code == Some(0), "the coverage run of format/* exited {code:?}:\n{log}");
