@@ -95,8 +95,10 @@ pub fn fixed_mutants(scratch: &Path) -> Result<()> {
     let none = scratch.join("no-equivalents.tsv");
     std::fs::write(&none, "")?;
     let patch = root.join("xtask/test_data/patches/mutants-build-bug-on.patch");
+    // The map's kernel is the coverage checks' (faults and GCOV); the mutants run on the default
+    // kernel (`+default`), whose build directory the schemata kernel is an incremental build in.
     let mut common = strings(&["mutants", "--coverage-map"]);
-    common.extend([map.display().to_string(), "--out".into(), out.display().to_string()]);
+    common.extend([format!("{}+default", map.display()), "--out".into(), out.display().to_string()]);
     common.extend(["--patch".to_string(), patch.display().to_string()]);
     for id in [KILLED, COMPILE_ERROR, NO_COVERAGE, EQUIVALENT] {
         common.extend(["--id".to_string(), id.to_string()]);
