@@ -106,7 +106,9 @@ fn build_or_reuse(req: &Job) -> Result<Built> {
     // One build at a time in a build directory.
     let _building = crate::support::files::Lock::acquire(&build_dir.join("xtask-lock"))?;
     let t = Instant::now();
-    if let Some(from) = seed::seed(&build_dir, req.fragments, &compiler.version)? {
+    // A configuration alone (`--config-only`) needs no objects.
+    let seeded = if req.config_only { None } else { seed::seed(&build_dir, req.fragments, &compiler.version)? };
+    if let Some(from) = seeded {
         durations.insert("seed".to_string(), t.elapsed().as_secs_f64());
         let from = from.file_name().unwrap_or_default().to_string_lossy().into_owned();
         progress::line(format!("{}: a new build directory, seeded from {from} (another profile's objects)", arch.name));

@@ -16,12 +16,20 @@ use crate::support::cmd::{cmd, sh, stdout};
 const FRAGMENTS: &str = "xtask-fragments";
 
 /// Copies the closest finished sibling of `build_dir` into it (everything but its `.config`,
-/// its stamps and its log), when `build_dir` was never configured; says which one, or `None`.
+/// its stamps and its log), when `build_dir` has no kernel built yet; says which one, or
+/// `None`. A `.config` already there (`--config-only` made it) goes first: the configuration is
+/// made again over the sibling's, whatever their ages, so kbuild compares the two.
 pub(super) fn seed(build_dir: &Path, fragments: &[Fragment], compiler: &str) -> Result<Option<PathBuf>> {
-    if build_dir.join(".config").exists() {
+    if build_dir.join("vmlinux").exists() {
         return Ok(None);
     }
     let Some(sibling) = closest(build_dir, fragments, compiler) else { return Ok(None) };
+    for stale in [".config", "xtask-configured"] {
+        match std::fs::remove_file(build_dir.join(stale)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        }
+    }
     // A sibling being built is waited for: its objects are copied whole or not at all.
     let _reading = crate::support::files::Lock::acquire(&sibling.join("xtask-lock"))?;
     let sh = sh()?;
@@ -123,13 +131,17 @@ mod tests {
         assert!(seeded.ends_with("x86_64-linux-6.12-bbbb"), "the faults sibling, not the default one: {seeded:?}");
         assert_eq!(std::fs::read_to_string(new.join("kernel/a.o")).unwrap(), "x86_64-linux-6.12-bbbb");
         assert!(!new.join(".config").exists() && !new.join("xtask-configured").exists(), "configured afresh");
-        std::fs::write(new.join(".config"), "").unwrap();
-        assert_eq!(seed(&new, &wanted, cc).unwrap(), None, "a configured directory is not seeded again");
+        std::fs::write(new.join("vmlinux"), "").unwrap();
+        assert_eq!(seed(&new, &wanted, cc).unwrap(), None, "a directory with a kernel is not seeded again");
 
+        // A directory `--config-only` configured: seeded, its configuration made again.
         let debug = root.path().join("x86_64-linux-6.12-9999");
         std::fs::create_dir_all(&debug).unwrap();
+        std::fs::write(debug.join(".config"), "CONFIG_KASAN=y\n").unwrap();
+        std::fs::write(debug.join("xtask-configured"), "stamp").unwrap();
         let seeded = seed(&debug, &frags(&["common.config", "x86_64.config", "debug.config"]), cc).unwrap();
         assert!(seeded.unwrap().ends_with("x86_64-linux-6.12-cccc"), "its own profile's, when there is one");
+        assert!(!debug.join(".config").exists() && !debug.join("xtask-configured").exists(), "configured again");
         let other = root.path().join("x86_64-linux-6.12-8888");
         std::fs::create_dir_all(&other).unwrap();
         assert_eq!(seed(&other, &frags(&["kmsan.config"]), cc).unwrap(), None, "no sibling a subset of its fragments");
