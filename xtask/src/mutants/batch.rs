@@ -20,24 +20,6 @@ pub const SWITCH: &str = "/sys/module/trace_events_user/parameters/mutant";
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Batch {
     pub groups: Vec<Group>,
-    /// A scenario's deadline in the batch (ms), when shorter than its own: [`deadline_of`] its
-    /// duration in the coverage map's run.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub deadlines: BTreeMap<String, u64>,
-}
-
-/// A mutant's scenario that takes this many times its duration on the unmutated kernel (the
-/// coverage map's run) has stopped making progress: a Timeout, as cargo-mutants counts a test
-/// run past a multiple of its baseline.
-pub const DEADLINE_FACTOR: u64 = 10;
-
-/// The least deadline a mutant's scenario gets (ms): a scenario of a few milliseconds still has
-/// room for TCG's noise and three VMs on two cores.
-pub const DEADLINE_FLOOR_MS: u64 = 3000;
-
-/// The deadline of a scenario that took `ms` in the map's run.
-pub fn deadline_of(ms: u64) -> u64 {
-    (ms.saturating_mul(DEADLINE_FACTOR)).max(DEADLINE_FLOOR_MS)
 }
 
 /// One mutant: its id, its number in the schemata kernel, its covering scenarios in order.
@@ -80,8 +62,7 @@ impl Batch {
             for name in &g.scenarios {
                 let Some(s) = by_name.get(name.as_str()) else { continue };
                 let renamed = named(name, &g.id);
-                let deadline_ms = self.deadlines.get(name).map_or(s.deadline_ms, |d| s.deadline_ms.min(*d));
-                scenarios.push(protocol::Scenario { name: renamed.clone(), deadline_ms, ..(*s).clone() });
+                scenarios.push(protocol::Scenario { name: renamed.clone(), ..(*s).clone() });
                 of.insert(renamed.clone(), g.number);
                 copy_marks(&marks, name, &renamed, &mut renamed_marks);
             }

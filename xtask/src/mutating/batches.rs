@@ -26,14 +26,12 @@ use crate::support::exit::Kind;
 use crate::support::progress::line;
 
 /// How a stage's mutants are batched: at most `size` a boot; the ids in `alone` never; the
-/// scenarios in `isolated` (boots of their own) never in a batch's plan; a scenario's deadline
-/// in a batch from its duration in the map's run (`batch::deadline_of`).
+/// scenarios in `isolated` (boots of their own) never in a batch's plan.
 #[derive(Debug, Clone, Default)]
 pub struct Batching {
     pub size: usize,
     pub alone: BTreeSet<String>,
     pub isolated: BTreeSet<String>,
-    pub deadlines: BTreeMap<String, u64>,
 }
 
 impl Batching {
@@ -58,12 +56,7 @@ impl Batching {
                 }
             }
         }
-        let mut deadlines = BTreeMap::new();
-        for (name, ms) in stage.map.values().flat_map(|m| &m.durations) {
-            let d = deadlines.entry(name.clone()).or_insert(0);
-            *d = (*d).max(batch::deadline_of(*ms));
-        }
-        Ok(Batching { size, alone, isolated, deadlines })
+        Ok(Batching { size, alone, isolated })
     }
 
     /// Whether mutant `m`, with its step and number in the schemata kernel, can be batched.
@@ -112,9 +105,7 @@ pub fn run_batch<'a>(
         }
         groups.push(Group { id: m.id.clone(), number: numbers[&m.id], scenarios: shared });
     }
-    let b = Batch { groups, ..Batch::default() };
-    let deadlines = b.filters().into_iter().filter_map(|s| batching.deadlines.get(&s).map(|d| (s, *d))).collect();
-    let b = Batch { deadlines, ..b };
+    let b = Batch { groups };
     let dir = out.join("batches").join(&ms[0].id);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let file = dir.join("batch.json");

@@ -14,7 +14,6 @@ fn batch() -> Batch {
             Group { id: "m1".into(), number: 3, scenarios: vec!["s/a".into(), "s/b".into()] },
             Group { id: "m2".into(), number: 8, scenarios: vec!["s/b".into(), "s/c".into()] },
         ],
-        deadlines: BTreeMap::new(),
     }
 }
 
@@ -33,23 +32,6 @@ fn each_group_runs_its_scenarios_renamed_under_its_number() {
     assert_eq!(groups.switch, SWITCH);
     assert_eq!(groups.of.values().copied().collect::<Vec<_>>(), [3, 3, 8]);
     assert_eq!(out.marks.xfail.keys().collect::<Vec<_>>(), ["s/b@m1", "s/b@m2"]);
-    assert!(out.plan.scenarios.iter().all(|s| s.deadline_ms == 1000), "no deadline given: their own");
-}
-
-#[test]
-fn a_scenario_s_deadline_in_a_batch_is_a_multiple_of_its_map_duration_never_longer_than_its_own() {
-    assert_eq!(deadline_of(40), DEADLINE_FLOOR_MS, "a fast scenario gets the floor");
-    assert_eq!(deadline_of(900), 9000);
-    let mut plan = protocol::Plan::empty("x86_64");
-    plan.scenarios = vec![scenario("s/a"), scenario("s/b")];
-    plan.scenarios[0].deadline_ms = 10_000;
-    let compiled = Compiled { plan, isolated: vec![], skipped: vec![], marks: Marks::default() };
-    let b = Batch { deadlines: BTreeMap::from([("s/a".into(), 3000), ("s/b".into(), 9000)]), ..batch() };
-    let back: Batch = serde_json::from_slice(&serde_json::to_vec(&b).unwrap()).unwrap();
-    assert_eq!(back, b, "the deadlines cross to the child in batch.json");
-    let out = b.expand(compiled);
-    let deadlines: Vec<(&str, u64)> = out.plan.scenarios.iter().map(|s| (s.name.as_str(), s.deadline_ms)).collect();
-    assert_eq!(deadlines, [("s/a@m1", 3000), ("s/b@m1", 1000), ("s/b@m2", 1000)], "capped, never raised");
 }
 
 /// The golden run's first arch made a batch's: `s/a@m1` passed, `s/b@m1` failed, `s/b@m2`
