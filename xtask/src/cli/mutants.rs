@@ -103,9 +103,9 @@ pub struct MutantsArgs {
     #[arg(long, requires = "run")]
     pub one_by_one: bool,
     /// Up to N mutants of the schemata kernel in one boot, each under its number in turn with
-    /// the suites' hygiene between them; an outcome the batch cannot vouch for (a kernel
-    /// report, a hang, a scenario never reached) runs again alone, as do mutants on several
-    /// arches, or on a line the boot runs. 1: a boot each.
+    /// the suites' hygiene between them; an outcome the batch cannot vouch for (a scenario
+    /// never reached, a survival beside a kernel report between scenarios) runs again alone,
+    /// as do mutants on several arches, or on a line the boot runs. 1: a boot each.
     #[arg(long, value_name = "N", default_value_t = 24, value_parser = clap::value_parser!(u32).range(1..=1000), requires = "run")]
     pub batch: u32,
     /// Mutate Debian's `linux-source-X` (as `run --kernel-version X`: `7.3`) instead of the

@@ -93,12 +93,13 @@ fn build_or_reuse(req: &Job) -> Result<Built> {
     }
     let source_ref = source_ref(req);
 
-    let location = location(req.source, &source::pristine_root(req.spec, req.source, req.cache_dir)?);
-    let tree_dir = req.cache_dir.join("trees").join(&location);
     let mut durations = BTreeMap::new();
-
     let t = Instant::now();
-    let (mirror, _reading) = prepare_mirror(req, &tree_dir)?;
+    // Unpacked (or exported) once; its release line names the mirror and the build directory.
+    let pristine = source::pristine_root(req.spec, req.source, req.cache_dir)?;
+    let location = location(req.source, &pristine);
+    let tree_dir = req.cache_dir.join("trees").join(&location);
+    let (mirror, _reading) = prepare_mirror(req, &pristine, &tree_dir)?;
     durations.insert("source".to_string(), t.elapsed().as_secs_f64());
 
     let build_dir = build_dir(req, &location, &compiler);
@@ -159,7 +160,7 @@ fn build_or_reuse(req: &Job) -> Result<Built> {
     metadata.kernelrelease = release.trim().to_string();
 
     let t = Instant::now();
-    install(&store, &build_dir, &mut metadata, req, t)?;
+    install(&store, (&build_dir, &mirror, &pristine), &mut metadata, req, t)?;
     let mut built = load(arch, &store)?.context("the freshly installed build cannot be read back")?;
     built.source = Some(source_ref);
     // Read back from the cache, but make ran.
@@ -236,22 +237,21 @@ fn cache_hit(req: &Job, store: &Path) -> Result<Option<Built>> {
 
 /// The private mirror of the source with the request's patches, synced if it is not, and its
 /// lock held shared while the build reads it (the guard, to keep until the build is done).
-fn prepare_mirror(req: &Job, tree_dir: &Path) -> Result<(PathBuf, crate::support::files::Lock)> {
+fn prepare_mirror(req: &Job, pristine: &Path, tree_dir: &Path) -> Result<(PathBuf, crate::support::files::Lock)> {
     // The mirror belongs to one source location. It is synced under its lock held exclusively
     // and built from under the lock shared, so two arches of the same source and patches build
     // side by side, while a build of other patches waits until no build reads the mirror.
     let (lock_path, state) = (tree_dir.join("lock"), tree_dir.join("state.json"));
-    let pristine = source::pristine_root(req.spec, req.source, req.cache_dir)?;
     let mirror = tree_dir.join("src");
     let task = Task::start(format!("{}: preparing source", req.arch.name));
     let reading = loop {
         let shared = crate::support::files::Lock::acquire_shared(&lock_path)?;
-        if source::mirror_synced(&pristine, &mirror, &state, &req.source.id, req.patches) {
+        if source::mirror_synced(pristine, &mirror, &state, &req.source.id, req.patches) {
             break shared;
         }
         drop(shared);
         let _writing = crate::support::files::Lock::acquire(&lock_path)?;
-        source::sync_mirror(&pristine, &mirror, &state, &req.source.id, req.patches)?;
+        source::sync_mirror(pristine, &mirror, &state, &req.source.id, req.patches)?;
     };
     task.finish(format!("{} with {} patch(es)", req.source.label, req.patches.len()));
     super::gcov::check_sources(&mirror, req.gcov_files)?;

@@ -341,10 +341,7 @@ pub fn sync_mirror(
         let switched = whole && previous.pristine.as_deref() != Some(pristine);
         let changed = if switched { content_changes(pristine, mirror)? } else { vec![] };
         std::fs::create_dir_all(mirror)?;
-        let mut src = pristine.as_os_str().to_owned();
-        src.push("/");
-        let mut dst = mirror.as_os_str().to_owned();
-        dst.push("/");
+        let (src, dst) = (contents_of(pristine), contents_of(mirror));
         let link_dest = format!("--link-dest={}", pristine.display());
         stdout(cmd!(sh, "rsync -a --delete --exclude=/.git {link_dest} {src} {dst}"))
             .with_context(|| format!("mirroring {} into {}", pristine.display(), mirror.display()))?;
@@ -379,9 +376,7 @@ pub fn sync_mirror(
 /// rsync's checksums in a dry run: what `make` must rebuild after a switch of source.
 fn content_changes(pristine: &Path, mirror: &Path) -> Result<Vec<String>> {
     let sh = sh()?;
-    let (mut src, mut dst) = (pristine.as_os_str().to_owned(), mirror.as_os_str().to_owned());
-    src.push("/");
-    dst.push("/");
+    let (src, dst) = (contents_of(pristine), contents_of(mirror));
     let format = "--out-format=%i %n";
     let out = text(cmd!(sh, "rsync -rlp --checksum --dry-run --exclude=/.git {format} {src} {dst}"))
         .with_context(|| format!("comparing {} with {}", pristine.display(), mirror.display()))?;
@@ -391,6 +386,13 @@ fn content_changes(pristine: &Path, mirror: &Path) -> Result<Vec<String>> {
         .filter_map(|l| l.split_once(' '))
         .map(|(_, n)| n.to_string())
         .collect())
+}
+
+/// A folder as rsync's source or destination of its contents: its path with a trailing `/`.
+pub(crate) fn contents_of(dir: &Path) -> std::ffi::OsString {
+    let mut arg = dir.as_os_str().to_owned();
+    arg.push("/");
+    arg
 }
 
 /// The files the mirror's current patch set touched (relative paths), as `sync_mirror` recorded.

@@ -10,7 +10,6 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
-
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};

@@ -8,15 +8,14 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::configure::write_fragments;
-use super::model::{file_name, location, Built, Job, Metadata};
+use super::model::{file_name, Built, Job, Metadata};
 use crate::arch::Arch;
 use crate::kernel::knobs::shell_line;
-use crate::kernel::source;
 
 /// Copies the build's outputs and provenance into the store directory, atomically.
 pub(super) fn install(
     store: &Path,
-    build_dir: &Path,
+    (build_dir, mirror, pristine): (&Path, &Path, &Path),
     metadata: &mut Metadata,
     req: &Job,
     started: Instant,
@@ -34,9 +33,7 @@ pub(super) fn install(
     copy(&build_dir.join("System.map"), "System.map")?;
     copy(&build_dir.join("vmlinux"), "vmlinux")?;
     copy(&build_dir.join("build.log"), "build.log")?;
-    let pristine = source::pristine_root(req.spec, req.source, req.cache_dir)?;
-    let mirror = req.cache_dir.join("trees").join(location(req.source, &pristine)).join("src");
-    crate::kernel::gcov::keep(tmp.path(), build_dir, (&mirror, &pristine), req.gcov_files)?;
+    crate::kernel::gcov::keep(tmp.path(), build_dir, (mirror, pristine), req.gcov_files)?;
     let frag_dir = tmp.path().join("fragments");
     write_fragments(&frag_dir, req.fragments)?;
     std::fs::create_dir_all(tmp.path().join("patches"))?;

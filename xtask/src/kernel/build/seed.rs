@@ -10,6 +10,7 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 
 use crate::kernel::kconfig::{self, Fragment};
+use crate::kernel::source::contents_of;
 use crate::support::cmd::{cmd, sh, stdout};
 
 /// The fragment folder every build directory keeps (`configure::write_fragments`).
@@ -33,9 +34,7 @@ pub(super) fn seed(build_dir: &Path, fragments: &[Fragment], compiler: &str) -> 
     // A sibling being built is waited for: its objects are copied whole or not at all.
     let _reading = crate::support::files::Lock::acquire(&sibling.join("xtask-lock"))?;
     let sh = sh()?;
-    let (mut from, mut to) = (sibling.as_os_str().to_owned(), build_dir.as_os_str().to_owned());
-    from.push("/");
-    to.push("/");
+    let (from, to) = (contents_of(&sibling), contents_of(build_dir));
     let excludes = ["--exclude=/.config", "--exclude=/xtask-*", "--exclude=/build.log"];
     stdout(cmd!(sh, "rsync -a {excludes...} {from} {to}"))
         .with_context(|| format!("seeding {} from {}", build_dir.display(), sibling.display()))?;
